@@ -1,0 +1,337 @@
+//! Building a client: node URLs (or ready `redis::Client`s) and lock parameters, checked once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::clock::Clock;
+use super::node::Node;
+use super::redact::redact_url;
+use super::{Redlock, Shared};
+use crate::core::{ConfigError, DEFAULT_KEY_PREFIX, DriftFactor, LockConfig, LockKey, RetryPolicy};
+use crate::error::Error;
+
+/// The connection-establishment timeout used when none is set.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+enum NodeSource {
+    Url(String),
+    Client(redis::Client),
+}
+
+/// Configures a [`Redlock`]. Nothing is checked or connected until [`build`](Self::build).
+///
+/// Node URLs are written as redis-rs users write them:
+/// `redis://[user][:password@]host[:port][/db]`, `rediss://…` for TLS (with the `tls-rustls`
+/// or `tls-native-tls` feature), `redis+unix:///path/to/socket?db=0&pass=…` for a Unix
+/// socket. Ready-made `redis::Client`s (mutual TLS, custom settings) are accepted too.
+///
+/// ```
+/// use std::time::Duration;
+/// use redlock::Redlock;
+///
+/// let err = Redlock::builder()
+///     .nodes(["redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"])
+///     .ttl(Duration::from_millis(100))
+///     .node_timeout(Duration::from_millis(50))
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "invalid configuration: `node_timeout` is 50ms, not below a tenth of the ttl (10ms); a slow node would eat the validity",
+/// );
+/// ```
+pub struct RedlockBuilder {
+    nodes: Vec<NodeSource>,
+    ttl: Duration,
+    drift_factor: f64,
+    node_timeout: Option<Duration>,
+    connect_timeout: Duration,
+    retry: RetryPolicy,
+    max_extensions: u32,
+    key_prefix: String,
+}
+
+impl std::fmt::Debug for RedlockBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let nodes: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|source| match source {
+                NodeSource::Url(url) => redact_url(url),
+                NodeSource::Client(client) => client.get_connection_info().addr().to_string(),
+            })
+            .collect();
+        f.debug_struct("RedlockBuilder")
+            .field("nodes", &nodes)
+            .field("ttl", &self.ttl)
+            .field("drift_factor", &self.drift_factor)
+            .field("node_timeout", &self.node_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("retry", &self.retry)
+            .field("max_extensions", &self.max_extensions)
+            .field("key_prefix", &self.key_prefix)
+            .finish()
+    }
+}
+
+impl Default for RedlockBuilder {
+    fn default() -> Self {
+        let defaults = LockConfig::new(0);
+        Self {
+            nodes: Vec::new(),
+            ttl: defaults.ttl(),
+            drift_factor: defaults.drift_factor().as_f64(),
+            node_timeout: None,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            retry: defaults.retry().clone(),
+            max_extensions: defaults.max_extensions(),
+            key_prefix: DEFAULT_KEY_PREFIX.to_owned(),
+        }
+    }
+}
+
+impl RedlockBuilder {
+    /// Adds a node by URL.
+    #[must_use]
+    pub fn node(mut self, url: impl Into<String>) -> Self {
+        self.nodes.push(NodeSource::Url(url.into()));
+        self
+    }
+
+    /// Adds several nodes by URL.
+    #[must_use]
+    pub fn nodes<I, S>(mut self, urls: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.nodes
+            .extend(urls.into_iter().map(|url| NodeSource::Url(url.into())));
+        self
+    }
+
+    /// Adds a node from a ready `redis::Client`.
+    #[must_use]
+    pub fn node_client(mut self, client: redis::Client) -> Self {
+        self.nodes.push(NodeSource::Client(client));
+        self
+    }
+
+    /// The lease time-to-live (default 10 s): a whole number of milliseconds, at most 24 h.
+    #[must_use]
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The clock-drift factor (default 0.01): how much faster or slower than real time any
+    /// clock involved may run. The drift allowance is `ttl × factor + 2 ms`.
+    #[must_use]
+    pub fn drift_factor(mut self, factor: f64) -> Self {
+        self.drift_factor = factor;
+        self
+    }
+
+    /// How long to wait for one node's reply (default 50 ms, or a twentieth of the TTL when
+    /// that is shorter). Must be below a tenth of the TTL.
+    #[must_use]
+    pub fn node_timeout(mut self, timeout: Duration) -> Self {
+        self.node_timeout = Some(timeout);
+        self
+    }
+
+    /// How long establishing a connection to one node may take (default 1 s). Requests
+    /// waiting for the connection are still bounded by the per-node timeout.
+    #[must_use]
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How many rounds may follow a failed first round (default 3).
+    #[must_use]
+    pub fn retry_count(mut self, retries: u32) -> Self {
+        self.retry = RetryPolicy::new(retries, self.retry.delay(), self.retry.jitter());
+        self
+    }
+
+    /// The fixed part of the wait between rounds (default 100 ms). Zero is allowed.
+    #[must_use]
+    pub fn retry_delay(mut self, delay: Duration) -> Self {
+        self.retry = RetryPolicy::new(self.retry.retries(), delay, self.retry.jitter());
+        self
+    }
+
+    /// The random part of the wait between rounds, uniform in `[0, jitter)` (default 100 ms).
+    #[must_use]
+    pub fn retry_jitter(mut self, jitter: Duration) -> Self {
+        self.retry = RetryPolicy::new(self.retry.retries(), self.retry.delay(), jitter);
+        self
+    }
+
+    /// How many times one lease may be extended (default 100).
+    #[must_use]
+    pub fn max_extensions(mut self, max: u32) -> Self {
+        self.max_extensions = max;
+        self
+    }
+
+    /// The prefix of every lock key (default `redlock:`), keeping lock keys apart from data.
+    #[must_use]
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.key_prefix = prefix.into();
+        self
+    }
+
+    /// Checks the configuration and builds the client. No connection is opened yet: each
+    /// node is connected on first use, so a client can be built while nodes are down.
+    ///
+    /// Allowed but weak configurations (fewer than 3 nodes, an even number) are logged at
+    /// warn level through `tracing`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`], naming the field, when a node URL does not parse (shown without
+    /// its password), two nodes share an address, or a parameter is out of range.
+    pub fn build(self) -> Result<Redlock, Error> {
+        let mut nodes = Vec::with_capacity(self.nodes.len());
+        let mut seen = BTreeMap::new();
+        for (index, source) in self.nodes.into_iter().enumerate() {
+            let field = format!("nodes[{index}]");
+            let client = match source {
+                NodeSource::Client(client) => client,
+                NodeSource::Url(url) => redis::Client::open(url.as_str()).map_err(|e| {
+                    ConfigError::new(
+                        field.clone(),
+                        format!("`{}` is not a usable Redis URL: {e}", redact_url(&url)),
+                    )
+                })?,
+            };
+            if self.connect_timeout.is_zero() {
+                return Err(
+                    ConfigError::new("connect_timeout", "must be greater than zero").into(),
+                );
+            }
+            let node = Node::new(client, self.connect_timeout);
+            if let Some(first) = seen.insert(node.address().clone(), index) {
+                return Err(ConfigError::new(
+                    field,
+                    format!(
+                        "has the same address ({}) as nodes[{first}]; one server must not vote twice",
+                        node.address()
+                    ),
+                )
+                .into());
+            }
+            nodes.push(node);
+        }
+
+        let drift_factor = DriftFactor::from_f64(self.drift_factor).ok_or_else(|| {
+            ConfigError::new(
+                "drift_factor",
+                format!(
+                    "is {}, must be a finite number in [0, 1)",
+                    self.drift_factor
+                ),
+            )
+        })?;
+        let mut config = LockConfig::new(nodes.len())
+            .with_ttl(self.ttl)
+            .with_drift_factor(drift_factor)
+            .with_retry(self.retry)
+            .with_max_extensions(self.max_extensions);
+        if let Some(timeout) = self.node_timeout {
+            config = config.with_node_timeout(timeout);
+        }
+        for warning in config.validate()? {
+            tracing::warn!(%warning, "weak Redlock configuration");
+        }
+        LockKey::new(&self.key_prefix, "resource")
+            .map_err(|e| ConfigError::new("key_prefix", e.to_string()))?;
+
+        let addresses = nodes.iter().map(|n| n.address().clone()).collect();
+        Ok(Redlock {
+            shared: Arc::new(Shared {
+                nodes: nodes.into(),
+                addresses,
+                key_prefix: self.key_prefix.into(),
+                clock: Clock::new(),
+            }),
+            config: Arc::new(config),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn three() -> RedlockBuilder {
+        Redlock::builder().nodes([
+            "redis://127.0.0.1:1",
+            "redis://127.0.0.1:2",
+            "redis://127.0.0.1:3",
+        ])
+    }
+
+    fn field(result: Result<Redlock, Error>) -> String {
+        match result {
+            Err(Error::Config(e)) => e.field().to_owned(),
+            other => panic!("expected a configuration error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn builds_without_connecting_or_a_runtime() {
+        let redlock = three().build().unwrap();
+        assert_eq!(
+            redlock.node_addresses().collect::<Vec<_>>(),
+            ["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"]
+        );
+        assert_eq!(redlock.config().quorum(), 2);
+    }
+
+    #[test]
+    fn refuses_bad_input_naming_the_field() {
+        assert_eq!(field(Redlock::builder().build()), "nodes");
+        assert_eq!(field(three().node("http://nope").build()), "nodes[3]");
+        assert_eq!(
+            field(three().node("redis://127.0.0.1:2").build()),
+            "nodes[3]"
+        );
+        assert_eq!(field(three().ttl(Duration::ZERO).build()), "ttl");
+        assert_eq!(
+            field(three().drift_factor(f64::NAN).build()),
+            "drift_factor"
+        );
+        assert_eq!(field(three().drift_factor(1.5).build()), "drift_factor");
+        assert_eq!(
+            field(three().connect_timeout(Duration::ZERO).build()),
+            "connect_timeout"
+        );
+        assert_eq!(
+            field(three().key_prefix("p".repeat(300)).build()),
+            "key_prefix"
+        );
+        assert_eq!(
+            field(three().node_timeout(Duration::from_secs(1)).build()),
+            "node_timeout"
+        );
+    }
+
+    #[test]
+    fn passwords_never_show() {
+        let err = three()
+            .node("redis://user:hunter2@[bad")
+            .build()
+            .unwrap_err();
+        let text = format!("{err} {err:?}");
+        assert!(!text.contains("hunter2"), "{text}");
+        let redlock = Redlock::builder()
+            .node("redis://:hunter2@127.0.0.1:6379")
+            .build()
+            .unwrap();
+        assert!(!format!("{redlock:?}").contains("hunter2"));
+    }
+}

@@ -1,0 +1,155 @@
+//! Requests in flight, kept running until each node has answered or timed out.
+//!
+//! Two hazards shape this module:
+//!
+//! - With redis-rs, a request future dropped before its command is written is never sent,
+//!   and one dropped after is still executed by the node. A client that decides at a quorum
+//!   and drops the stragglers can therefore leak keys, or release before its own `SET`
+//!   lands. Requests are never dropped here: when an operation ends (or is cancelled), what
+//!   is still in flight moves to a background task that runs it to completion.
+//! - A cleanup release must reach a node after the `SET` it cleans up. Each node has a
+//!   *lane*: a command starts only once the previous command of the same lease to that node
+//!   has finished. The node's connection is ordered, so the node executes them in order too.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use futures::channel::oneshot;
+use futures::future::{BoxFuture, Shared};
+use futures::stream::{FuturesUnordered, StreamExt};
+
+use super::node::Node;
+use crate::core::{NodeFailure, Reply, RequestId, Transmit};
+
+/// A finished request.
+pub(crate) struct Completion {
+    pub(crate) request: RequestId,
+    pub(crate) result: Result<Reply, NodeFailure>,
+}
+
+type Gate = Shared<oneshot::Receiver<()>>;
+
+/// For each node, a gate that opens when the lease's last command to that node finished.
+#[derive(Clone, Default)]
+pub(crate) struct Lanes(Vec<Option<Gate>>);
+
+impl Lanes {
+    pub(crate) fn new(nodes: usize) -> Self {
+        Self(vec![None; nodes])
+    }
+
+    /// Installs `gate` as node `index`'s last command; returns the one it follows.
+    fn push(&mut self, index: usize, gate: Gate) -> Option<Gate> {
+        if self.0.len() <= index {
+            self.0.resize(index + 1, None);
+        }
+        self.0[index].replace(gate)
+    }
+}
+
+/// The requests of one operation (acquire, extend or release).
+pub(crate) struct Flight {
+    nodes: Arc<[Node]>,
+    timeout: Duration,
+    lanes: Lanes,
+    pending: FuturesUnordered<BoxFuture<'static, Completion>>,
+}
+
+impl Flight {
+    pub(crate) fn new(nodes: Arc<[Node]>, timeout: Duration, lanes: Lanes) -> Self {
+        Self {
+            nodes,
+            timeout,
+            lanes,
+            pending: FuturesUnordered::new(),
+        }
+    }
+
+    /// Starts `transmit` once the previous command to its node has finished, bounded by the
+    /// per-node timeout.
+    pub(crate) fn send(&mut self, transmit: Transmit) {
+        let index = transmit.node.index();
+        let (done, gate) = oneshot::channel::<()>();
+        let previous = self.lanes.push(index, gate.shared());
+        let nodes = Arc::clone(&self.nodes);
+        let timeout = self.timeout;
+        self.pending.push(Box::pin(async move {
+            if let Some(previous) = previous {
+                // Cancelled or finished, either way the previous command is done.
+                let _ = previous.await;
+            }
+            let result = match nodes.get(index) {
+                None => Err(NodeFailure::Protocol(format!("no node #{index}"))),
+                Some(node) => tokio::time::timeout(timeout, node.execute(&transmit.command))
+                    .await
+                    .unwrap_or(Err(NodeFailure::TimedOut)),
+            };
+            // Opens the gate of the next command to this node.
+            drop(done);
+            Completion {
+                request: transmit.request,
+                result,
+            }
+        }));
+    }
+
+    /// The next finished request; `None` when nothing is in flight.
+    pub(crate) async fn next(&mut self) -> Option<Completion> {
+        self.pending.next().await
+    }
+
+    pub(crate) fn is_idle(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// Keeps the requests moving until `deadline` (used while waiting to retry).
+    pub(crate) async fn run_until(&mut self, deadline: Instant) {
+        let sleep = tokio::time::sleep_until(deadline.into());
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                () = &mut sleep => return,
+                Some(_) = self.pending.next() => {}
+            }
+        }
+    }
+
+    /// Runs every request to completion (each is bounded by its timeout).
+    pub(crate) async fn finish(&mut self) {
+        while self.pending.next().await.is_some() {}
+    }
+
+    /// The lanes, for the lease's next operation. What is still in flight continues in the
+    /// background (see `Drop`).
+    pub(crate) fn into_lanes(mut self) -> Lanes {
+        std::mem::take(&mut self.lanes)
+    }
+}
+
+impl Default for Flight {
+    /// A flight with no nodes and nothing in it.
+    fn default() -> Self {
+        Self::new(Arc::from(Vec::new()), Duration::ZERO, Lanes::default())
+    }
+}
+
+impl Drop for Flight {
+    /// Hands the requests still in flight to a background task, so that nothing written to a
+    /// node is left half done. Each is bounded by the per-node timeout.
+    fn drop(&mut self) {
+        let mut pending = std::mem::take(&mut self.pending);
+        if pending.is_empty() {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move { while pending.next().await.is_some() {} });
+            }
+            Err(_) => tracing::warn!(
+                requests = pending.len(),
+                "no tokio runtime to finish in-flight lock requests; any key they set expires with its TTL"
+            ),
+        }
+    }
+}

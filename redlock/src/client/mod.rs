@@ -1,0 +1,270 @@
+//! The async client: drives the [`core`](crate::core) machines over real Redis nodes.
+//!
+//! - One auto-reconnecting, multiplexed connection per node (redis-rs `ConnectionManager`),
+//!   opened on first use.
+//! - Every node is asked in parallel; each request is bounded by the per-node timeout, so a
+//!   dead or paused node costs at most that timeout.
+//! - A round is decided as soon as a quorum agrees (or cannot); requests still in flight run
+//!   to completion in the background and anything they set is released in order.
+//! - Tokens are 128 bits from the operating system's CSPRNG, fresh for every round.
+//!
+//! # Cancel safety
+//!
+//! Dropping an [`acquire`](Redlock::acquire) future mid-flight releases the round's token
+//! on every node from a detached task bounded by the per-node timeout. Dropping a [`Lease`]
+//! without [`release`](Lease::release) spawns a best-effort release and logs a warning.
+//! Nothing ever blocks the runtime.
+
+mod builder;
+mod clock;
+mod drive;
+mod flight;
+mod lease;
+mod node;
+mod redact;
+mod scripts;
+
+use std::fmt;
+use std::sync::Arc;
+
+use rand::TryRng;
+
+pub use builder::{DEFAULT_CONNECT_TIMEOUT, RedlockBuilder};
+pub use lease::Lease;
+
+use self::clock::Clock;
+use self::drive::drive;
+use self::flight::{Flight, Lanes};
+use self::node::Node;
+use crate::core::{
+    Acquire, AcquireEvent, LockConfig, LockKey, Machine, RetryPolicy, TOKEN_LEN, Token,
+};
+use crate::error::Error;
+
+pub use crate::core::ReleaseReport;
+pub use crate::error::{NodeOutcome, NodeReport};
+
+/// A Redlock client over a fixed set of independent Redis masters.
+///
+/// Cheap to clone; clones share the connections. Build one with [`Redlock::builder`]; derive
+/// handles with another TTL or retry policy with [`with_ttl`](Redlock::with_ttl) and
+/// [`with_retry`](Redlock::with_retry), which share the connections too.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), redlock::Error> {
+/// use std::time::Duration;
+/// use redlock::Redlock;
+///
+/// let redlock = Redlock::builder()
+///     .nodes(["redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"])
+///     .build()?;
+/// let reports = redlock.with_ttl(Duration::from_secs(300))?;
+///
+/// match reports.try_acquire("nightly-report").await {
+///     Ok(lease) => {
+///         // ... produce the report, checking lease.is_valid() along the way ...
+///         lease.release().await;
+///     }
+///     Err(e) if e.is_retryable() => println!("someone else is on it: {e}"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Redlock {
+    shared: Arc<Shared>,
+    config: Arc<LockConfig>,
+}
+
+/// What every handle of one client shares.
+struct Shared {
+    nodes: Arc<[Node]>,
+    addresses: Arc<[Arc<str>]>,
+    key_prefix: Arc<str>,
+    clock: Clock,
+}
+
+impl Redlock {
+    /// A builder; add nodes, then [`build`](RedlockBuilder::build).
+    pub fn builder() -> RedlockBuilder {
+        RedlockBuilder::default()
+    }
+
+    /// The lock parameters of this handle.
+    pub fn config(&self) -> &LockConfig {
+        &self.config
+    }
+
+    /// The nodes' addresses (`host:port` or socket path), without credentials.
+    pub fn node_addresses(&self) -> impl Iterator<Item = &str> {
+        self.shared.addresses.iter().map(|a| &**a)
+    }
+
+    /// The key prefix put in front of every resource name.
+    pub fn key_prefix(&self) -> &str {
+        &self.shared.key_prefix
+    }
+
+    /// A handle sharing these connections whose leases last `ttl`. A per-node timeout that
+    /// was not set explicitly is derived from the new TTL.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] if the TTL is refused (see [`LockConfig::validate`]).
+    pub fn with_ttl(&self, ttl: std::time::Duration) -> Result<Self, Error> {
+        self.with_config((*self.config).clone().with_ttl(ttl))
+    }
+
+    /// A handle sharing these connections with another retry policy.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] if the policy is refused (see [`LockConfig::validate`]).
+    pub fn with_retry(&self, retry: RetryPolicy) -> Result<Self, Error> {
+        self.with_config((*self.config).clone().with_retry(retry))
+    }
+
+    fn with_config(&self, config: LockConfig) -> Result<Self, Error> {
+        config.validate()?;
+        Ok(Self {
+            shared: Arc::clone(&self.shared),
+            config: Arc::new(config),
+        })
+    }
+
+    /// Acquires a lease on `resource`, retrying after failed rounds as the retry policy
+    /// allows.
+    ///
+    /// # Errors
+    ///
+    /// - [`Error::Resource`] for an empty or over-long resource name;
+    /// - [`Error::Taken`] when another owner still held it after the last round;
+    /// - [`Error::NoQuorum`] when too few nodes answered;
+    /// - [`Error::ValidityExhausted`] when the nodes were too slow for the TTL.
+    ///
+    /// Every failed round's token is released on every node; a failed acquisition returns
+    /// once those releases have finished, so it leaves no key behind.
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping the future mid-flight releases the current round's token on every node from
+    /// a detached, time-bounded task.
+    pub async fn acquire(&self, resource: &str) -> Result<Lease, Error> {
+        self.acquire_with(resource, &self.config).await
+    }
+
+    /// Like [`acquire`](Redlock::acquire), but a single round: no retry.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Redlock::acquire).
+    pub async fn try_acquire(&self, resource: &str) -> Result<Lease, Error> {
+        let config = (*self.config).clone().with_retry(RetryPolicy::no_retry());
+        self.acquire_with(resource, &config).await
+    }
+
+    async fn acquire_with(&self, resource: &str, config: &LockConfig) -> Result<Lease, Error> {
+        let shared = &self.shared;
+        let key = LockKey::new(&shared.key_prefix, resource)?;
+        let mut op = AcquireOperation {
+            machine: Acquire::new(config, key, random_token()?, shared.clock.now()),
+            flight: Flight::new(
+                shared.nodes.clone(),
+                config.node_timeout(),
+                Lanes::new(shared.nodes.len()),
+            ),
+            finished: false,
+        };
+        loop {
+            let event = drive(&mut op.machine, &mut op.flight, &shared.clock).await;
+            match event {
+                Some(AcquireEvent::Acquired(grant)) => {
+                    op.finished = true;
+                    tracing::debug!(
+                        resource,
+                        attempt = grant.attempts,
+                        validity_ms = grant.validity().as_millis(),
+                        "lease acquired"
+                    );
+                    let lanes = std::mem::take(&mut op.flight).into_lanes();
+                    let handle = Self {
+                        shared: Arc::clone(shared),
+                        config: Arc::new(config.clone()),
+                    };
+                    return Ok(Lease::new(handle, grant, lanes));
+                }
+                Some(AcquireEvent::Retry { window, failure }) => {
+                    tracing::debug!(
+                        resource,
+                        attempt = op.machine.attempt(),
+                        reason = %failure.reason,
+                        "acquisition round failed; retrying"
+                    );
+                    let start = window.pick(&mut rand::rng());
+                    // Cleanup releases and stragglers keep moving while we wait.
+                    op.flight.run_until(shared.clock.instant(start)).await;
+                    op.machine.retry(random_token()?, shared.clock.now());
+                }
+                Some(AcquireEvent::Failed(failure)) => {
+                    op.finished = true;
+                    // Leave nothing behind: wait for this round's cleanup releases.
+                    op.flight.finish().await;
+                    tracing::debug!(
+                        resource,
+                        attempt = failure.attempts,
+                        reason = %failure.last_round.reason,
+                        "acquisition failed"
+                    );
+                    return Err(Error::from_round(
+                        resource,
+                        failure.attempts,
+                        failure.last_round,
+                        &shared.addresses,
+                    ));
+                }
+                None => return Err(Error::Internal("the acquisition stalled")),
+            }
+        }
+    }
+}
+
+/// An acquisition in progress. If it is dropped before it finished (the caller's future was
+/// cancelled), the running round is abandoned and its token released everywhere.
+struct AcquireOperation {
+    machine: Acquire,
+    flight: Flight,
+    finished: bool,
+}
+
+impl Drop for AcquireOperation {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        self.machine.cancel();
+        while let Some(transmit) = self.machine.poll_transmit() {
+            self.flight.send(transmit);
+        }
+        // Dropping the flight hands every request to a background task.
+    }
+}
+
+/// A fresh 128-bit token from the operating system's CSPRNG.
+fn random_token() -> Result<Token, Error> {
+    let mut bytes = [0; TOKEN_LEN];
+    rand::rngs::SysRng
+        .try_fill_bytes(&mut bytes)
+        .map_err(|e| Error::Entropy(e.to_string()))?;
+    Ok(Token::from_bytes(bytes))
+}
+
+impl fmt::Debug for Redlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redlock")
+            .field("nodes", &self.shared.addresses)
+            .field("key_prefix", &self.shared.key_prefix)
+            .field("config", &self.config)
+            .finish()
+    }
+}

@@ -1,0 +1,232 @@
+//! Extension: compare-and-`PEXPIRE` on every node, won by a quorum inside a validity measured
+//! from the extension's own start. It never re-creates a key and never deletes one.
+
+use std::collections::VecDeque;
+
+use super::round::{QuorumRound, Verdict};
+use super::{
+    Command, LockConfig, LockKey, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId,
+    RoundFailure, Timestamp, Token, Transmit,
+};
+
+/// A successful extension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Extension {
+    /// When the extension started.
+    pub started_at: Timestamp,
+    /// When the quorum was reached.
+    pub decided_at: Timestamp,
+    /// The new end of validity: `started_at + ttl − drift`.
+    pub valid_until: Timestamp,
+    /// What each node did.
+    pub nodes: Vec<NodeStatus>,
+}
+
+/// Why an extension failed. The lease itself is unchanged: it stays valid until its old
+/// deadline, and no key was deleted, so another extension may still succeed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExtendFailure {
+    /// The lease's validity had ended before the extension started; nothing was sent.
+    Expired,
+    /// The lease was already extended the maximum number of times; nothing was sent.
+    LimitReached {
+        /// The configured maximum.
+        limit: u32,
+    },
+    /// The round did not reach a quorum in time.
+    Round(RoundFailure),
+}
+
+/// What an [`Extend`] produces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExtendOutcome {
+    /// A quorum reset its expiry; the lease is valid until the new deadline.
+    Extended(Extension),
+    /// The extension failed.
+    Failed(ExtendFailure),
+}
+
+/// The extension state machine.
+///
+/// ```
+/// use redlock::core::*;
+///
+/// let config = LockConfig::new(3);
+/// let key = LockKey::new("redlock:", "report").unwrap();
+/// let token = Token::from_bytes([1; 16]);
+/// let valid_until = Timestamp::from_nanos(5_000_000_000);
+///
+/// // Past the deadline nothing is sent: an expired lease cannot be revived.
+/// let mut late = Extend::new(&config, key.clone(), token, valid_until, 0, valid_until);
+/// assert!(late.poll_transmit().is_none());
+/// assert_eq!(late.poll_outcome(), Some(ExtendOutcome::Failed(ExtendFailure::Expired)));
+///
+/// let now = Timestamp::from_nanos(1_000);
+/// let mut extend = Extend::new(&config, key, token, valid_until, 0, now);
+/// let sent: Vec<Transmit> = std::iter::from_fn(|| extend.poll_transmit()).collect();
+/// for t in &sent[..2] {
+///     extend.handle_reply(t.request, Ok(Reply::Extended), now);
+/// }
+/// let Some(ExtendOutcome::Extended(ext)) = extend.poll_outcome() else { panic!() };
+/// assert_eq!(ext.valid_until, now.saturating_add(config.ttl() - config.drift()));
+/// ```
+#[derive(Debug)]
+pub struct Extend {
+    key: LockKey,
+    token: Token,
+    round: Option<QuorumRound>,
+    transmits: VecDeque<Transmit>,
+    outcome: Option<ExtendOutcome>,
+}
+
+/// Extensions are the only round of their machine.
+const ROUND: u32 = 1;
+
+impl Extend {
+    /// Starts extending the lease on `key` held with `token`, currently valid until
+    /// `valid_until` and extended `extensions` times so far, at `now`.
+    pub fn new(
+        config: &LockConfig,
+        key: LockKey,
+        token: Token,
+        valid_until: Timestamp,
+        extensions: u32,
+        now: Timestamp,
+    ) -> Self {
+        let mut extend = Self {
+            key,
+            token,
+            round: None,
+            transmits: VecDeque::new(),
+            outcome: None,
+        };
+        if now >= valid_until {
+            extend.outcome = Some(ExtendOutcome::Failed(ExtendFailure::Expired));
+        } else if extensions >= config.max_extensions() {
+            extend.outcome = Some(ExtendOutcome::Failed(ExtendFailure::LimitReached {
+                limit: config.max_extensions(),
+            }));
+        } else {
+            extend.round = Some(QuorumRound::new(config, Reply::Extended, now));
+            for index in 0..config.nodes() {
+                let node = NodeId::new(index);
+                extend.transmits.push_back(Transmit {
+                    request: RequestId::new(ROUND, node, false),
+                    node,
+                    command: Command::ExtendIfOwner {
+                        key: extend.key.clone(),
+                        token: extend.token,
+                        ttl: config.ttl(),
+                    },
+                });
+            }
+        }
+        extend
+    }
+
+    fn decide(&mut self, now: Timestamp) {
+        let Some(round) = &self.round else { return };
+        let outcome = match round.verdict(now) {
+            None => return,
+            Some(Verdict::Won { valid_until }) => ExtendOutcome::Extended(Extension {
+                started_at: round.started_at(),
+                decided_at: now,
+                valid_until,
+                nodes: round.statuses().to_vec(),
+            }),
+            Some(Verdict::Lost(reason)) => {
+                ExtendOutcome::Failed(ExtendFailure::Round(round.failure(reason, now)))
+            }
+        };
+        self.round = None;
+        self.outcome = Some(outcome);
+    }
+}
+
+impl Machine for Extend {
+    type Outcome = ExtendOutcome;
+
+    fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    fn handle_reply(
+        &mut self,
+        request: RequestId,
+        reply: Result<Reply, NodeFailure>,
+        now: Timestamp,
+    ) {
+        let Some(round) = &mut self.round else { return };
+        if request.round() != ROUND || request.is_cleanup() {
+            return;
+        }
+        let reply = match reply {
+            Ok(Reply::Extended | Reply::NotHeld | Reply::HeldByOther) => reply,
+            Ok(other) => Err(NodeFailure::Protocol(format!(
+                "unexpected reply {other:?} to an extension"
+            ))),
+            Err(failure) => Err(failure),
+        };
+        round.record(request.node(), reply);
+        self.decide(now);
+    }
+
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if let Some(round) = &mut self.round
+            && now >= round.timeout_at()
+        {
+            round.expire();
+            self.decide(now);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        self.round.as_ref().map(QuorumRound::timeout_at)
+    }
+
+    fn poll_outcome(&mut self) -> Option<ExtendOutcome> {
+        self.outcome.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::FailureReason;
+
+    #[test]
+    fn limit_and_failure_send_no_deletes() {
+        let config = LockConfig::new(3).with_max_extensions(2);
+        let key = LockKey::new("", "r").unwrap();
+        let token = Token::from_bytes([3; 16]);
+        let far = Timestamp::MAX;
+        let mut capped = Extend::new(&config, key.clone(), token, far, 2, Timestamp::ZERO);
+        assert!(capped.poll_transmit().is_none());
+        assert_eq!(
+            capped.poll_outcome(),
+            Some(ExtendOutcome::Failed(ExtendFailure::LimitReached {
+                limit: 2
+            }))
+        );
+
+        let mut m = Extend::new(&config, key, token, far, 1, Timestamp::ZERO);
+        let sent: Vec<_> = std::iter::from_fn(|| m.poll_transmit()).collect();
+        assert!(
+            sent.iter()
+                .all(|t| matches!(t.command, Command::ExtendIfOwner { .. }))
+        );
+        m.handle_reply(sent[0].request, Ok(Reply::NotHeld), Timestamp::ZERO);
+        m.handle_reply(sent[1].request, Ok(Reply::NotHeld), Timestamp::ZERO);
+        let Some(ExtendOutcome::Failed(ExtendFailure::Round(f))) = m.poll_outcome() else {
+            panic!()
+        };
+        assert_eq!(f.reason, FailureReason::NotHeld);
+        assert!(
+            m.poll_transmit().is_none(),
+            "a failed extension deletes nothing"
+        );
+    }
+}

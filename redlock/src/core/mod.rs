@@ -1,0 +1,113 @@
+//! The Redlock algorithm as pure state machines: no sockets, no clock, no random generator.
+//!
+//! Everything Redlock decides lives here, once. The tokio client ([`crate::client`]) and the
+//! simulator both drive these machines; neither re-implements any of it. A verdict of the
+//! simulator is therefore a verdict on the code the client ships.
+//!
+//! # The machines
+//!
+//! | machine     | sends                               | produces                                  |
+//! |-------------|-------------------------------------|-------------------------------------------|
+//! | [`Acquire`] | `SET key token NX PX ttl` per node  | [`Grant`], retry windows, or a failure    |
+//! | [`Extend`]  | compare-and-`PEXPIRE` per node      | a new deadline, or why not                |
+//! | [`Release`] | compare-and-delete per node         | a [`ReleaseReport`] with one status/node  |
+//!
+//! # Call order
+//!
+//! Every machine implements [`Machine`]. After construction (which takes `now`), a driver
+//! loops:
+//!
+//! 1. **drain [`Machine::poll_transmit`]** and send each [`Transmit`] to its node. Commands
+//!    for one node must arrive in the order they were polled (one ordered connection per
+//!    node, each command started once the previous one to that node finished);
+//! 2. **take [`Machine::poll_outcome`]**; stop when it yields;
+//! 3. **wait** for a reply or for [`Machine::poll_timeout`], whichever is first, then call
+//!    [`Machine::handle_reply`] or [`Machine::handle_timeout`] with `now` freshly read.
+//!
+//! [`Acquire`] adds one step: after [`AcquireEvent::Retry`], draw a start with
+//! [`RetryWindow::pick`], wait until then, call [`Acquire::retry`] with a fresh [`Token`] and
+//! continue the loop. Randomness (tokens, jitter) is always an input.
+//!
+//! # Time
+//!
+//! Three clocks matter and are never confused. The **client's** monotonic clock measures the
+//! round and the validity: every [`Timestamp`] given to or returned by a machine is a reading
+//! of it. Each **node's** clock expires keys; the machines never see it. **True time** exists
+//! only in the simulator's checker.
+//!
+//! # The rules, and the peer bugs they exclude
+//!
+//! - The quorum is `N/2 + 1` of the *configured* nodes ([`quorum`]).
+//! - Validity is `ttl − elapsed − (ttl × drift_factor + 2 ms)` in saturating integer
+//!   arithmetic, measured from the start of the *winning* round ([`validity`]).
+//! - A round is decided as soon as the outcome is certain: won at a quorum of yes votes while
+//!   validity remains; lost as soon as a quorum is impossible (an even split ends at once).
+//!   Each node votes at most once per round.
+//! - A lost round releases its token on *every* node, answered or not, before the next round,
+//!   and every round writes a fresh token: a client never blocks itself.
+//! - An extension needs a quorum and a validity recomputed from its own start, is refused
+//!   once the lease has expired or reached its limit, never re-creates a key and never
+//!   deletes one.
+//! - A release is compare-and-delete, never a plain `DEL`; an expired lease releases cleanly.
+//!
+//! # Example: one acquisition driven by hand
+//!
+//! ```
+//! use redlock::core::*;
+//!
+//! let config = LockConfig::new(3);
+//! let key = LockKey::new(DEFAULT_KEY_PREFIX, "stock-sync:warehouse-42").unwrap();
+//! let t0 = Timestamp::ZERO;
+//! let mut acquire = Acquire::new(&config, key, Token::from_bytes([7; 16]), t0);
+//!
+//! let mut sent = Vec::new();
+//! while let Some(transmit) = acquire.poll_transmit() {
+//!     sent.push(transmit); // a real driver sends it to `transmit.node`
+//! }
+//! // Node 0 and node 2 answer OK after 2 ms; node 1 is still silent.
+//! let t1 = t0.saturating_add(std::time::Duration::from_millis(2));
+//! acquire.handle_reply(sent[0].request, Ok(Reply::Acquired), t1);
+//! acquire.handle_reply(sent[2].request, Ok(Reply::Acquired), t1);
+//!
+//! match acquire.poll_outcome() {
+//!     Some(AcquireEvent::Acquired(grant)) => {
+//!         // 10 s TTL − 2 ms elapsed − 102 ms drift allowance.
+//!         assert_eq!(grant.validity(), std::time::Duration::from_millis(9_896));
+//!     }
+//!     other => panic!("unexpected {other:?}"),
+//! }
+//! ```
+
+mod acquire;
+mod command;
+mod config;
+mod extend;
+mod key;
+mod machine;
+mod release;
+mod retry;
+mod round;
+mod time;
+mod token;
+mod validity;
+
+#[cfg(test)]
+mod proptests;
+
+pub use acquire::{Acquire, AcquireEvent, AcquireFailure, Grant};
+pub use command::{Command, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Transmit};
+pub use config::{
+    ConfigError, ConfigWarning, DEFAULT_MAX_EXTENSIONS, DEFAULT_NODE_TIMEOUT, DEFAULT_TTL,
+    LockConfig, MAX_RETRY_DELAY, MAX_TTL,
+};
+pub use extend::{Extend, ExtendFailure, ExtendOutcome, Extension};
+pub use key::{DEFAULT_KEY_PREFIX, LockKey, MAX_PREFIX_LEN, MAX_RESOURCE_LEN, ResourceError};
+pub use machine::Machine;
+pub use release::{Release, ReleaseReport};
+pub use retry::{RetryPolicy, RetryWindow};
+pub use round::{FailureReason, RoundFailure};
+pub use time::Timestamp;
+pub use token::{TOKEN_LEN, Token};
+pub use validity::{
+    DRIFT_FLOOR, DriftFactor, drift_allowance, quorum, validity, validity_deadline,
+};

@@ -1,0 +1,192 @@
+//! Property tests of the machines against a reference model of the quorum rule: any order,
+//! loss or duplication of replies, for N = 1..=9, reaches the decision the rule demands.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::*;
+
+#[derive(Clone, Copy, Debug)]
+enum Answer {
+    Yes,
+    Taken,
+    Down,
+}
+
+/// One delivered reply: which node, what it says, and how many microseconds after the
+/// previous event it arrives.
+#[derive(Clone, Debug)]
+struct Delivery {
+    node: usize,
+    answer: Answer,
+    gap_us: u64,
+}
+
+fn deliveries(nodes: usize) -> impl Strategy<Value = Vec<Delivery>> {
+    let delivery = (
+        0..nodes,
+        prop_oneof![Just(Answer::Yes), Just(Answer::Taken), Just(Answer::Down)],
+        // Mostly fast, sometimes slow enough to cross the 50 ms node timeout.
+        prop_oneof![9 => 0u64..2_000, 1 => 0u64..60_000],
+    )
+        .prop_map(|(node, answer, gap_us)| Delivery {
+            node,
+            answer,
+            gap_us,
+        });
+    // Up to twice as many deliveries as nodes: duplicates happen, and some nodes never answer.
+    proptest::collection::vec(delivery, 0..=2 * nodes)
+}
+
+/// What the quorum rule demands, computed independently of the machine.
+#[derive(Debug, PartialEq, Eq)]
+enum Expected {
+    Won { at_us: u64 },
+    Lost,
+}
+
+/// A strict majority, by definition rather than by formula: the smallest count above half.
+fn majority(nodes: usize) -> usize {
+    (1..=nodes).find(|k| 2 * k > nodes).unwrap_or(1)
+}
+
+fn expected(nodes: usize, deliveries: &[Delivery], timeout_us: u64) -> Expected {
+    let q = majority(nodes);
+    let mut seen = vec![false; nodes];
+    let (mut yes, mut no, mut now) = (0, 0, 0);
+    for d in deliveries {
+        now += d.gap_us;
+        if now >= timeout_us {
+            // The timer fires first: everything missing counts against.
+            return Expected::Lost;
+        }
+        if std::mem::replace(&mut seen[d.node], true) {
+            continue;
+        }
+        match d.answer {
+            Answer::Yes => yes += 1,
+            Answer::Taken | Answer::Down => no += 1,
+        }
+        if yes >= q {
+            return Expected::Won { at_us: now };
+        }
+        if no > nodes - q {
+            return Expected::Lost;
+        }
+    }
+    Expected::Lost
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    #[test]
+    fn acquire_decides_by_the_quorum_rule(
+        (nodes, deliveries) in (1usize..=9).prop_flat_map(|n| (Just(n), deliveries(n))),
+    ) {
+        let config = LockConfig::new(nodes).with_retry(RetryPolicy::no_retry());
+        let key = LockKey::new("", "r").unwrap();
+        let t0 = Timestamp::from_nanos(1_000_000_000);
+        let mut m = Acquire::new(&config, key, Token::from_bytes([9; 16]), t0);
+        let sets: Vec<Transmit> = std::iter::from_fn(|| m.poll_transmit()).collect();
+        prop_assert_eq!(sets.len(), nodes);
+
+        let timeout_us = u64::try_from(config.node_timeout().as_micros()).unwrap();
+        let mut now = t0;
+        let mut outcome = None;
+        for d in &deliveries {
+            now = now.saturating_add(Duration::from_micros(d.gap_us));
+            // A driver fires the timer before delivering anything that arrives after it.
+            if let Some(deadline) = m.poll_timeout() && now >= deadline {
+                m.handle_timeout(now);
+            }
+            if outcome.is_none() {
+                outcome = m.poll_outcome();
+            }
+            let reply = match d.answer {
+                Answer::Yes => Ok(Reply::Acquired),
+                Answer::Taken => Ok(Reply::Taken),
+                Answer::Down => Err(NodeFailure::Refused),
+            };
+            m.handle_reply(sets[d.node].request, reply, now);
+            if outcome.is_none() {
+                outcome = m.poll_outcome();
+            }
+        }
+        if outcome.is_none() {
+            // Nothing else arrives: the timer must end the round.
+            let deadline = m.poll_timeout();
+            prop_assert!(deadline.is_some(), "undecided machine without a timer would hang");
+            m.handle_timeout(deadline.unwrap());
+            outcome = m.poll_outcome();
+        }
+        prop_assert!(m.poll_outcome().is_none(), "exactly one outcome");
+
+        let after: Vec<Transmit> = std::iter::from_fn(|| m.poll_transmit()).collect();
+        match (expected(nodes, &deliveries, timeout_us), outcome) {
+            (Expected::Won { at_us }, Some(AcquireEvent::Acquired(grant))) => {
+                prop_assert_eq!(grant.decided_at, t0.saturating_add(Duration::from_micros(at_us)));
+                prop_assert!(grant.decided_at < grant.valid_until);
+                let yes = grant.nodes.iter().filter(|s| s.reply() == Some(Reply::Acquired)).count();
+                prop_assert_eq!(yes, majority(nodes), "decided at the first majority");
+                prop_assert!(after.is_empty(), "a won round releases nothing");
+            }
+            (Expected::Lost, Some(AcquireEvent::Failed(failure))) => {
+                let yes = failure.last_round.count(Reply::Acquired);
+                prop_assert!(yes < majority(nodes));
+                // Every node, answered or not, gets a release of this round's token.
+                prop_assert_eq!(after.len(), nodes);
+                let all_releases = after
+                    .iter()
+                    .all(|t| matches!(t.command, Command::ReleaseIfOwner { .. }));
+                prop_assert!(all_releases, "cleanup must be releases only");
+            }
+            (expected, outcome) => prop_assert!(false, "expected {expected:?}, got {outcome:?}"),
+        }
+    }
+
+    #[test]
+    fn extend_and_release_always_finish(
+        (nodes, deliveries) in (1usize..=9).prop_flat_map(|n| (Just(n), deliveries(n))),
+    ) {
+        let config = LockConfig::new(nodes);
+        let key = LockKey::new("", "r").unwrap();
+        let token = Token::from_bytes([5; 16]);
+        let t0 = Timestamp::ZERO;
+        let mut extend = Extend::new(&config, key.clone(), token, Timestamp::MAX, 0, t0);
+        let mut release = Release::new(&config, key, token, t0);
+        let ext: Vec<Transmit> = std::iter::from_fn(|| extend.poll_transmit()).collect();
+        let rel: Vec<Transmit> = std::iter::from_fn(|| release.poll_transmit()).collect();
+        let mut now = t0;
+        let (mut ext_out, mut rel_out) = (None, None);
+        for d in &deliveries {
+            now = now.saturating_add(Duration::from_micros(d.gap_us));
+            let (e, r) = match d.answer {
+                Answer::Yes => (Ok(Reply::Extended), Ok(Reply::Released)),
+                Answer::Taken => (Ok(Reply::HeldByOther), Ok(Reply::NotHeld)),
+                Answer::Down => (Err(NodeFailure::TimedOut), Err(NodeFailure::TimedOut)),
+            };
+            extend.handle_reply(ext[d.node].request, e, now);
+            release.handle_reply(rel[d.node].request, r, now);
+            ext_out = ext_out.or_else(|| extend.poll_outcome());
+            rel_out = rel_out.or_else(|| release.poll_outcome());
+        }
+        if let Some(deadline) = extend.poll_timeout() {
+            extend.handle_timeout(deadline.max(now));
+        }
+        if let Some(deadline) = release.poll_timeout() {
+            release.handle_timeout(deadline.max(now));
+        }
+        let ext_out = ext_out.or_else(|| extend.poll_outcome());
+        let rel_out = rel_out.or_else(|| release.poll_outcome());
+        prop_assert!(ext_out.is_some());
+        let report = rel_out.unwrap();
+        prop_assert_eq!(report.nodes.len(), nodes);
+        if let Some(ExtendOutcome::Extended(e)) = ext_out {
+            let yes = e.nodes.iter().filter(|s| s.reply() == Some(Reply::Extended)).count();
+            prop_assert!(yes >= majority(nodes));
+        }
+        prop_assert!(extend.poll_transmit().is_none(), "an extension never sends a delete");
+    }
+}

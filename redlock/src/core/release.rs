@@ -1,0 +1,226 @@
+//! Release: compare-and-delete on every node, with a typed outcome per node.
+
+use std::collections::VecDeque;
+
+use super::round::count;
+use super::{
+    Command, LockConfig, LockKey, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId,
+    Timestamp, Token, Transmit, quorum,
+};
+
+/// What a release did on each node.
+///
+/// Releasing a lease that already expired is not an error: the nodes answer
+/// [`Reply::NotHeld`] and the report says so.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReleaseReport {
+    /// What each node did, indexed by [`NodeId::index`]. Nodes still in flight when the
+    /// release finished are `Pending`; their requests complete in the background.
+    pub nodes: Vec<NodeStatus>,
+}
+
+impl ReleaseReport {
+    /// Nodes where our key was deleted.
+    pub fn released(&self) -> usize {
+        count(&self.nodes, Reply::Released)
+    }
+
+    /// Nodes where no key existed any more (expired, or never set).
+    pub fn not_held(&self) -> usize {
+        count(&self.nodes, Reply::NotHeld)
+    }
+
+    /// Nodes where another owner's key was found and left alone.
+    pub fn held_by_other(&self) -> usize {
+        count(&self.nodes, Reply::HeldByOther)
+    }
+
+    /// Nodes that failed (timeout, connection, server error).
+    pub fn failed(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|s| matches!(s, NodeStatus::Failed(_)))
+            .count()
+    }
+
+    /// Nodes that had not answered yet.
+    pub fn pending(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|s| matches!(s, NodeStatus::Pending))
+            .count()
+    }
+
+    /// Whether a quorum of nodes is known to no longer hold our key, so another client can
+    /// acquire the resource at once.
+    pub fn is_quorum_free(&self) -> bool {
+        self.released() + self.not_held() + self.held_by_other() >= quorum(self.nodes.len())
+    }
+}
+
+/// The release state machine.
+///
+/// It finishes when every node has answered, as soon as a quorum of nodes is known to no
+/// longer hold our key (the rest complete in the background), or at the per-node timeout.
+///
+/// ```
+/// use redlock::core::*;
+///
+/// let config = LockConfig::new(3);
+/// let key = LockKey::new("redlock:", "report").unwrap();
+/// let now = Timestamp::ZERO;
+/// let mut release = Release::new(&config, key, Token::from_bytes([1; 16]), now);
+/// let sent: Vec<Transmit> = std::iter::from_fn(|| release.poll_transmit()).collect();
+/// release.handle_reply(sent[0].request, Ok(Reply::Released), now);
+/// release.handle_reply(sent[1].request, Ok(Reply::NotHeld), now); // expired there
+/// let report = release.poll_outcome().unwrap();
+/// assert_eq!((report.released(), report.not_held(), report.pending()), (1, 1, 1));
+/// assert!(report.is_quorum_free());
+/// ```
+#[derive(Debug)]
+pub struct Release {
+    quorum: usize,
+    timeout_at: Timestamp,
+    statuses: Vec<NodeStatus>,
+    transmits: VecDeque<Transmit>,
+    done: bool,
+    outcome: Option<ReleaseReport>,
+}
+
+const ROUND: u32 = 1;
+
+impl Release {
+    /// Starts releasing `key` held with `token` at `now`.
+    pub fn new(config: &LockConfig, key: LockKey, token: Token, now: Timestamp) -> Self {
+        let transmits = (0..config.nodes())
+            .map(|index| {
+                let node = NodeId::new(index);
+                Transmit {
+                    request: RequestId::new(ROUND, node, false),
+                    node,
+                    command: Command::ReleaseIfOwner {
+                        key: key.clone(),
+                        token,
+                    },
+                }
+            })
+            .collect();
+        let mut release = Self {
+            quorum: config.quorum(),
+            timeout_at: now.saturating_add(config.node_timeout()),
+            statuses: vec![NodeStatus::Pending; config.nodes()],
+            transmits,
+            done: false,
+            outcome: None,
+        };
+        release.decide();
+        release
+    }
+
+    fn decide(&mut self) {
+        if self.done {
+            return;
+        }
+        let report = ReleaseReport {
+            nodes: self.statuses.clone(),
+        };
+        let all_answered = report.pending() == 0;
+        let freed = report.released() + report.not_held() + report.held_by_other();
+        if all_answered || freed >= self.quorum {
+            self.done = true;
+            self.outcome = Some(report);
+        }
+    }
+}
+
+impl Machine for Release {
+    type Outcome = ReleaseReport;
+
+    fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.transmits.pop_front()
+    }
+
+    fn handle_reply(
+        &mut self,
+        request: RequestId,
+        reply: Result<Reply, NodeFailure>,
+        _now: Timestamp,
+    ) {
+        if self.done || request.round() != ROUND {
+            return;
+        }
+        let Some(slot) = self.statuses.get_mut(request.node().index()) else {
+            return;
+        };
+        if *slot != NodeStatus::Pending {
+            return;
+        }
+        *slot = match reply {
+            Ok(reply @ (Reply::Released | Reply::NotHeld | Reply::HeldByOther)) => {
+                NodeStatus::Replied(reply)
+            }
+            Ok(other) => NodeStatus::Failed(NodeFailure::Protocol(format!(
+                "unexpected reply {other:?} to a release"
+            ))),
+            Err(failure) => NodeStatus::Failed(failure),
+        };
+        self.decide();
+    }
+
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if self.done || now < self.timeout_at {
+            return;
+        }
+        for slot in &mut self.statuses {
+            if *slot == NodeStatus::Pending {
+                *slot = NodeStatus::Failed(NodeFailure::TimedOut);
+            }
+        }
+        self.decide();
+    }
+
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        (!self.done).then_some(self.timeout_at)
+    }
+
+    fn poll_outcome(&mut self) -> Option<ReleaseReport> {
+        self.outcome.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_for_a_quorum_of_answers_or_the_timeout() {
+        let config = LockConfig::new(5);
+        let key = LockKey::new("", "r").unwrap();
+        let t0 = Timestamp::ZERO;
+        let mut m = Release::new(&config, key, Token::from_bytes([1; 16]), t0);
+        let sent: Vec<_> = std::iter::from_fn(|| m.poll_transmit()).collect();
+        assert_eq!(sent.len(), 5);
+        m.handle_reply(sent[0].request, Ok(Reply::Released), t0);
+        m.handle_reply(sent[1].request, Err(NodeFailure::Refused), t0);
+        m.handle_reply(sent[1].request, Ok(Reply::Released), t0);
+        assert!(m.poll_outcome().is_none());
+        m.handle_timeout(m.poll_timeout().unwrap());
+        let report = m.poll_outcome().unwrap();
+        assert_eq!(report.released(), 1);
+        assert_eq!(report.failed(), 4);
+        assert!(!report.is_quorum_free());
+        assert_eq!(m.poll_timeout(), None);
+    }
+
+    #[test]
+    fn zero_nodes_finish_at_once() {
+        let mut m = Release::new(
+            &LockConfig::new(0),
+            LockKey::new("", "r").unwrap(),
+            Token::from_bytes([0; 16]),
+            Timestamp::ZERO,
+        );
+        assert!(m.poll_outcome().is_some());
+    }
+}

@@ -1,0 +1,241 @@
+//! One quorum round: N requests, one vote per node, an early decision, a deadline.
+//!
+//! Acquisition and extension are both "ask every node, win with a quorum inside the validity";
+//! this is that logic, once.
+
+use std::fmt;
+
+use super::validity::validity_deadline;
+use super::{LockConfig, NodeFailure, NodeId, NodeStatus, Reply, Timestamp};
+
+/// Why a round did not win.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FailureReason {
+    /// A quorum agreed, but only after the validity was used up (slow replies).
+    ValidityExhausted,
+    /// At least one node holds the key for another owner.
+    Contended,
+    /// At least one node no longer holds our key (an extension came too late there).
+    NotHeld,
+    /// Not enough nodes answered: timeouts, refused connections, errors.
+    Unavailable,
+}
+
+impl fmt::Display for FailureReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::ValidityExhausted => "a quorum agreed only after the validity was used up",
+            Self::Contended => "another owner holds the resource",
+            Self::NotHeld => "the key has expired on too many nodes",
+            Self::Unavailable => "too few nodes answered",
+        })
+    }
+}
+
+/// The record of a round that did not win.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RoundFailure {
+    /// Why it failed.
+    pub reason: FailureReason,
+    /// What each node did, indexed by [`NodeId::index`].
+    pub nodes: Vec<NodeStatus>,
+    /// When the round started, on the client's clock.
+    pub started_at: Timestamp,
+    /// When the round was decided.
+    pub decided_at: Timestamp,
+}
+
+impl RoundFailure {
+    /// How many nodes answered with `reply`.
+    pub fn count(&self, reply: Reply) -> usize {
+        count(&self.nodes, reply)
+    }
+}
+
+pub(crate) fn count(nodes: &[NodeStatus], reply: Reply) -> usize {
+    nodes.iter().filter(|s| s.reply() == Some(reply)).count()
+}
+
+/// The decision of a round.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// A quorum agreed in time; the lease is valid until the given instant.
+    Won { valid_until: Timestamp },
+    /// The round is lost.
+    Lost(FailureReason),
+}
+
+/// Votes of one round. Each node counts once: a duplicated reply changes nothing.
+#[derive(Debug)]
+pub(crate) struct QuorumRound {
+    started_at: Timestamp,
+    timeout_at: Timestamp,
+    valid_until: Timestamp,
+    quorum: usize,
+    /// The reply that counts as a vote for.
+    yes_reply: Reply,
+    statuses: Vec<NodeStatus>,
+    yes: usize,
+    no: usize,
+    expired: bool,
+}
+
+impl QuorumRound {
+    /// A round over `config.nodes()` nodes starting at `now`, won by a quorum of `yes_reply`.
+    pub(crate) fn new(config: &LockConfig, yes_reply: Reply, now: Timestamp) -> Self {
+        Self {
+            started_at: now,
+            timeout_at: now.saturating_add(config.node_timeout()),
+            valid_until: validity_deadline(now, config.ttl(), config.drift()),
+            quorum: config.quorum(),
+            yes_reply,
+            statuses: vec![NodeStatus::Pending; config.nodes()],
+            yes: 0,
+            no: 0,
+            expired: false,
+        }
+    }
+
+    pub(crate) fn started_at(&self) -> Timestamp {
+        self.started_at
+    }
+
+    pub(crate) fn timeout_at(&self) -> Timestamp {
+        self.timeout_at
+    }
+
+    pub(crate) fn statuses(&self) -> &[NodeStatus] {
+        &self.statuses
+    }
+
+    /// Records `node`'s answer. Answers from unknown nodes, and second answers, are ignored.
+    pub(crate) fn record(&mut self, node: NodeId, result: Result<Reply, NodeFailure>) {
+        let Some(slot) = self.statuses.get_mut(node.index()) else {
+            return;
+        };
+        if *slot != NodeStatus::Pending {
+            return;
+        }
+        *slot = match result {
+            Ok(reply) => NodeStatus::Replied(reply),
+            Err(failure) => NodeStatus::Failed(failure),
+        };
+        if slot.reply() == Some(self.yes_reply) {
+            self.yes += 1;
+        } else {
+            self.no += 1;
+        }
+    }
+
+    /// Counts every node that has not answered by the deadline as timed out.
+    pub(crate) fn expire(&mut self) {
+        for slot in &mut self.statuses {
+            if *slot == NodeStatus::Pending {
+                *slot = NodeStatus::Failed(NodeFailure::TimedOut);
+                self.no += 1;
+            }
+        }
+        self.expired = true;
+    }
+
+    /// The decision at `now`, as soon as one is certain.
+    ///
+    /// Won as soon as a quorum agreed while validity remains; lost as soon as the refusals and
+    /// failures leave too few nodes for a quorum (so an even split ends at once), or a quorum
+    /// agreed too late, or the deadline passed.
+    pub(crate) fn verdict(&self, now: Timestamp) -> Option<Verdict> {
+        let nodes = self.statuses.len();
+        if self.yes >= self.quorum {
+            return Some(if now < self.valid_until {
+                Verdict::Won {
+                    valid_until: self.valid_until,
+                }
+            } else {
+                Verdict::Lost(FailureReason::ValidityExhausted)
+            });
+        }
+        if self.no > nodes.saturating_sub(self.quorum) || self.expired {
+            return Some(Verdict::Lost(self.classify()));
+        }
+        None
+    }
+
+    fn classify(&self) -> FailureReason {
+        let answered = |reply| self.statuses.iter().any(|s| s.reply() == Some(reply));
+        if answered(Reply::Taken) || answered(Reply::HeldByOther) {
+            FailureReason::Contended
+        } else if answered(Reply::NotHeld) {
+            FailureReason::NotHeld
+        } else {
+            FailureReason::Unavailable
+        }
+    }
+
+    /// The record of this round, decided at `now` for `reason`.
+    pub(crate) fn failure(&self, reason: FailureReason, now: Timestamp) -> RoundFailure {
+        RoundFailure {
+            reason,
+            nodes: self.statuses.clone(),
+            started_at: self.started_at,
+            decided_at: now,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn round(nodes: usize) -> QuorumRound {
+        QuorumRound::new(&LockConfig::new(nodes), Reply::Acquired, Timestamp::ZERO)
+    }
+
+    #[test]
+    fn even_split_is_lost_at_once() {
+        let mut r = round(4);
+        r.record(NodeId::new(0), Ok(Reply::Acquired));
+        r.record(NodeId::new(1), Ok(Reply::Acquired));
+        r.record(NodeId::new(2), Ok(Reply::Taken));
+        assert!(r.verdict(Timestamp::ZERO).is_none());
+        r.record(NodeId::new(3), Ok(Reply::Taken));
+        assert!(matches!(
+            r.verdict(Timestamp::ZERO),
+            Some(Verdict::Lost(FailureReason::Contended))
+        ));
+    }
+
+    #[test]
+    fn duplicates_and_strangers_do_not_vote() {
+        let mut r = round(3);
+        r.record(NodeId::new(0), Ok(Reply::Acquired));
+        r.record(NodeId::new(0), Ok(Reply::Acquired));
+        r.record(NodeId::new(9), Ok(Reply::Acquired));
+        assert!(r.verdict(Timestamp::ZERO).is_none());
+    }
+
+    #[test]
+    fn quorum_after_the_validity_is_lost() {
+        let mut r = round(3);
+        r.record(NodeId::new(0), Ok(Reply::Acquired));
+        r.record(NodeId::new(1), Ok(Reply::Acquired));
+        let late = Timestamp::ZERO.saturating_add(Duration::from_secs(10));
+        assert!(matches!(
+            r.verdict(late),
+            Some(Verdict::Lost(FailureReason::ValidityExhausted))
+        ));
+    }
+
+    #[test]
+    fn zero_nodes_still_end() {
+        let mut r = round(0);
+        assert!(r.verdict(Timestamp::ZERO).is_none());
+        r.expire();
+        assert!(matches!(
+            r.verdict(Timestamp::ZERO),
+            Some(Verdict::Lost(FailureReason::Unavailable))
+        ));
+    }
+}

@@ -1,0 +1,113 @@
+//! Owner tokens: the value each node stores under the lock key.
+
+use std::fmt;
+
+use rand::Rng;
+
+/// The length of a token in bytes: 128 bits.
+pub const TOKEN_LEN: usize = 16;
+
+/// The random value that marks one acquisition round as the owner of a key.
+///
+/// Every round writes a fresh token, so a late or duplicated command from an old round can
+/// never release or extend a newer one. Tokens are stored on the nodes as 32 lowercase hex
+/// characters.
+///
+/// ```
+/// use redlock::core::Token;
+/// let token = Token::from_bytes([0xab; 16]);
+/// assert_eq!(token.to_string(), "abababababababababababababababab");
+/// assert_eq!(token.short(), "abababab");
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Token([u8; TOKEN_LEN]);
+
+impl Token {
+    /// A token with the given bytes.
+    pub const fn from_bytes(bytes: [u8; TOKEN_LEN]) -> Self {
+        Self(bytes)
+    }
+
+    /// A token drawn from `rng`. The client draws from the operating system's CSPRNG; the
+    /// simulator from its seeded generator.
+    pub fn random<R: Rng + ?Sized>(rng: &mut R) -> Self {
+        let mut bytes = [0; TOKEN_LEN];
+        rng.fill_bytes(&mut bytes);
+        Self(bytes)
+    }
+
+    /// The raw bytes.
+    pub const fn as_bytes(&self) -> &[u8; TOKEN_LEN] {
+        &self.0
+    }
+
+    /// The value stored on the nodes: the bytes as lowercase hex.
+    pub fn to_hex(&self) -> [u8; 2 * TOKEN_LEN] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0; 2 * TOKEN_LEN];
+        for (i, byte) in self.0.iter().enumerate() {
+            out[2 * i] = DIGITS[usize::from(byte >> 4)];
+            out[2 * i + 1] = DIGITS[usize::from(byte & 0x0f)];
+        }
+        out
+    }
+
+    /// Parses the value stored on a node; `None` unless it is 32 hex characters.
+    pub fn from_hex(hex: &[u8]) -> Option<Self> {
+        fn nibble(c: u8) -> Option<u8> {
+            match c {
+                b'0'..=b'9' => Some(c - b'0'),
+                b'a'..=b'f' => Some(c - b'a' + 10),
+                b'A'..=b'F' => Some(c - b'A' + 10),
+                _ => None,
+            }
+        }
+        if hex.len() != 2 * TOKEN_LEN {
+            return None;
+        }
+        let mut bytes = [0; TOKEN_LEN];
+        for (i, pair) in hex.chunks_exact(2).enumerate() {
+            bytes[i] = nibble(pair[0])? << 4 | nibble(pair[1])?;
+        }
+        Some(Self(bytes))
+    }
+
+    /// The first 8 hex characters, enough to tell holders apart in logs.
+    pub fn short(&self) -> String {
+        self.to_string()[..8].to_owned()
+    }
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hex = self.to_hex();
+        // Hex digits are ASCII.
+        f.write_str(std::str::from_utf8(&hex).map_err(|_| fmt::Error)?)
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Token({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn hex_round_trips(bytes in any::<[u8; TOKEN_LEN]>()) {
+            let token = Token::from_bytes(bytes);
+            prop_assert_eq!(Token::from_hex(&token.to_hex()), Some(token));
+        }
+    }
+
+    #[test]
+    fn rejects_malformed_hex() {
+        assert_eq!(Token::from_hex(b"abc"), None);
+        assert_eq!(Token::from_hex(&[b'g'; 32]), None);
+    }
+}
