@@ -151,6 +151,34 @@ impl LockConfig {
         self.max_extensions
     }
 
+    /// The longest an acquisition driven by the client can take, success or failure:
+    /// `attempts × 3 × node_timeout + retries × (retry_delay + retry_jitter)`.
+    ///
+    /// Each round is decided within one per-node timeout. A node that never answers can hold
+    /// a backlog of two commands per round (the `SET` and its cleanup release), each bounded
+    /// by the per-node timeout, and a failed acquisition waits for its cleanup before it
+    /// returns; the third timeout per round covers that.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock::core::LockConfig;
+    /// // 4 attempts × 150 ms + 3 retries × 200 ms.
+    /// assert_eq!(LockConfig::new(5).acquire_budget(), Duration::from_millis(1_200));
+    /// ```
+    pub fn acquire_budget(&self) -> Duration {
+        let attempts = self.retry.attempts();
+        let rounds = self
+            .node_timeout()
+            .saturating_mul(3)
+            .saturating_mul(attempts);
+        let waits = self
+            .retry
+            .delay
+            .saturating_add(self.retry.jitter)
+            .saturating_mul(self.retry.retries);
+        rounds.saturating_add(waits)
+    }
+
     /// Checks that the configuration can give Redlock's guarantees.
     ///
     /// Returns the warnings worth logging (configurations that are allowed but weaker than
@@ -178,7 +206,7 @@ impl LockConfig {
                 ),
             ));
         }
-        if ttl.subsec_nanos() % 1_000_000 != 0 {
+        if !ttl.subsec_nanos().is_multiple_of(1_000_000) {
             return Err(ConfigError::new(
                 "ttl",
                 format!(
@@ -225,7 +253,7 @@ impl LockConfig {
         let mut warnings = Vec::new();
         if self.nodes < 3 {
             warnings.push(ConfigWarning::FewNodes { nodes: self.nodes });
-        } else if self.nodes % 2 == 0 {
+        } else if self.nodes.is_multiple_of(2) {
             warnings.push(ConfigWarning::EvenNodes { nodes: self.nodes });
         }
         Ok(warnings)

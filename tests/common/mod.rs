@@ -1,0 +1,80 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code, unreachable_pub)]
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use redlock::{Redlock, RedlockBuilder};
+use redlock_fleet::{FleetOptions, RedisFleet};
+
+/// The key prefix of every lock taken by the tests.
+pub const PREFIX: &str = "redlock:";
+
+/// A fleet of `n` nodes; panics with the fixture's explanation when redis-server is missing.
+pub fn fleet(n: usize) -> RedisFleet {
+    init_tracing();
+    RedisFleet::start(n).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A fleet of `n` nodes with `options`.
+pub fn fleet_with(n: usize, options: FleetOptions) -> RedisFleet {
+    init_tracing();
+    RedisFleet::start_with(n, options).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A builder over every node of `fleet`.
+pub fn builder(fleet: &RedisFleet) -> RedlockBuilder {
+    Redlock::builder().nodes(fleet.urls())
+}
+
+/// Logs go to the test output with `RUST_LOG=redlock=debug`.
+pub fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+}
+
+/// Lock keys left on all running nodes.
+pub fn lock_keys(fleet: &RedisFleet) -> usize {
+    fleet.count_keys(PREFIX).expect("inspect the nodes")
+}
+
+/// Polls `condition` every 10 ms until it holds or `within` elapses; returns whether it held.
+pub async fn eventually<F, Fut>(within: Duration, mut condition: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        if condition().await {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits until no lock key remains on any running node (background cleanup is bounded by
+/// a few per-node timeouts).
+pub async fn assert_no_lock_keys(fleet: &RedisFleet) {
+    let clean = eventually(Duration::from_secs(2), || async { lock_keys(fleet) == 0 }).await;
+    assert!(clean, "lock keys left behind: {}", describe_keys(fleet));
+}
+
+/// Every lock key on every running node, for failure messages.
+pub fn describe_keys(fleet: &RedisFleet) -> String {
+    (0..fleet.len())
+        .filter(|&i| fleet.pid(i).is_some())
+        .map(|i| {
+            format!(
+                "node {i}: {:?}",
+                fleet.keys_with_prefix(i, PREFIX).unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}

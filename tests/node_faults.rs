@@ -1,0 +1,154 @@
+//! Nodes that are down, paused, restarted or forgetful of scripts.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use redlock::Error;
+use redlock::core::{NodeFailure, NodeStatus, Reply};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_of_five_down_still_acquires_three_down_fails_within_budget() {
+    let mut fleet = fleet(5);
+    let redlock = builder(&fleet).build().unwrap();
+    fleet.kill(0).unwrap();
+    fleet.kill(3).unwrap();
+
+    let lease = redlock.acquire("job").await.unwrap();
+    let report = lease.release().await;
+    assert!(report.is_quorum_free(), "{report:?}");
+
+    fleet.kill(4).unwrap();
+    let budget = redlock.config().acquire_budget();
+    let started = Instant::now();
+    let err = redlock.acquire("job").await.unwrap_err();
+    let elapsed = started.elapsed();
+    let Error::NoQuorum {
+        attempts, nodes, ..
+    } = &err
+    else {
+        panic!("expected NoQuorum, got {err:?}")
+    };
+    assert_eq!(*attempts, redlock.config().retry().attempts());
+    let refused = nodes.count(|s| *s == NodeStatus::Failed(NodeFailure::Refused));
+    assert_eq!(refused, 3, "{err}");
+    assert!(elapsed <= budget, "took {elapsed:?}, budget {budget:?}");
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_node_costs_no_more_than_the_node_timeout() {
+    let mut fleet = fleet(5);
+    let redlock = builder(&fleet).build().unwrap();
+    let node_timeout = redlock.config().node_timeout();
+    // Warm the connections so the measurement is about the pause, not about connecting.
+    redlock.acquire("warm").await.unwrap().release().await;
+
+    fleet.pause(2).unwrap();
+    let mut took = Vec::new();
+    for i in 0..20 {
+        let started = Instant::now();
+        let lease = redlock.acquire(&format!("paused-{i}")).await.unwrap();
+        took.push(started.elapsed());
+        let report = lease.release().await;
+        assert!(report.is_quorum_free());
+    }
+    took.sort();
+    let median = took[took.len() / 2];
+    assert!(
+        median < node_timeout,
+        "median acquire {median:?} with a paused node"
+    );
+
+    // Three paused: no quorum, reported as timeouts, within the budget.
+    fleet.pause(0).unwrap();
+    fleet.pause(4).unwrap();
+    let started = Instant::now();
+    let err = redlock.try_acquire("stalled").await.unwrap_err();
+    let elapsed = started.elapsed();
+    let Error::NoQuorum { nodes, .. } = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        nodes.count(|s| *s == NodeStatus::Failed(NodeFailure::TimedOut)),
+        3
+    );
+    let budget = redlock
+        .with_retry(redlock::core::RetryPolicy::no_retry())
+        .unwrap()
+        .config()
+        .acquire_budget();
+    assert!(
+        elapsed <= budget + Duration::from_millis(50),
+        "took {elapsed:?}"
+    );
+
+    // Once the nodes resume they execute the queued SETs and then their releases, in order:
+    // nothing is left behind.
+    for i in [0, 2, 4] {
+        fleet.resume(i).unwrap();
+    }
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_even_split_fails_at_once_without_waiting_for_timeouts() {
+    let fleet = fleet(4);
+    let holder = builder(&fleet).build().unwrap();
+    let lease = holder.acquire("split").await.unwrap();
+    // Make the holder own exactly nodes 0 and 1: free nodes 2 and 3 by hand.
+    for i in [2, 3] {
+        let mut c = fleet.connect(i).unwrap();
+        let _: () = redis::cmd("DEL").arg(lease.key()).query(&mut c).unwrap();
+    }
+    let other = builder(&fleet)
+        .node_timeout(Duration::from_millis(500))
+        .ttl(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let err = other.try_acquire("split").await.unwrap_err();
+    assert!(matches!(err, Error::Taken { .. }), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "a 2/2 split waited {:?}",
+        started.elapsed()
+    );
+    lease.release().await;
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_work_on_nodes_with_an_empty_script_cache() {
+    let mut fleet = fleet(3);
+    let redlock = builder(&fleet).build().unwrap();
+    redlock.acquire("cache").await.unwrap().release().await;
+
+    // SCRIPT FLUSH empties the cache exactly as a restart does: EVALSHA gets NOSCRIPT.
+    for i in 0..3 {
+        let mut c = fleet.connect(i).unwrap();
+        let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut c).unwrap();
+    }
+    let mut lease = redlock.acquire("cache").await.unwrap();
+    lease.extend().await.unwrap();
+    let report = lease.release().await;
+    assert_eq!(report.released() + report.pending(), 3, "{report:?}");
+
+    // A real restart: the first command on the old connection fails, the client reconnects
+    // and loads the scripts again.
+    fleet.restart(1).unwrap();
+    let restarted_released = eventually(Duration::from_secs(5), || async {
+        let lease = redlock.acquire("cache").await.unwrap();
+        let report = lease.release().await;
+        report.nodes[1] == NodeStatus::Replied(Reply::Released)
+    })
+    .await;
+    assert!(
+        restarted_released,
+        "the restarted node never released through the script"
+    );
+    assert_no_lock_keys(&fleet).await;
+}
