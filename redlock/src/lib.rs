@@ -53,3 +53,8 @@ mod error;
 pub use client::{Lease, Redlock, RedlockBuilder};
 #[cfg(feature = "tokio")]
 pub use error::Error;
+
+/// The README's example is compiled as a doc-test so that it cannot rot.
+#[cfg(all(doctest, feature = "tokio"))]
+#[doc = include_str!("../../README.md")]
+struct ReadmeExample;
