@@ -1,0 +1,128 @@
+//! What happened, in true time: the record the checker judges and the diagrams draw.
+
+use redlock::core::Token;
+use serde::Serialize;
+
+use crate::time::Nanos;
+
+/// A lease as its holder believed it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LeaseRecord {
+    /// The holder.
+    pub client: usize,
+    /// Global order of grants in true time, from 1.
+    pub epoch: u64,
+    /// The fencing token the holder attached to its accesses.
+    pub fence: u64,
+    /// The owner token on the nodes.
+    #[serde(serialize_with = "token_hex")]
+    pub token: Token,
+    /// When the quorum was reached, true time.
+    pub granted_at: Nanos,
+    /// The end of validity on the holder's clock (after the last extension).
+    pub valid_until_local: u64,
+    /// Successful extensions: (true time, new end of validity on the holder's clock).
+    pub extensions: Vec<(Nanos, u64)>,
+    /// When the holder started releasing, true time.
+    pub released_at: Option<Nanos>,
+    /// When the holder crashed, true time.
+    pub crashed_at: Option<Nanos>,
+    /// When the holder stopped believing it holds the lease: the earliest of the end of
+    /// validity (mapped to true time), the release and the crash. Set when the run ends.
+    pub window_end: Nanos,
+}
+
+fn token_hex<S: serde::Serializer>(token: &Token, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&token.short())
+}
+
+/// The kind of an access to the protected resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum AccessKind {
+    /// A read.
+    Read,
+    /// A write.
+    Write,
+}
+
+/// One access to the protected resource.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AccessRecord {
+    /// Who.
+    pub client: usize,
+    /// Under which lease (index into the leases).
+    pub lease: usize,
+    /// That lease's epoch.
+    pub epoch: u64,
+    /// The fencing token carried.
+    pub fence: u64,
+    /// Read or write.
+    pub kind: AccessKind,
+    /// Sent, true time.
+    pub sent_at: Nanos,
+    /// Arrived at the resource, true time (`None`: lost or still in flight at the end).
+    pub arrived_at: Option<Nanos>,
+}
+
+/// A fault or notable event, for timelines and diagrams.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Note {
+    /// When, true time.
+    pub at: Nanos,
+    /// Which process (display name).
+    pub who: String,
+    /// What.
+    pub what: String,
+}
+
+/// A lock key held on a server during `[from, until)`, true time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct KeySpan {
+    /// The server.
+    pub server: usize,
+    /// The holder's token.
+    #[serde(serialize_with = "token_hex")]
+    pub token: Token,
+    /// From.
+    pub from: Nanos,
+    /// Until (the run's end when still held).
+    pub until: Nanos,
+}
+
+/// The record of one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct History {
+    /// Every grant, in epoch order.
+    pub leases: Vec<LeaseRecord>,
+    /// Every access, in the order sent.
+    pub accesses: Vec<AccessRecord>,
+    /// Faults and notable events, in time order.
+    pub notes: Vec<Note>,
+    /// Stop-the-world pauses: (client, from, until).
+    pub pauses: Vec<(usize, Nanos, Nanos)>,
+    /// Lock-key lifetimes on the servers.
+    pub keys: Vec<KeySpan>,
+    /// Acquisition calls made.
+    pub acquire_calls: u64,
+    /// Acquisition calls that ended without a lease.
+    pub acquire_failures: u64,
+    /// Each client's outcomes, in order (acquired, taken, extended, released …).
+    pub outcomes: Vec<Vec<String>>,
+}
+
+impl History {
+    pub(crate) fn new(clients: usize) -> Self {
+        Self {
+            outcomes: vec![Vec::new(); clients],
+            ..Self::default()
+        }
+    }
+
+    pub(crate) fn note(&mut self, at: Nanos, who: impl Into<String>, what: impl Into<String>) {
+        self.notes.push(Note {
+            at,
+            who: who.into(),
+            what: what.into(),
+        });
+    }
+}

@@ -1,0 +1,161 @@
+//! The result of running a scenario: verdicts against expectations, counts, and output as
+//! a table or JSON.
+
+use serde::Serialize;
+
+use crate::checker::{Counts, Judgement};
+use crate::scenario::{Cause, Expectation, ResourceMode, Scenario, Verdict};
+use crate::time::Nanos;
+
+/// One run of one scenario with one seed.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// The scenario's name.
+    pub scenario: String,
+    /// Its file.
+    pub source: String,
+    /// The seed that reproduces the run.
+    pub seed: u64,
+    /// Verdicts: plain, fenced, strict.
+    pub verdicts: [Verdict; 3],
+    /// The cause, when any verdict is not `SAFE`.
+    pub cause: Option<Cause>,
+    /// The counts behind the verdicts.
+    pub counts: Counts,
+    /// Acquisition calls, and how many ended without a lease.
+    pub acquire_calls: u64,
+    /// Acquisition calls that failed.
+    pub acquire_failures: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Simulated time covered, in nanoseconds.
+    pub simulated_ns: Nanos,
+    /// What the scenario expects.
+    #[serde(skip)]
+    pub expected: Expectation,
+    /// Whether the verdicts and cause match the expectation.
+    pub matches: bool,
+}
+
+impl Report {
+    pub(crate) fn new(
+        scenario: &Scenario,
+        seed: u64,
+        judgement: Judgement,
+        calls: (u64, u64),
+        events: u64,
+        simulated_ns: Nanos,
+    ) -> Self {
+        let expected = scenario.expect.clone();
+        let matches = ResourceMode::ALL
+            .iter()
+            .enumerate()
+            .all(|(i, &mode)| judgement.verdicts[i] == expected.verdict(mode))
+            && judgement.cause == expected.cause;
+        Self {
+            scenario: scenario.name.clone(),
+            source: scenario.source.clone(),
+            seed,
+            verdicts: judgement.verdicts,
+            cause: judgement.cause,
+            counts: judgement.counts,
+            acquire_calls: calls.0,
+            acquire_failures: calls.1,
+            events,
+            simulated_ns,
+            expected,
+            matches,
+        }
+    }
+
+    /// What differs from the expectation, in words.
+    pub fn mismatch(&self) -> Option<String> {
+        if self.matches {
+            return None;
+        }
+        let mut parts = Vec::new();
+        for (i, mode) in ResourceMode::ALL.iter().enumerate() {
+            let expected = self.expected.verdict(*mode);
+            if self.verdicts[i] != expected {
+                parts.push(format!(
+                    "{mode}: got {}, expected {expected}",
+                    self.verdicts[i]
+                ));
+            }
+        }
+        if self.cause != self.expected.cause {
+            let show = |c: Option<Cause>| c.map_or_else(|| "none".to_owned(), |c| c.to_string());
+            parts.push(format!(
+                "cause: got {}, expected {}",
+                show(self.cause),
+                show(self.expected.cause)
+            ));
+        }
+        Some(parts.join("; "))
+    }
+}
+
+/// Renders reports as an aligned text table.
+pub fn table(reports: &[Report]) -> String {
+    let header = [
+        "scenario",
+        "plain",
+        "fenced",
+        "strict",
+        "cause",
+        "leases",
+        "overlaps",
+        "stale p/f/s",
+        "rejected f/s",
+        "seed",
+        "result",
+    ];
+    let rows: Vec<[String; 11]> = reports
+        .iter()
+        .map(|r| {
+            [
+                r.scenario.clone(),
+                r.verdicts[0].to_string(),
+                r.verdicts[1].to_string(),
+                r.verdicts[2].to_string(),
+                r.cause.map_or_else(|| "-".into(), |c| c.to_string()),
+                r.counts.leases.to_string(),
+                r.counts.overlaps.to_string(),
+                format!(
+                    "{}/{}/{}",
+                    r.counts.stale_applied[0], r.counts.stale_applied[1], r.counts.stale_applied[2]
+                ),
+                format!("{}/{}", r.counts.rejected[1], r.counts.rejected[2]),
+                r.seed.to_string(),
+                if r.matches {
+                    "ok".into()
+                } else {
+                    "MISMATCH".into()
+                },
+            ]
+        })
+        .collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_owned()
+    };
+    let mut out = line(&header.map(String::from));
+    out.push('\n');
+    for row in &rows {
+        out.push_str(&line(row));
+        out.push('\n');
+    }
+    out
+}

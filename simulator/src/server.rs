@@ -1,0 +1,330 @@
+//! A simulated Redis server: keys with absolute expiry on the server's own clock, the same
+//! conditional operations as the client's scripts, persistence, crashes and replication.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use redlock::core::{Reply, Token};
+
+use crate::clock::ClockModel;
+use crate::message::{NodeOp, NodeReply};
+use crate::scenario::{Persistence, ServerSpec};
+use crate::time::{MS, Nanos};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Value {
+    Token(Token),
+    Counter(i64),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub(crate) value: Value,
+    /// Absolute expiry in milliseconds of the server's clock, as Redis stores it.
+    pub(crate) expire_at_ms: Option<u64>,
+}
+
+/// A change to replicate: Redis propagates absolute expiry times to replicas.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Effect {
+    Set { key: Arc<str>, entry: Entry },
+    Del { key: Arc<str> },
+}
+
+pub(crate) struct Server {
+    pub(crate) name: String,
+    pub(crate) clock: ClockModel,
+    persistence: Persistence,
+    pub(crate) up: bool,
+    keys: BTreeMap<Arc<str>, Entry>,
+    /// What the last fsync wrote (persistence `everysec`).
+    durable: BTreeMap<Arc<str>, Entry>,
+    /// Whether writes still flow to the replica (a failover stops them).
+    pub(crate) replicating: bool,
+}
+
+impl Server {
+    pub(crate) fn new(spec: &ServerSpec) -> Self {
+        Self {
+            name: spec.name.clone(),
+            clock: spec.clock.clone(),
+            persistence: spec.persistence,
+            up: true,
+            keys: BTreeMap::new(),
+            durable: BTreeMap::new(),
+            replicating: spec.replica.is_some(),
+        }
+    }
+
+    /// The server's clock in whole milliseconds, as Redis's `mstime()`.
+    pub(crate) fn now_ms(&self, t: Nanos) -> u64 {
+        self.clock.read(t) / MS
+    }
+
+    /// The live entry under `key`; an expired one is removed first (Redis expires lazily on
+    /// access: a key is gone once the clock is past its expiry).
+    fn live(&mut self, key: &Arc<str>, now_ms: u64) -> Option<&mut Entry> {
+        let expired = self
+            .keys
+            .get(key)
+            .is_some_and(|e| e.expire_at_ms.is_some_and(|at| now_ms > at));
+        if expired {
+            self.keys.remove(key);
+        }
+        self.keys.get_mut(key)
+    }
+
+    fn owned_by(&mut self, key: &Arc<str>, token: Token, now_ms: u64) -> Option<bool> {
+        self.live(key, now_ms)
+            .map(|e| e.value == Value::Token(token))
+    }
+
+    /// Performs `op` at true time `t`: the reply, and the change to replicate if any.
+    pub(crate) fn execute(&mut self, op: &NodeOp, t: Nanos) -> (NodeReply, Option<Effect>) {
+        let now = self.now_ms(t);
+        let set = |key: &Arc<str>, value: Value, ttl_ms: Option<u64>| {
+            let entry = Entry {
+                value,
+                expire_at_ms: ttl_ms.map(|ttl| now + ttl),
+            };
+            (key.clone(), entry)
+        };
+        let (reply, effect) = match op {
+            NodeOp::SetNx { key, token, ttl_ms } => {
+                if self.live(key, now).is_some() {
+                    (Reply::Taken, None)
+                } else {
+                    let (k, entry) = set(key, Value::Token(*token), Some(*ttl_ms));
+                    self.keys.insert(k.clone(), entry.clone());
+                    (Reply::Acquired, Some(Effect::Set { key: k, entry }))
+                }
+            }
+            NodeOp::ReleaseIfOwner { key, token } => match self.owned_by(key, *token, now) {
+                None => (Reply::NotHeld, None),
+                Some(false) => (Reply::HeldByOther, None),
+                Some(true) => {
+                    self.keys.remove(key);
+                    (Reply::Released, Some(Effect::Del { key: key.clone() }))
+                }
+            },
+            NodeOp::ExtendIfOwner { key, token, ttl_ms } => match self.owned_by(key, *token, now) {
+                None => (Reply::NotHeld, None),
+                Some(false) => (Reply::HeldByOther, None),
+                Some(true) => self.pexpire(key, now + ttl_ms),
+            },
+            NodeOp::Del { key } => {
+                if self.live(key, now).is_some() {
+                    self.keys.remove(key);
+                    (Reply::Released, Some(Effect::Del { key: key.clone() }))
+                } else {
+                    (Reply::NotHeld, None)
+                }
+            }
+            NodeOp::SetOrExtend { key, token, ttl_ms } => match self.owned_by(key, *token, now) {
+                Some(false) => (Reply::HeldByOther, None),
+                Some(true) => self.pexpire(key, now + ttl_ms),
+                None => {
+                    let (k, entry) = set(key, Value::Token(*token), Some(*ttl_ms));
+                    self.keys.insert(k.clone(), entry.clone());
+                    (Reply::Extended, Some(Effect::Set { key: k, entry }))
+                }
+            },
+            NodeOp::Incr { key } => {
+                let next = match self.live(key, now) {
+                    Some(Entry {
+                        value: Value::Counter(n),
+                        ..
+                    }) => *n + 1,
+                    _ => 1,
+                };
+                let (k, entry) = set(key, Value::Counter(next), None);
+                self.keys.insert(k.clone(), entry.clone());
+                return (
+                    NodeReply::Counter(next),
+                    Some(Effect::Set { key: k, entry }),
+                );
+            }
+        };
+        (NodeReply::Core(reply), effect)
+    }
+
+    fn pexpire(&mut self, key: &Arc<str>, at_ms: u64) -> (Reply, Option<Effect>) {
+        let Some(entry) = self.keys.get_mut(key) else {
+            return (Reply::NotHeld, None);
+        };
+        entry.expire_at_ms = Some(at_ms);
+        let effect = Effect::Set {
+            key: key.clone(),
+            entry: entry.clone(),
+        };
+        (Reply::Extended, Some(effect))
+    }
+
+    /// Applies a replicated change (on a replica).
+    pub(crate) fn apply(&mut self, effect: &Effect) {
+        match effect {
+            Effect::Set { key, entry } => {
+                self.keys.insert(key.clone(), entry.clone());
+            }
+            Effect::Del { key } => {
+                self.keys.remove(key);
+            }
+        }
+    }
+
+    /// The once-a-second fsync of `appendfsync everysec`.
+    pub(crate) fn fsync(&mut self) {
+        if self.persistence == Persistence::Everysec {
+            self.durable.clone_from(&self.keys);
+        }
+    }
+
+    /// A crash (`kill -9`): the server stops, and loses what its persistence did not keep.
+    pub(crate) fn crash(&mut self) {
+        self.up = false;
+        match self.persistence {
+            Persistence::None => self.keys.clear(),
+            Persistence::Everysec => self.keys.clone_from(&self.durable),
+            Persistence::Always => {}
+        }
+    }
+
+    pub(crate) fn restart(&mut self) {
+        self.up = true;
+    }
+
+    /// The token holding `key` at `t`, if any (for the space-time diagram).
+    pub(crate) fn holder(&self, key: &str, t: Nanos) -> Option<Token> {
+        let now = self.now_ms(t);
+        self.keys
+            .get(key)
+            .and_then(|e| match (&e.value, e.expire_at_ms) {
+                (Value::Token(token), Some(at)) if now <= at => Some(*token),
+                (Value::Token(token), None) => Some(*token),
+                _ => None,
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ClockModel;
+
+    fn server(persistence: Persistence, clock: ClockModel) -> Server {
+        Server::new(&ServerSpec {
+            name: "n0".into(),
+            clock,
+            persistence,
+            crashes: vec![],
+            replica: None,
+            failover: None,
+        })
+    }
+
+    #[test]
+    fn ownership_expiry_and_persistence() {
+        let key: Arc<str> = "k".into();
+        let (a, b) = (Token::from_bytes([1; 16]), Token::from_bytes([2; 16]));
+        let mut s = server(Persistence::None, ClockModel::ideal());
+        let set = |token| NodeOp::SetNx {
+            key: key.clone(),
+            token,
+            ttl_ms: 1_000,
+        };
+        assert_eq!(s.execute(&set(a), 0).0, NodeReply::Core(Reply::Acquired));
+        assert_eq!(s.execute(&set(b), 0).0, NodeReply::Core(Reply::Taken));
+        let release = |token| NodeOp::ReleaseIfOwner {
+            key: key.clone(),
+            token,
+        };
+        assert_eq!(
+            s.execute(&release(b), 0).0,
+            NodeReply::Core(Reply::HeldByOther)
+        );
+        // Redis keeps a key until its clock is *past* the expiry.
+        assert_eq!(
+            s.execute(&set(b), 1_000 * MS).0,
+            NodeReply::Core(Reply::Taken)
+        );
+        assert_eq!(
+            s.execute(&set(b), 1_001 * MS).0,
+            NodeReply::Core(Reply::Acquired)
+        );
+        let extend = NodeOp::ExtendIfOwner {
+            key: key.clone(),
+            token: a,
+            ttl_ms: 5,
+        };
+        assert_eq!(
+            s.execute(&extend, 1_001 * MS).0,
+            NodeReply::Core(Reply::HeldByOther)
+        );
+        s.crash();
+        s.restart();
+        assert_eq!(
+            s.execute(&release(b), 1_002 * MS).0,
+            NodeReply::Core(Reply::NotHeld)
+        );
+
+        let mut always = server(Persistence::Always, ClockModel::ideal());
+        always.execute(&set(a), 0);
+        always.crash();
+        always.restart();
+        assert_eq!(always.execute(&set(b), 0).0, NodeReply::Core(Reply::Taken));
+
+        let mut everysec = server(Persistence::Everysec, ClockModel::ideal());
+        everysec.execute(&set(a), 0);
+        everysec.fsync();
+        everysec.execute(
+            &NodeOp::SetNx {
+                key: "other".into(),
+                token: a,
+                ttl_ms: 1_000,
+            },
+            0,
+        );
+        everysec.crash();
+        assert!(everysec.holder("k", 0).is_some() && everysec.holder("other", 0).is_none());
+    }
+
+    #[test]
+    fn a_clock_step_forward_expires_keys_early() {
+        let key: Arc<str> = "k".into();
+        let stepped = ClockModel::new(0, 0, vec![(1_000 * MS, 15_000 * MS as i64)]);
+        let mut s = server(Persistence::None, stepped);
+        s.execute(
+            &NodeOp::SetNx {
+                key: key.clone(),
+                token: Token::from_bytes([1; 16]),
+                ttl_ms: 10_000,
+            },
+            0,
+        );
+        let other = NodeOp::SetNx {
+            key,
+            token: Token::from_bytes([2; 16]),
+            ttl_ms: 10_000,
+        };
+        assert_eq!(
+            s.execute(&other, 1_000 * MS).0,
+            NodeReply::Core(Reply::Acquired)
+        );
+    }
+
+    #[test]
+    fn set_or_extend_recreates_and_incr_counts() {
+        let key: Arc<str> = "k".into();
+        let mut s = server(Persistence::None, ClockModel::ideal());
+        let op = NodeOp::SetOrExtend {
+            key: key.clone(),
+            token: Token::from_bytes([1; 16]),
+            ttl_ms: 10,
+        };
+        assert_eq!(s.execute(&op, 0).0, NodeReply::Core(Reply::Extended));
+        assert!(s.holder("k", 0).is_some());
+        let incr = NodeOp::Incr { key: "f".into() };
+        assert_eq!(s.execute(&incr, 0).0, NodeReply::Counter(1));
+        assert_eq!(s.execute(&incr, 0).0, NodeReply::Counter(2));
+    }
+}

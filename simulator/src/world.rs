@@ -1,0 +1,742 @@
+//! The world: true time, one event queue ordered by (time, sequence number), one seeded
+//! ChaCha generator for everything random, and the dispatch of every event.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::fmt::Write;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use redlock::core::Token;
+
+use crate::client::{Client, Ctx, Outgoing};
+use crate::history::{History, KeySpan};
+use crate::message::{Msg, NodeOp, NodeReply};
+use crate::net::Network;
+use crate::scenario::{Endpoint, Scenario};
+use crate::server::{Effect, Server};
+use crate::time::{MS, Nanos, fmt_ms};
+
+/// Why a run could not finish.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    /// The run processed more events than the scenario allows.
+    #[error(
+        "step limit of {limit} events reached at t={at}ms; raise `max_events` or shorten the scenario"
+    )]
+    StepLimit {
+        /// The limit.
+        limit: u64,
+        /// True time when it was hit (ms).
+        at: String,
+    },
+}
+
+#[derive(Debug)]
+enum Event {
+    ClientStart(usize),
+    ClientWake {
+        client: usize,
+        generation: u64,
+    },
+    ClientPause {
+        client: usize,
+        until: Nanos,
+    },
+    ClientResume(usize),
+    ClientCrash(usize),
+    Deliver {
+        from: Endpoint,
+        to: Endpoint,
+        msg: Msg,
+    },
+    ServerCrash {
+        server: usize,
+        restart_after: Option<Nanos>,
+    },
+    ServerRestart(usize),
+    ServerFsync(usize),
+    Replicate {
+        master: usize,
+        replica: usize,
+        effect: Effect,
+        ack: Option<(usize, Msg)>,
+    },
+    FailoverStop(usize),
+    FailoverPromote(usize),
+    Note {
+        who: String,
+        what: String,
+    },
+}
+
+struct Scheduled {
+    time: Nanos,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Scheduled {
+    fn eq(&self, other: &Self) -> bool {
+        (self.time, self.seq) == (other.time, other.seq)
+    }
+}
+impl Eq for Scheduled {}
+impl PartialOrd for Scheduled {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Scheduled {
+    /// Reversed, so that the max-heap pops the earliest (time, seq) first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.time, other.seq).cmp(&(self.time, self.seq))
+    }
+}
+
+/// The result of a run: the history for the checker, and the trace when asked for.
+pub(crate) struct Outcome {
+    /// What happened.
+    pub(crate) history: History,
+    /// Every event, one line each, when tracing was on.
+    pub(crate) trace: Option<String>,
+    /// Events processed.
+    pub(crate) events: u64,
+    /// True time at the end.
+    pub(crate) ended_at: Nanos,
+}
+
+pub(crate) struct World<'s> {
+    scenario: &'s Scenario,
+    now: Nanos,
+    seq: u64,
+    queue: BinaryHeap<Scheduled>,
+    rng: ChaCha8Rng,
+    network: Network,
+    servers: Vec<Server>,
+    clients: Vec<Client>,
+    /// Events that reached a paused client, replayed in order when it resumes.
+    deferred: Vec<Vec<Scheduled>>,
+    /// `routes[client][address]`: the server a client reaches at a node address.
+    routes: Vec<Vec<usize>>,
+    history: History,
+    trace: Option<String>,
+    events: u64,
+    epochs: u64,
+    /// Open lock-key spans: (server, token) → (from, expiry in server-clock ms).
+    spans: BTreeMap<(usize, Token), (Nanos, Option<u64>)>,
+    out: Vec<Outgoing>,
+}
+
+impl<'s> World<'s> {
+    pub(crate) fn new(scenario: &'s Scenario, seed: u64, trace: bool) -> Self {
+        let clients: Vec<Client> = scenario
+            .clients
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| Client::new(i, spec.clone(), &scenario.resource))
+            .collect();
+        let routes = vec![(0..scenario.nodes).collect(); clients.len()];
+        let mut world = Self {
+            scenario,
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            network: Network::new(scenario.network.clone()),
+            servers: scenario.servers.iter().map(Server::new).collect(),
+            deferred: clients.iter().map(|_| Vec::new()).collect(),
+            clients,
+            routes,
+            history: History::new(scenario.clients.len()),
+            trace: trace.then(String::new),
+            events: 0,
+            epochs: 0,
+            spans: BTreeMap::new(),
+            out: Vec::new(),
+        };
+        world.schedule_script();
+        world
+    }
+
+    fn at(&mut self, time: Nanos, event: Event) {
+        self.seq += 1;
+        self.queue.push(Scheduled {
+            time,
+            seq: self.seq,
+            event,
+        });
+    }
+
+    /// Everything the scenario scripts in advance.
+    fn schedule_script(&mut self) {
+        let scenario = self.scenario;
+        for (i, client) in scenario.clients.iter().enumerate() {
+            self.at(client.start, Event::ClientStart(i));
+            for &(at, length) in &client.pauses {
+                self.at(
+                    at,
+                    Event::ClientPause {
+                        client: i,
+                        until: at + length,
+                    },
+                );
+            }
+            if let Some(at) = client.crash_at {
+                self.at(at, Event::ClientCrash(i));
+            }
+            for &(at, by) in client.clock.steps() {
+                let seen = match client.clock_kind {
+                    crate::scenario::ClockKind::Wall => "the client reads it",
+                    crate::scenario::ClockKind::Monotonic => {
+                        "the client's monotonic clock is unaffected"
+                    }
+                };
+                let what = format!("host wall clock steps {:+}ms ({seen})", by / MS as i64);
+                self.at(
+                    at,
+                    Event::Note {
+                        who: client.name.clone(),
+                        what,
+                    },
+                );
+            }
+        }
+        for (s, server) in scenario.servers.iter().enumerate() {
+            for crash in &server.crashes {
+                self.at(
+                    crash.at,
+                    Event::ServerCrash {
+                        server: s,
+                        restart_after: crash.restart_after,
+                    },
+                );
+            }
+            if server.persistence == crate::scenario::Persistence::Everysec {
+                self.at(1_000 * MS, Event::ServerFsync(s));
+            }
+            if let Some(failover) = &server.failover {
+                self.at(failover.at, Event::FailoverStop(s));
+                self.at(
+                    failover.at + failover.promote_after,
+                    Event::FailoverPromote(s),
+                );
+            }
+            for &(at, by) in server.clock.steps() {
+                self.at(
+                    at,
+                    Event::Note {
+                        who: server.name.clone(),
+                        what: format!("clock steps {:+}ms", by / MS as i64),
+                    },
+                );
+            }
+            if server.clock.rate_ppm() != 0 {
+                self.at(
+                    0,
+                    Event::Note {
+                        who: server.name.clone(),
+                        what: format!("clock runs {:+} ppm", server.clock.rate_ppm()),
+                    },
+                );
+            }
+        }
+        for client in &scenario.clients {
+            if client.clock.rate_ppm() != 0 {
+                let name = client.name.clone();
+                let ppm = client.clock.rate_ppm();
+                self.at(
+                    0,
+                    Event::Note {
+                        who: name,
+                        what: format!("clock runs {ppm:+} ppm"),
+                    },
+                );
+            }
+        }
+        for partition in &scenario.network.partitions {
+            let what = match &partition.kind {
+                crate::scenario::PartitionKind::Groups(groups) => format!(
+                    "partition: {}",
+                    groups
+                        .iter()
+                        .map(|g| g
+                            .iter()
+                            .map(|e| scenario.endpoint_name(*e))
+                            .collect::<Vec<_>>()
+                            .join(","))
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                ),
+                crate::scenario::PartitionKind::Cut(links) => format!(
+                    "cut: {}",
+                    links
+                        .iter()
+                        .map(|(f, t)| format!(
+                            "{}->{}",
+                            scenario.endpoint_name(*f),
+                            scenario.endpoint_name(*t)
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            self.at(
+                partition.start,
+                Event::Note {
+                    who: "network".into(),
+                    what: what.clone(),
+                },
+            );
+            if partition.end != Nanos::MAX {
+                self.at(
+                    partition.end,
+                    Event::Note {
+                        who: "network".into(),
+                        what: format!("healed ({what})"),
+                    },
+                );
+            }
+        }
+        for delay in &scenario.network.delays {
+            let what = format!(
+                "messages {}->{} delayed by {}ms",
+                scenario.endpoint_name(delay.from),
+                scenario.endpoint_name(delay.to),
+                fmt_ms(delay.extra)
+            );
+            self.at(
+                delay.start,
+                Event::Note {
+                    who: "network".into(),
+                    what,
+                },
+            );
+        }
+    }
+
+    fn log(&mut self, who: &str, what: std::fmt::Arguments<'_>) {
+        if let Some(trace) = &mut self.trace {
+            let _ = writeln!(trace, "{:>16} {who:<10} {what}", fmt_ms(self.now));
+        }
+    }
+
+    fn note(&mut self, who: &str, what: String) {
+        self.log(who, format_args!("** {what}"));
+        self.history.note(self.now, who, what);
+    }
+
+    pub(crate) fn run(mut self) -> Result<Outcome, SimError> {
+        let limit = self.scenario.max_events;
+        while let Some(next) = self.queue.pop() {
+            if next.time > self.scenario.duration {
+                break;
+            }
+            self.events += 1;
+            if self.events > limit {
+                return Err(SimError::StepLimit {
+                    limit,
+                    at: fmt_ms(next.time),
+                });
+            }
+            self.now = next.time;
+            self.dispatch(next);
+        }
+        Ok(self.finish())
+    }
+
+    /// The client an event is for, if any (events for a paused client wait).
+    fn client_of(event: &Event) -> Option<usize> {
+        match event {
+            Event::ClientStart(c) | Event::ClientWake { client: c, .. } => Some(*c),
+            Event::Deliver {
+                to: Endpoint::Client(c),
+                ..
+            } => Some(*c),
+            _ => None,
+        }
+    }
+
+    fn dispatch(&mut self, scheduled: Scheduled) {
+        if let Some(c) = Self::client_of(&scheduled.event)
+            && self.clients[c].paused_until.is_some()
+        {
+            self.deferred[c].push(scheduled);
+            return;
+        }
+        match scheduled.event {
+            Event::ClientStart(c) => self.with_client(c, |client, ctx| client.on_start(ctx)),
+            Event::ClientWake { client, generation } => {
+                self.with_client(client, |c, ctx| c.on_wake(ctx, generation));
+            }
+            Event::ClientPause { client, until } => self.pause(client, until),
+            Event::ClientResume(c) => self.resume(c),
+            Event::ClientCrash(c) => {
+                let name = self.scenario.clients[c].name.clone();
+                self.note(&name, "crashes".into());
+                self.with_client(c, |client, ctx| client.crash(ctx));
+            }
+            Event::Deliver { from, to, msg } => self.deliver(from, to, msg),
+            Event::ServerCrash {
+                server,
+                restart_after,
+            } => {
+                let name = self.servers[server].name.clone();
+                let text = match restart_after {
+                    Some(after) => format!("crashes; restarts after {}ms", fmt_ms(after)),
+                    None => "crashes for good".into(),
+                };
+                self.note(&name, text);
+                self.servers[server].crash();
+                self.close_lost_spans(server);
+                if let Some(after) = restart_after {
+                    self.at(self.now + after, Event::ServerRestart(server));
+                }
+            }
+            Event::ServerRestart(server) => {
+                let name = self.servers[server].name.clone();
+                self.note(&name, "restarts".into());
+                self.servers[server].restart();
+            }
+            Event::ServerFsync(server) => {
+                self.servers[server].fsync();
+                if self.clients.iter().any(|c| !c.is_done()) {
+                    self.at(self.now + 1_000 * MS, Event::ServerFsync(server));
+                }
+            }
+            Event::Replicate {
+                master,
+                replica,
+                effect,
+                ack,
+            } => {
+                // The lag is the time until the master ships the write: a master that died
+                // or was cut off before then never ships it.
+                if !(self.servers[master].up && self.servers[master].replicating) {
+                    let name = self.servers[master].name.clone();
+                    self.log(
+                        &name,
+                        format_args!("write never reached the replica: {effect:?}"),
+                    );
+                    return;
+                }
+                self.servers[replica].apply(&effect);
+                if let Some((client, msg)) = ack {
+                    self.send(Endpoint::Server(master), Endpoint::Client(client), msg);
+                }
+            }
+            Event::FailoverStop(server) => {
+                let spec = &self.scenario.servers[server];
+                let crash = spec.failover.as_ref().is_some_and(|f| f.crash_master);
+                let name = spec.name.clone();
+                self.servers[server].replicating = false;
+                if crash {
+                    self.note(&name, "master crashes before the failover".into());
+                    self.servers[server].crash();
+                    self.close_lost_spans(server);
+                } else {
+                    self.note(
+                        &name,
+                        "master cut off from its replica and the sentinels".into(),
+                    );
+                }
+            }
+            Event::FailoverPromote(server) => {
+                let spec = &self.scenario.servers[server];
+                let (Some(failover), Some(replication)) = (&spec.failover, &spec.replica) else {
+                    return;
+                };
+                let replica = replication.replica;
+                let moved: Vec<usize> = failover
+                    .clients
+                    .clone()
+                    .unwrap_or_else(|| (0..self.clients.len()).collect());
+                for &c in &moved {
+                    self.routes[c][server] = replica;
+                }
+                let names: Vec<String> = moved
+                    .iter()
+                    .map(|&c| self.scenario.clients[c].name.clone())
+                    .collect();
+                let name = self.servers[replica].name.clone();
+                self.note(
+                    &name,
+                    format!("promoted; clients now sent here: {}", names.join(", ")),
+                );
+            }
+            Event::Note { who, what } => self.note(&who, what),
+        }
+    }
+
+    fn pause(&mut self, client: usize, until: Nanos) {
+        let c = &mut self.clients[client];
+        if c.crashed {
+            return;
+        }
+        let until = c.paused_until.map_or(until, |u| u.max(until));
+        c.paused_until = Some(until);
+        if c.spec.freeze_during_pauses {
+            c.clock.freeze(self.now, until);
+        }
+        self.history.pauses.push((client, self.now, until));
+        let name = c.spec.name.clone();
+        let frozen = if c.spec.freeze_during_pauses {
+            " (its clock stops too)"
+        } else {
+            ""
+        };
+        self.note(
+            &name,
+            format!("pauses for {}ms{frozen}", fmt_ms(until - self.now)),
+        );
+        self.at(until, Event::ClientResume(client));
+    }
+
+    fn resume(&mut self, client: usize) {
+        let Some(until) = self.clients[client].paused_until else {
+            return;
+        };
+        if self.now < until {
+            return; // an earlier resume of a pause that was extended
+        }
+        self.clients[client].paused_until = None;
+        let name = self.clients[client].spec.name.clone();
+        self.note(&name, "resumes".into());
+        self.with_client(client, |c, ctx| c.on_resume(ctx));
+        // Replay what arrived meanwhile, in the order it arrived.
+        let deferred = std::mem::take(&mut self.deferred[client]);
+        for scheduled in deferred {
+            self.dispatch(scheduled);
+        }
+    }
+
+    fn with_client(&mut self, client: usize, f: impl FnOnce(&mut Client, &mut Ctx<'_>)) {
+        let mut out = std::mem::take(&mut self.out);
+        {
+            let mut ctx = Ctx {
+                now: self.now,
+                rng: &mut self.rng,
+                out: &mut out,
+                history: &mut self.history,
+                epochs: &mut self.epochs,
+                tokens: self.scenario.tokens,
+                trace: &mut self.trace,
+            };
+            f(&mut self.clients[client], &mut ctx);
+        }
+        for outgoing in out.drain(..) {
+            match outgoing {
+                Outgoing::Node { address, msg } => {
+                    let server = self.routes[client][address];
+                    self.send(Endpoint::Client(client), Endpoint::Server(server), msg);
+                }
+                Outgoing::Resource { msg } => {
+                    self.send(Endpoint::Client(client), Endpoint::Resource, msg)
+                }
+                Outgoing::Wake { at, generation } => {
+                    self.at(at.max(self.now), Event::ClientWake { client, generation });
+                }
+                Outgoing::Pause { until } => self.pause(client, until),
+            }
+        }
+        self.out = out;
+    }
+
+    fn send(&mut self, from: Endpoint, to: Endpoint, msg: Msg) {
+        let deliveries = self.network.send(self.now, from, to, &mut self.rng);
+        if self.trace.is_some() {
+            let (f, t) = (
+                self.scenario.endpoint_name(from),
+                self.scenario.endpoint_name(to),
+            );
+            match deliveries.as_slice() {
+                [] => self.log(&f, format_args!("-> {t} LOST {msg:?}")),
+                [first, ..] => {
+                    let at = fmt_ms(*first);
+                    self.log(&f, format_args!("-> {t} (arrives {at}) {msg:?}"));
+                }
+            }
+        }
+        for at in deliveries {
+            self.at(
+                at,
+                Event::Deliver {
+                    from,
+                    to,
+                    msg: msg.clone(),
+                },
+            );
+        }
+    }
+
+    fn deliver(&mut self, from: Endpoint, to: Endpoint, msg: Msg) {
+        match (to, msg) {
+            (
+                Endpoint::Server(s),
+                Msg::Request {
+                    client,
+                    op,
+                    tag,
+                    cmd,
+                },
+            ) => {
+                if !self.servers[s].up {
+                    let name = self.servers[s].name.clone();
+                    self.log(&name, format_args!("down: drops {cmd:?}"));
+                    return;
+                }
+                let (reply, effect) = self.servers[s].execute(&cmd, self.now);
+                self.track_spans(s, &cmd, reply);
+                let reply_msg = Msg::Reply { op, tag, reply };
+                let replication = self.scenario.servers[s].replica.clone();
+                match (effect, replication) {
+                    (Some(effect), Some(replication)) if self.servers[s].replicating => {
+                        let ack = replication.wait.then(|| (client, reply_msg.clone()));
+                        let waits = ack.is_some();
+                        let replicate = Event::Replicate {
+                            master: s,
+                            replica: replication.replica,
+                            effect,
+                            ack,
+                        };
+                        self.at(self.now + replication.lag, replicate);
+                        if !waits {
+                            self.send(to, from, reply_msg);
+                        }
+                    }
+                    _ => self.send(to, from, reply_msg),
+                }
+            }
+            (Endpoint::Client(c), Msg::Reply { op, tag, reply }) => {
+                self.with_client(c, |client, ctx| client.on_reply(ctx, op, tag, reply));
+            }
+            (Endpoint::Resource, Msg::Access { access }) => {
+                if let Some(record) = self.history.accesses.get_mut(access) {
+                    record.arrived_at = Some(self.now);
+                }
+                self.log("resource", format_args!("applies access #{access}"));
+                self.send(Endpoint::Resource, from, Msg::AccessAck { access });
+            }
+            (Endpoint::Client(c), Msg::AccessAck { access }) => {
+                self.with_client(c, |client, ctx| client.on_access_ack(ctx, access));
+            }
+            (to, msg) => {
+                let name = self.scenario.endpoint_name(to);
+                self.log(&name, format_args!("ignores {msg:?}"));
+            }
+        }
+    }
+
+    /// Keeps the lock-key lifetimes of each server for the diagrams.
+    fn track_spans(&mut self, server: usize, cmd: &NodeOp, reply: NodeReply) {
+        use redlock::core::Reply;
+        let NodeReply::Core(reply) = reply else {
+            return;
+        };
+        let now_ms = self.servers[server].now_ms(self.now);
+        match (cmd, reply) {
+            (
+                NodeOp::SetNx { token, ttl_ms, .. } | NodeOp::SetOrExtend { token, ttl_ms, .. },
+                Reply::Acquired | Reply::Extended,
+            ) => {
+                let entry = self
+                    .spans
+                    .entry((server, *token))
+                    .or_insert((self.now, None));
+                entry.1 = Some(now_ms + ttl_ms);
+            }
+            (NodeOp::ExtendIfOwner { token, ttl_ms, .. }, Reply::Extended) => {
+                if let Some(entry) = self.spans.get_mut(&(server, *token)) {
+                    entry.1 = Some(now_ms + ttl_ms);
+                }
+            }
+            (NodeOp::ReleaseIfOwner { token, .. }, Reply::Released) => {
+                self.close_span(server, *token)
+            }
+            (NodeOp::Del { .. }, Reply::Released) => {
+                let tokens: Vec<Token> = self
+                    .spans
+                    .keys()
+                    .filter(|(s, _)| *s == server)
+                    .map(|(_, t)| *t)
+                    .collect();
+                for token in tokens {
+                    self.close_span(server, token);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn close_span(&mut self, server: usize, token: Token) {
+        if let Some((from, expire_ms)) = self.spans.remove(&(server, token)) {
+            let expiry = self.expiry(server, from, expire_ms);
+            self.history.keys.push(KeySpan {
+                server,
+                token,
+                from,
+                until: self.now.min(expiry),
+            });
+        }
+    }
+
+    /// Closes the spans of keys a crash made the server forget.
+    fn close_lost_spans(&mut self, server: usize) {
+        let tokens: Vec<Token> = self
+            .spans
+            .keys()
+            .filter(|(s, _)| *s == server)
+            .map(|(_, t)| *t)
+            .collect();
+        for token in tokens {
+            if self.servers[server].holder(&self.scenario_key(), self.now) != Some(token) {
+                self.close_span(server, token);
+            }
+        }
+    }
+
+    fn scenario_key(&self) -> String {
+        format!("redlock:{}", self.scenario.resource)
+    }
+
+    /// The true time at which a key set at `from` expires on `server`'s clock.
+    fn expiry(&self, server: usize, from: Nanos, expire_ms: Option<u64>) -> Nanos {
+        expire_ms.map_or(Nanos::MAX, |ms| {
+            self.servers[server].clock.when((ms + 1) * MS, from)
+        })
+    }
+
+    fn finish(mut self) -> Outcome {
+        let end = self.now;
+        let open: Vec<((usize, Token), (Nanos, Option<u64>))> =
+            std::mem::take(&mut self.spans).into_iter().collect();
+        for ((server, token), (from, expire_ms)) in open {
+            let until = self.expiry(server, from, expire_ms).min(end.max(from));
+            self.history.keys.push(KeySpan {
+                server,
+                token,
+                from,
+                until,
+            });
+        }
+        self.history.keys.sort_by_key(|k| (k.server, k.from));
+        // Each lease's window ends at the first of: validity over (on the holder's clock),
+        // release, crash.
+        for lease in &mut self.history.leases {
+            let clock = &self.clients[lease.client].clock;
+            let validity_end = clock.when(lease.valid_until_local, lease.granted_at);
+            lease.window_end = [Some(validity_end), lease.released_at, lease.crashed_at]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(validity_end)
+                .max(lease.granted_at);
+        }
+        Outcome {
+            history: self.history,
+            trace: self.trace,
+            events: self.events,
+            ended_at: end,
+        }
+    }
+}
