@@ -16,7 +16,7 @@ use redlock::core::{
 };
 
 use crate::clock::ClockModel;
-use crate::history::{AccessKind, AccessRecord, History, LeaseRecord};
+use crate::history::{AccessKind, AccessRecord, ClientOutcome, History, LeaseRecord};
 use crate::message::{Msg, NodeOp, NodeReply, Tag};
 use crate::scenario::{
     ClientSpec, ClockKind, ExtendImpl, ReleaseImpl, Step, TimingImpl, TokenSource,
@@ -188,7 +188,7 @@ impl Client {
         });
     }
 
-    fn outcome(&self, ctx: &mut Ctx<'_>, what: String) {
+    fn outcome(&self, ctx: &mut Ctx<'_>, what: ClientOutcome) {
         ctx.trace(&self.spec.name, format_args!("{what}"));
         ctx.history.outcomes[self.id].push(what);
     }
@@ -263,7 +263,7 @@ impl Client {
                     self.wake_at(ctx, deadline);
                 }
                 Some(Work::Access { .. }) => {
-                    self.outcome(ctx, "access timed out".into());
+                    self.outcome(ctx, ClientOutcome::AccessTimedOut);
                     self.work(ctx, step + 1);
                 }
                 Some(Work::Sleep(_)) => self.work(ctx, step + 1),
@@ -382,7 +382,7 @@ impl Client {
         if let Some(held) = self.held.take() {
             ctx.history.leases[held.record].crashed_at = Some(ctx.now);
         }
-        self.outcome(ctx, "crashed".into());
+        self.outcome(ctx, ClientOutcome::Crashed);
     }
 
     // ----- acquisition ----------------------------------------------------------------
@@ -461,11 +461,9 @@ impl Client {
                 let epoch = *ctx.epochs;
                 self.outcome(
                     ctx,
-                    format!(
-                        "acquired (round {}, token {})",
-                        grant.attempts,
-                        grant.token.short()
-                    ),
+                    ClientOutcome::Acquired {
+                        round: grant.attempts,
+                    },
                 );
                 match ctx.tokens {
                     TokenSource::Linearizable => {
@@ -521,13 +519,11 @@ impl Client {
             }
             Some(AcquireEvent::Failed(failure)) => {
                 ctx.history.acquire_failures += 1;
-                self.outcome(
-                    ctx,
-                    format!(
-                        "failed: {} after {} round(s)",
-                        failure.last_round.reason, failure.attempts
-                    ),
-                );
+                let outcome = ClientOutcome::AcquireFailed {
+                    reason: failure.last_round.reason.to_string(),
+                    rounds: failure.attempts,
+                };
+                self.outcome(ctx, outcome);
                 self.finish_iteration(ctx);
             }
             Some(_) => self.finish_iteration(ctx),
@@ -659,7 +655,7 @@ impl Client {
                 Step::Check => {
                     let valid = self.held.as_ref().is_some_and(|h| now < h.valid_until);
                     if !valid {
-                        self.outcome(ctx, "lease no longer valid: stopped work".into());
+                        self.outcome(ctx, ClientOutcome::CheckFailed);
                         self.begin_release(ctx);
                         return;
                     }
@@ -729,7 +725,7 @@ impl Client {
                         .extensions
                         .push((ctx.now, extension.valid_until.as_nanos()));
                 }
-                self.outcome(ctx, "extended".into());
+                self.outcome(ctx, ClientOutcome::Extended);
                 self.work(ctx, step + 1);
             }
             Some(ExtendOutcome::Failed(failure)) => {
@@ -739,7 +735,7 @@ impl Client {
                     ExtendFailure::Round(round) => round.reason.to_string(),
                     _ => "unknown".to_owned(),
                 };
-                self.outcome(ctx, format!("extend failed: {why}"));
+                self.outcome(ctx, ClientOutcome::ExtendFailed { reason: why });
                 self.begin_release(ctx);
             }
             Some(_) => self.begin_release(ctx),
@@ -774,16 +770,14 @@ impl Client {
             }
             Some(report) => {
                 self.held = None;
-                self.outcome(
-                    ctx,
-                    format!(
-                        "released ({} released, {} not held, {} held by another, {} failed)",
-                        report.released(),
-                        report.not_held(),
-                        report.held_by_other(),
-                        report.failed()
-                    ),
-                );
+                let outcome = ClientOutcome::Released {
+                    released: report.released(),
+                    not_held: report.not_held(),
+                    held_by_other: report.held_by_other(),
+                    failed: report.failed(),
+                    pending: report.pending(),
+                };
+                self.outcome(ctx, outcome);
                 self.finish_iteration(ctx);
             }
         }

@@ -170,6 +170,7 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
     }
     let _ = writeln!(out, "\noutcomes by client:");
     for (c, outcomes) in history.outcomes.iter().enumerate() {
+        let outcomes: Vec<String> = outcomes.iter().map(ToString::to_string).collect();
         let _ = writeln!(out, "  {}: {}", name(c), outcomes.join("; "));
     }
     let _ = writeln!(
@@ -201,7 +202,7 @@ pub fn svg(scenario: &Scenario, run: &Run) -> String {
     let servers = scenario.servers.len();
     let lanes = clients + servers + 1;
     let (left, top, lane_h, width) = (130.0, 40.0, 34.0, 1100.0);
-    let height = top + lanes as f64 * lane_h + 60.0;
+    let height = top + lanes as f64 * lane_h + 72.0;
 
     let mut horizon: Nanos = 1;
     for lease in &history.leases {
@@ -308,7 +309,7 @@ pub fn svg(scenario: &Scenario, run: &Run) -> String {
         let _ = writeln!(
             s,
             r#"<rect x="{x0:.1}" y="{y}" width="{:.1}" height="{}" fill="{}" fill-opacity="0.7"><title>epoch {} fence {}: believed held {}–{} ms</title></rect>"#,
-            (x1 - x0).max(1.0),
+            (x1 - x0).max(3.0),
             lane_h - 18.0,
             color(lease.epoch),
             lease.epoch,
@@ -402,8 +403,13 @@ pub fn svg(scenario: &Scenario, run: &Run) -> String {
     }
     let _ = writeln!(
         s,
-        r##"<text x="10" y="{}" fill="#555">windows: believed lease validity in true time · server bars: lock key held (colour = lease; grey = a failed round) · lines: accesses (green applied, orange rejected by fencing, red stale under plain) · shading: pauses · red band: first overlap</text>"##,
-        height - 12.0
+        r##"<text x="10" y="{}" fill="#555">client bars: lease believed held, in true time (eN fN = epoch, fence) · server bars: lock key held (colour = lease; grey = a failed round)</text>"##,
+        height - 26.0
+    );
+    let _ = writeln!(
+        s,
+        r##"<text x="10" y="{}" fill="#555">lines: accesses to the resource (green applied, orange rejected by fencing, red stale when unfenced) · grey shading: pauses · red band: first overlap · triangles: faults</text>"##,
+        height - 10.0
     );
     s.push_str("</svg>\n");
     s

@@ -106,8 +106,96 @@ pub struct History {
     pub acquire_calls: u64,
     /// Acquisition calls that ended without a lease.
     pub acquire_failures: u64,
-    /// Each client's outcomes, in order (acquired, taken, extended, released …).
-    pub outcomes: Vec<Vec<String>>,
+    /// Each client's outcomes, in order.
+    pub outcomes: Vec<Vec<ClientOutcome>>,
+}
+
+/// What a client's operation came to, as its caller would see it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub enum ClientOutcome {
+    /// A lease was granted in this round.
+    Acquired {
+        /// The winning round, from 1.
+        round: u32,
+    },
+    /// The acquisition gave up.
+    AcquireFailed {
+        /// Why the last round failed.
+        reason: String,
+        /// Rounds run.
+        rounds: u32,
+    },
+    /// The lease was extended.
+    Extended,
+    /// The extension failed (the client then stops its critical section and releases).
+    ExtendFailed {
+        /// Why.
+        reason: String,
+    },
+    /// A validity check before an access failed (the client stops and releases).
+    CheckFailed,
+    /// The resource did not answer an access in time.
+    AccessTimedOut,
+    /// The release finished.
+    Released {
+        /// Nodes that deleted the key.
+        released: usize,
+        /// Nodes that no longer had it.
+        not_held: usize,
+        /// Nodes where another owner held it.
+        held_by_other: usize,
+        /// Nodes that failed or did not answer in time.
+        failed: usize,
+        /// Nodes still answering when the release finished (at a quorum).
+        pending: usize,
+    },
+    /// The client crashed.
+    Crashed,
+}
+
+impl ClientOutcome {
+    /// A one-word kind, comparable with what the tokio client reports for the same step:
+    /// `acquired`, `taken`, `no-quorum`, `extended`, `extend-failed`, `check-failed`,
+    /// `access-timeout`, `released`, `crashed`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Acquired { .. } => "acquired",
+            Self::AcquireFailed { reason, .. } if reason.contains("another owner") => "taken",
+            Self::AcquireFailed { .. } => "no-quorum",
+            Self::Extended => "extended",
+            Self::ExtendFailed { .. } => "extend-failed",
+            Self::CheckFailed => "check-failed",
+            Self::AccessTimedOut => "access-timeout",
+            Self::Released { .. } => "released",
+            Self::Crashed => "crashed",
+        }
+    }
+}
+
+impl std::fmt::Display for ClientOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Acquired { round } => write!(f, "acquired (round {round})"),
+            Self::AcquireFailed { reason, rounds } => {
+                write!(f, "acquisition failed after {rounds} round(s): {reason}")
+            }
+            Self::Extended => f.write_str("extended"),
+            Self::ExtendFailed { reason } => write!(f, "extension failed: {reason}"),
+            Self::CheckFailed => f.write_str("lease no longer valid: stopped work"),
+            Self::AccessTimedOut => f.write_str("access timed out"),
+            Self::Released {
+                released,
+                not_held,
+                held_by_other,
+                failed,
+                pending,
+            } => write!(
+                f,
+                "released ({released} released, {not_held} not held, {held_by_other} held by another, {failed} failed, {pending} still answering)"
+            ),
+            Self::Crashed => f.write_str("crashed"),
+        }
+    }
 }
 
 impl History {

@@ -317,7 +317,7 @@ mod tests {
         let key: Arc<str> = "k".into();
         let mut s = server(Persistence::None, ClockModel::ideal());
         let op = NodeOp::SetOrExtend {
-            key: key.clone(),
+            key,
             token: Token::from_bytes([1; 16]),
             ttl_ms: 10,
         };

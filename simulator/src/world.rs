@@ -70,6 +70,9 @@ enum Event {
     },
 }
 
+/// A lock key held on a server since `.0`, expiring at `.1` (server-clock milliseconds).
+type OpenSpan = (Nanos, Option<u64>);
+
 struct Scheduled {
     time: Nanos,
     seq: u64,
@@ -124,7 +127,7 @@ pub(crate) struct World<'s> {
     events: u64,
     epochs: u64,
     /// Open lock-key spans: (server, token) → (from, expiry in server-clock ms).
-    spans: BTreeMap<(usize, Token), (Nanos, Option<u64>)>,
+    spans: BTreeMap<(usize, Token), OpenSpan>,
     out: Vec<Outgoing>,
 }
 
@@ -708,7 +711,7 @@ impl<'s> World<'s> {
 
     fn finish(mut self) -> Outcome {
         let end = self.now;
-        let open: Vec<((usize, Token), (Nanos, Option<u64>))> =
+        let open: Vec<((usize, Token), OpenSpan)> =
             std::mem::take(&mut self.spans).into_iter().collect();
         for ((server, token), (from, expire_ms)) in open {
             let until = self.expiry(server, from, expire_ms).min(end.max(from));

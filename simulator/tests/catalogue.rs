@@ -1,0 +1,82 @@
+//! Every scenario of the catalogue reproduces its expected verdicts, under several seeds.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+use std::path::{Path, PathBuf};
+
+use redlock_sim::Scenario;
+
+const SEEDS: u64 = 5;
+
+fn scenario_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("the scenarios directory")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_scenario_matches_its_expectation_under_several_seeds() {
+    let files = scenario_files();
+    assert!(
+        files.len() >= 40,
+        "the catalogue shrank to {} files",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    for file in &files {
+        let scenario = Scenario::load(file).unwrap_or_else(|e| panic!("{e}"));
+        for seed in scenario.seed..scenario.seed + SEEDS {
+            let run = redlock_sim::run(&scenario, seed, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            if let Some(mismatch) = run.report.mismatch() {
+                failures.push(format!("{} seed {seed}: {mismatch}", file.display()));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "verdicts differ:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// The catalogue covers each entry the design asks for, with both outcomes where a
+/// mitigation exists (so a regression towards "always SAFE" or "always VIOLATED" shows).
+#[test]
+fn the_catalogue_covers_both_sides_of_each_mitigation() {
+    let names: Vec<String> = scenario_files()
+        .iter()
+        .map(|f| f.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for prefix in [
+        "rl-00", "rl-01", "rl-02-", "rl-02b", "rl-03", "rl-04-", "rl-04b", "rl-05", "rl-06",
+        "rl-07", "rl-08-", "rl-08b", "rl-09", "rl-10", "rl-11", "rl-12", "rl-13a", "rl-13b",
+        "rl-14", "rl-15a", "rl-15b", "rl-16", "rl-17", "rl-18", "rl-19",
+    ] {
+        assert!(
+            names.iter().any(|n| n.starts_with(prefix)),
+            "no scenario for {prefix}"
+        );
+    }
+    let verdicts = |prefix: &str| -> Vec<String> {
+        scenario_files()
+            .iter()
+            .filter(|f| f.file_stem().unwrap().to_string_lossy().starts_with(prefix))
+            .map(|f| Scenario::load(f).unwrap().expect.plain.to_string())
+            .collect()
+    };
+    for pair in [
+        "rl-02-", "rl-02b", "rl-04-", "rl-05", "rl-06", "rl-07", "rl-09", "rl-10", "rl-11",
+        "rl-12", "rl-14",
+    ] {
+        let found = verdicts(pair);
+        assert!(
+            found.contains(&"SAFE".to_owned()) && found.contains(&"VIOLATED".to_owned()),
+            "{pair}: {found:?}"
+        );
+    }
+}

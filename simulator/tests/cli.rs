@@ -1,0 +1,112 @@
+//! The `redlock-sim` binary: exit codes, table, JSON, explain and its diagram.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn sim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run redlock-sim")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn temp_file(name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("redlock-sim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+#[test]
+fn the_catalogue_matches_and_exits_zero() {
+    let output = sim(&["run", "scenarios", "--seeds", "2"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let out = text(&output);
+    assert!(out.contains("RL-02 pause after acquire, 15 s"), "{out}");
+    assert!(out.contains("0 mismatched"), "{out}");
+}
+
+#[test]
+fn a_wrong_expectation_exits_one_and_says_how_to_replay() {
+    let original = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/rl-02-pause-15s.toml"),
+    )
+    .unwrap();
+    let wrong = original
+        .replace("plain = \"VIOLATED\"", "plain = \"SAFE\"")
+        .replace("fenced = \"PREVENTED_BY_FENCING\"", "fenced = \"SAFE\"")
+        .replace("strict = \"PREVENTED_BY_FENCING\"", "strict = \"SAFE\"")
+        .replace("cause = \"B\"\n", "");
+    let path = temp_file("wrong.toml", &wrong);
+    let output = sim(&["run", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output));
+    let out = text(&output);
+    assert!(out.contains("MISMATCH"), "{out}");
+    assert!(out.contains("plain: got VIOLATED, expected SAFE"), "{out}");
+    assert!(out.contains("redlock-sim explain"), "{out}");
+}
+
+#[test]
+fn a_malformed_file_exits_two_naming_file_line_and_field() {
+    let path = temp_file(
+        "malformed.toml",
+        "name = \"x\"\n[expect]\nplain = \"SAFE\"\nfenced = \"SAFE\"\nstrict = \"SAFE\"\n[[client]]\nname = \"c1\"\nsteps = [\"wrte\"]\n",
+    );
+    let output = sim(&["run", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    let out = text(&output);
+    assert!(out.contains("malformed.toml:8:"), "{out}");
+    assert!(out.contains("client[0].steps[0]"), "{out}");
+    let missing = sim(&["run", "no-such-file.toml"]);
+    assert_eq!(missing.status.code(), Some(2));
+}
+
+#[test]
+fn json_output_parses() {
+    let output = sim(&[
+        "run",
+        "scenarios/rl-00-baseline.toml",
+        "--json",
+        "--seed",
+        "3",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let reports: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(reports[0]["seed"], 3);
+    assert_eq!(reports[0]["verdicts"][0], "SAFE");
+    assert_eq!(reports[0]["matches"], true);
+}
+
+#[test]
+fn explain_prints_the_counterexample_and_writes_the_diagram() {
+    let svg = temp_file("diagram.svg", "");
+    let output = sim(&[
+        "explain",
+        "scenarios/rl-04-node-clock-jump-bare-majority.toml",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let out = text(&output);
+    assert!(
+        out.contains("first problem: the windows of c1 (epoch 1) and c2 (epoch 2) overlap"),
+        "{out}"
+    );
+    assert!(out.contains("APPLIED STALE"), "{out}");
+    let diagram = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        diagram.starts_with("<svg") && diagram.contains("epoch 2"),
+        "{diagram}"
+    );
+}
