@@ -91,6 +91,16 @@ pub enum Error {
         nodes: NodeReport,
     },
 
+    /// The fencing-token source failed or did not answer within the lease's validity; the
+    /// lease was released.
+    #[error("minting a fencing token for `{resource}` failed: {reason}")]
+    Fence {
+        /// The resource.
+        resource: String,
+        /// What went wrong.
+        reason: String,
+    },
+
     /// The operating system's random number generator failed to produce a token.
     #[error("the operating system's random number generator failed: {0}")]
     Entropy(String),

@@ -48,6 +48,8 @@ pub mod core;
 pub mod client;
 #[cfg(feature = "tokio")]
 mod error;
+#[cfg(feature = "tokio")]
+pub mod fencing;
 
 #[cfg(feature = "tokio")]
 pub use client::{Lease, Redlock, RedlockBuilder};

@@ -47,6 +47,9 @@ pub struct Counts {
     pub stale_rejected: [usize; 3],
     /// All accesses rejected by the token check, per mode.
     pub rejected: [usize; 3],
+    /// Leases whose fencing token was not above every earlier lease's (repeats and
+    /// regressions).
+    pub fence_regressions: usize,
 }
 
 /// What the resource did with one access in one mode.
@@ -205,6 +208,15 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
                 }
             }
         }
+    }
+
+    // Token monotonicity across leases, in grant order.
+    let mut highest = None;
+    for lease in leases {
+        if highest.is_some_and(|h| lease.fence <= h) {
+            counts.fence_regressions += 1;
+        }
+        highest = highest.max(Some(lease.fence));
     }
 
     let plain_problem = counts.stale_applied[0] > 0 || counts.used_overlaps > 0;

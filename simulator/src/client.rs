@@ -89,7 +89,8 @@ enum Work {
 enum Phase {
     /// Before the start or between iterations: acquire when the clock reads this.
     Waiting(Option<Timestamp>),
-    Acquiring(Acquiring),
+    // Boxed: the machine is much larger than the other phases.
+    Acquiring(Box<Acquiring>),
     Minting(Minting),
     Working {
         step: usize,
@@ -152,7 +153,8 @@ impl Client {
             LockKey::new("redlock:", "resource").expect("a constant, valid resource name")
         });
         let key_str: Arc<str> = key.as_str().into();
-        let fence_key = format!("fence:{resource}").into();
+        // The same counter key as the client's scripts use (`LockKey::fence_key`).
+        let fence_key = key.fence_key().into();
         Self {
             id,
             clock,
@@ -397,12 +399,12 @@ impl Client {
             Token::random(ctx.rng),
             now,
         );
-        let acquiring = Acquiring {
+        let acquiring = Box::new(Acquiring {
             machine,
             round_start: now,
             first_reply: None,
             retry_at: None,
-        };
+        });
         self.pump_acquire(ctx, acquiring);
     }
 
@@ -424,7 +426,7 @@ impl Client {
         })
     }
 
-    fn pump_acquire(&mut self, ctx: &mut Ctx<'_>, mut acquiring: Acquiring) {
+    fn pump_acquire(&mut self, ctx: &mut Ctx<'_>, mut acquiring: Box<Acquiring>) {
         while let Some(transmit) = acquiring.machine.poll_transmit() {
             self.send_core(ctx, transmit);
         }
@@ -468,6 +470,10 @@ impl Client {
                 match ctx.tokens {
                     TokenSource::Linearizable => {
                         self.hold(ctx, grant.token, epoch, epoch, believed, ctx.now);
+                    }
+                    TokenSource::QuorumMinted => {
+                        let fence = grant.fence.unwrap_or(0);
+                        self.hold(ctx, grant.token, epoch, fence, believed, ctx.now);
                     }
                     TokenSource::RedisCounter => {
                         self.op += 1;
@@ -811,6 +817,16 @@ impl Client {
             Command::ReleaseIfOwner { token, .. } => match self.spec.release {
                 ReleaseImpl::Script => NodeOp::ReleaseIfOwner { key, token },
                 ReleaseImpl::PlainDel => NodeOp::Del { key },
+            },
+            Command::SetIfAbsentReadFence { token, ttl, .. } => NodeOp::SetNxReadFence {
+                key,
+                fence_key: self.fence_key.clone(),
+                token,
+                ttl_ms: millis(ttl),
+            },
+            Command::RaiseFence { fence, .. } => NodeOp::RaiseFence {
+                fence_key: self.fence_key.clone(),
+                fence,
             },
             Command::ExtendIfOwner { token, ttl, .. } => match self.spec.extend {
                 ExtendImpl::Script => NodeOp::ExtendIfOwner {

@@ -14,6 +14,15 @@ pub(crate) enum NodeOp {
         token: Token,
         ttl_ms: u64,
     },
+    /// The fenced acquisition script: `SET NX PX` and read the fence counter.
+    SetNxReadFence {
+        key: Arc<str>,
+        fence_key: Arc<str>,
+        token: Token,
+        ttl_ms: u64,
+    },
+    /// The fence-raising script: `counter = max(counter, fence)`.
+    RaiseFence { fence_key: Arc<str>, fence: u64 },
     /// The compare-and-delete script.
     ReleaseIfOwner { key: Arc<str>, token: Token },
     /// The compare-and-`PEXPIRE` script.

@@ -51,7 +51,10 @@ impl Report {
             .iter()
             .enumerate()
             .all(|(i, &mode)| judgement.verdicts[i] == expected.verdict(mode))
-            && judgement.cause == expected.cause;
+            && judgement.cause == expected.cause
+            && expected
+                .fences_increase
+                .is_none_or(|increase| increase == (judgement.counts.fence_regressions == 0));
         Self {
             scenario: scenario.name.clone(),
             source: scenario.source.clone(),
@@ -83,6 +86,21 @@ impl Report {
                 ));
             }
         }
+        if let Some(increase) = self.expected.fences_increase
+            && increase != (self.counts.fence_regressions == 0)
+        {
+            let got = if self.counts.fence_regressions == 0 {
+                "strictly increased"
+            } else {
+                "repeated or regressed"
+            };
+            let want = if increase {
+                "strictly increase"
+            } else {
+                "repeat or regress"
+            };
+            parts.push(format!("fencing tokens {got}, expected them to {want}"));
+        }
         if self.cause != self.expected.cause {
             let show = |c: Option<Cause>| c.map_or_else(|| "none".to_owned(), |c| c.to_string());
             parts.push(format!(
@@ -107,10 +125,11 @@ pub fn table(reports: &[Report]) -> String {
         "overlaps",
         "stale p/f/s",
         "rejected f/s",
+        "tokens",
         "seed",
         "result",
     ];
-    let rows: Vec<[String; 11]> = reports
+    let rows: Vec<[String; 12]> = reports
         .iter()
         .map(|r| {
             [
@@ -126,6 +145,10 @@ pub fn table(reports: &[Report]) -> String {
                     r.counts.stale_applied[0], r.counts.stale_applied[1], r.counts.stale_applied[2]
                 ),
                 format!("{}/{}", r.counts.rejected[1], r.counts.rejected[2]),
+                match r.counts.fence_regressions {
+                    0 => "increasing".into(),
+                    n => format!("{n} repeated"),
+                },
                 r.seed.to_string(),
                 if r.matches {
                     "ok".into()

@@ -99,6 +99,41 @@ impl Server {
                     (Reply::Acquired, Some(Effect::Set { key: k, entry }))
                 }
             }
+            NodeOp::SetNxReadFence {
+                key,
+                fence_key,
+                token,
+                ttl_ms,
+            } => {
+                let counter = self.counter(fence_key, now);
+                let (reply, effect) = self.execute(
+                    &NodeOp::SetNx {
+                        key: key.clone(),
+                        token: *token,
+                        ttl_ms: *ttl_ms,
+                    },
+                    t,
+                );
+                let reply = match reply {
+                    NodeReply::Core(Reply::Acquired) => Reply::AcquiredWithFence { counter },
+                    _ => Reply::TakenWithFence { counter },
+                };
+                return (NodeReply::Core(reply), effect);
+            }
+            NodeOp::RaiseFence { fence_key, fence } => {
+                let current = self.counter(fence_key, now);
+                if *fence <= current {
+                    (Reply::FenceRaised { counter: current }, None)
+                } else {
+                    let value = Value::Counter(i64::try_from(*fence).unwrap_or(i64::MAX));
+                    let (k, entry) = set(fence_key, value, None);
+                    self.keys.insert(k.clone(), entry.clone());
+                    (
+                        Reply::FenceRaised { counter: *fence },
+                        Some(Effect::Set { key: k, entry }),
+                    )
+                }
+            }
             NodeOp::ReleaseIfOwner { key, token } => match self.owned_by(key, *token, now) {
                 None => (Reply::NotHeld, None),
                 Some(false) => (Reply::HeldByOther, None),
@@ -146,6 +181,17 @@ impl Server {
             }
         };
         (NodeReply::Core(reply), effect)
+    }
+
+    /// The counter under `key` (0 when absent), as the fencing scripts read it.
+    fn counter(&mut self, key: &Arc<str>, now_ms: u64) -> u64 {
+        match self.live(key, now_ms) {
+            Some(Entry {
+                value: Value::Counter(n),
+                ..
+            }) => u64::try_from(*n).unwrap_or(0),
+            _ => 0,
+        }
     }
 
     fn pexpire(&mut self, key: &Arc<str>, at_ms: u64) -> (Reply, Option<Effect>) {

@@ -639,8 +639,10 @@ impl<'s> World<'s> {
         let now_ms = self.servers[server].now_ms(self.now);
         match (cmd, reply) {
             (
-                NodeOp::SetNx { token, ttl_ms, .. } | NodeOp::SetOrExtend { token, ttl_ms, .. },
-                Reply::Acquired | Reply::Extended,
+                NodeOp::SetNx { token, ttl_ms, .. }
+                | NodeOp::SetNxReadFence { token, ttl_ms, .. }
+                | NodeOp::SetOrExtend { token, ttl_ms, .. },
+                Reply::Acquired | Reply::AcquiredWithFence { .. } | Reply::Extended,
             ) => {
                 let entry = self
                     .spans

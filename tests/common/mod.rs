@@ -35,9 +35,18 @@ pub fn init_tracing() {
         .try_init();
 }
 
-/// Lock keys left on all running nodes.
+/// Lock keys left on all running nodes (fence counters, which live forever by design, are
+/// not lock keys).
 pub fn lock_keys(fleet: &RedisFleet) -> usize {
-    fleet.count_keys(PREFIX).expect("inspect the nodes")
+    (0..fleet.len())
+        .filter(|&i| fleet.pid(i).is_some())
+        .map(|i| {
+            let keys = fleet
+                .keys_with_prefix(i, PREFIX)
+                .expect("inspect the nodes");
+            keys.iter().filter(|(key, _)| !key.contains('\0')).count()
+        })
+        .sum()
 }
 
 /// Polls `condition` every 10 ms until it holds or `within` elapses; returns whether it held.

@@ -259,6 +259,7 @@ impl RedlockBuilder {
                 clock: Clock::new(),
             }),
             config: Arc::new(config),
+            fencing: super::Fencing::None,
         })
     }
 }

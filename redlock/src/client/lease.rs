@@ -29,6 +29,7 @@ pub struct Lease {
     valid_until: Timestamp,
     attempts: u32,
     extensions: u32,
+    fence: Option<u64>,
     lanes: Lanes,
     released: bool,
 }
@@ -42,9 +43,22 @@ impl Lease {
             valid_until: grant.valid_until,
             attempts: grant.attempts,
             extensions: 0,
+            fence: grant.fence,
             lanes,
             released: false,
         }
+    }
+
+    pub(crate) fn set_fence(&mut self, fence: u64) {
+        self.fence = Some(fence);
+    }
+
+    /// The fencing token of this lease, when the handle that acquired it was made with
+    /// [`Redlock::with_fencing`]. Pass it with every access to the protected resource, which
+    /// must reject tokens older than the newest it has seen (see [`crate::fencing`]).
+    /// Extensions keep the token.
+    pub fn fence(&self) -> Option<u64> {
+        self.fence
     }
 
     /// The resource name.
@@ -230,6 +244,7 @@ impl fmt::Debug for Lease {
             .field("token", &self.token.short())
             .field("remaining", &self.remaining())
             .field("extensions", &self.extensions)
+            .field("fence", &self.fence)
             .finish_non_exhaustive()
     }
 }

@@ -18,6 +18,7 @@
 mod builder;
 mod clock;
 mod drive;
+mod fence;
 mod flight;
 mod lease;
 mod node;
@@ -30,6 +31,7 @@ use std::sync::Arc;
 use rand::TryRng;
 
 pub use builder::{DEFAULT_CONNECT_TIMEOUT, RedlockBuilder};
+pub use fence::{FenceFuture, FenceSource, Fencing};
 pub use lease::Lease;
 
 use self::clock::Clock;
@@ -75,6 +77,7 @@ pub use crate::error::{NodeOutcome, NodeReport};
 pub struct Redlock {
     shared: Arc<Shared>,
     config: Arc<LockConfig>,
+    fencing: Fencing,
 }
 
 /// What every handle of one client shares.
@@ -125,11 +128,39 @@ impl Redlock {
         self.with_config((*self.config).clone().with_retry(retry))
     }
 
+    /// A handle sharing these connections whose leases carry fencing tokens (see
+    /// [`Lease::fence`]): minted on the nodes ([`Fencing::Quorum`]) or by an authoritative
+    /// [`FenceSource`] ([`Fencing::Source`]). Fencing costs a second round trip per
+    /// acquisition with [`Fencing::Quorum`], one call to the source otherwise.
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: redlock::Redlock) -> Result<(), redlock::Error> {
+    /// use redlock::client::Fencing;
+    ///
+    /// let fenced = redlock.with_fencing(Fencing::Quorum)?;
+    /// let lease = fenced.acquire("stock-sync:warehouse-42").await?;
+    /// let token = lease.fence().expect("fenced leases carry a token");
+    /// // ... pass `token` with every access; the resource rejects older tokens ...
+    /// lease.release().await;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// None today; the `Result` keeps room for sources that need checking.
+    pub fn with_fencing(&self, fencing: Fencing) -> Result<Self, Error> {
+        let quorum = matches!(fencing, Fencing::Quorum);
+        let mut handle = self.with_config((*self.config).clone().with_fencing(quorum))?;
+        handle.fencing = fencing;
+        Ok(handle)
+    }
+
     fn with_config(&self, config: LockConfig) -> Result<Self, Error> {
         config.validate()?;
         Ok(Self {
             shared: Arc::clone(&self.shared),
             config: Arc::new(config),
+            fencing: self.fencing.clone(),
         })
     }
 
@@ -185,14 +216,26 @@ impl Redlock {
                         resource,
                         attempt = grant.attempts,
                         validity_ms = grant.validity().as_millis(),
+                        fence = grant.fence,
                         "lease acquired"
                     );
                     let lanes = std::mem::take(&mut op.flight).into_lanes();
                     let handle = Self {
                         shared: Arc::clone(shared),
                         config: Arc::new(config.clone()),
+                        fencing: self.fencing.clone(),
                     };
-                    return Ok(Lease::new(handle, grant, lanes));
+                    let mut lease = Lease::new(handle, grant, lanes);
+                    if let Fencing::Source(source) = &self.fencing {
+                        match mint(source.as_ref(), &lease).await {
+                            Ok(token) => lease.set_fence(token),
+                            Err(e) => {
+                                lease.release().await;
+                                return Err(e);
+                            }
+                        }
+                    }
+                    return Ok(lease);
                 }
                 Some(AcquireEvent::Retry { window, failure }) => {
                     tracing::debug!(
@@ -250,6 +293,22 @@ impl Drop for AcquireOperation {
     }
 }
 
+/// Asks `source` for the lease's token within its remaining validity.
+async fn mint(source: &dyn FenceSource, lease: &Lease) -> Result<u64, Error> {
+    let resource = lease.resource();
+    let failed = |reason: String| Error::Fence {
+        resource: resource.to_owned(),
+        reason,
+    };
+    match tokio::time::timeout(lease.remaining(), source.next_fence(resource)).await {
+        Ok(Ok(token)) => Ok(token),
+        Ok(Err(e)) => Err(failed(e.to_string())),
+        Err(_) => Err(failed(
+            "no token before the lease's validity ran out".into(),
+        )),
+    }
+}
+
 /// A fresh 128-bit token from the operating system's CSPRNG.
 fn random_token() -> Result<Token, Error> {
     let mut bytes = [0; TOKEN_LEN];
@@ -265,6 +324,7 @@ impl fmt::Debug for Redlock {
             .field("nodes", &self.shared.addresses)
             .field("key_prefix", &self.shared.key_prefix)
             .field("config", &self.config)
+            .field("fencing", &self.fencing)
             .finish()
     }
 }

@@ -74,6 +74,44 @@ impl Node {
                     other => Err(unexpected("SET NX", &other)),
                 }
             }
+            Command::SetIfAbsentReadFence { key, token, ttl } => {
+                let value: Value = scripts::ACQUIRE_FENCED
+                    .key(key.as_str())
+                    .key(key.fence_key())
+                    .arg(&token.to_hex()[..])
+                    .arg(millis(*ttl))
+                    .invoke_async(&mut connection)
+                    .await
+                    .map_err(classify)?;
+                match value {
+                    Value::Array(items) => match items.as_slice() {
+                        [Value::Int(taken), Value::Int(counter)] if *counter >= 0 => {
+                            let counter = counter.unsigned_abs();
+                            Ok(if *taken == 1 {
+                                Reply::AcquiredWithFence { counter }
+                            } else {
+                                Reply::TakenWithFence { counter }
+                            })
+                        }
+                        _ => Err(unexpected("the fenced SET NX", &Value::Array(items))),
+                    },
+                    other => Err(unexpected("the fenced SET NX", &other)),
+                }
+            }
+            Command::RaiseFence { key, fence } => {
+                let value: Value = scripts::RAISE_FENCE
+                    .key(key.fence_key())
+                    .arg(*fence)
+                    .invoke_async(&mut connection)
+                    .await
+                    .map_err(classify)?;
+                match value {
+                    Value::Int(counter) if counter >= 0 => Ok(Reply::FenceRaised {
+                        counter: counter.unsigned_abs(),
+                    }),
+                    other => Err(unexpected("the fence raise", &other)),
+                }
+            }
             Command::ReleaseIfOwner { key, token } => {
                 let value: Value = scripts::RELEASE
                     .key(key.as_str())

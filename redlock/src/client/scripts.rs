@@ -38,5 +38,38 @@ end
 return -1
 ";
 
+/// `SET NX PX` and a read of the resource's fence counter, atomically: the first phase of a
+/// fenced acquisition.
+///
+/// `KEYS[1]` the lock key, `KEYS[2]` its fence counter key, `ARGV[1]` our token, `ARGV[2]`
+/// the TTL in milliseconds. Returns `{1, counter}` when the key was taken, `{0, counter}` when
+/// another owner holds it; the counter is 0 when it never existed.
+const ACQUIRE_FENCED_SOURCE: &str = r"
+local taken = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+local counter = tonumber(redis.call('GET', KEYS[2]) or '0')
+if taken then
+    return {1, counter}
+end
+return {0, counter}
+";
+
+/// Raises the fence counter to `ARGV[1]` unless it is already higher, and returns the counter
+/// afterwards: the second phase of a fenced acquisition. The counter key has no TTL: it must
+/// outlive every lease, or tokens could repeat.
+///
+/// `KEYS[1]` the fence counter key, `ARGV[1]` the new lease's token.
+const RAISE_FENCE_SOURCE: &str = r"
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+local target = tonumber(ARGV[1])
+if target > current then
+    redis.call('SET', KEYS[1], ARGV[1])
+    return target
+end
+return current
+";
+
 pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_SOURCE));
+pub(crate) static ACQUIRE_FENCED: LazyLock<Script> =
+    LazyLock::new(|| Script::new(ACQUIRE_FENCED_SOURCE));
+pub(crate) static RAISE_FENCE: LazyLock<Script> = LazyLock::new(|| Script::new(RAISE_FENCE_SOURCE));
 pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_SOURCE));

@@ -4,7 +4,8 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::round::{QuorumRound, Verdict};
+use super::command::RequestKind;
+use super::round::{QuorumRound, Verdict, Vote};
 use super::{
     Command, LockConfig, LockKey, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId,
     RetryWindow, RoundFailure, Timestamp, Token, Transmit,
@@ -29,6 +30,8 @@ pub struct Grant {
     pub attempts: u32,
     /// What each node did in the winning round; nodes still in flight are `Pending`.
     pub nodes: Vec<NodeStatus>,
+    /// The fencing token minted on the nodes, when [`LockConfig::with_fencing`] is set.
+    pub fence: Option<u64>,
 }
 
 impl Grant {
@@ -68,12 +71,33 @@ pub enum AcquireEvent {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
-    Running,
+    /// Phase 1: `SET NX` (reading fence counters when fencing).
+    Locking,
+    /// Phase 2 of a fenced acquisition: raising the fence counter to `fence` on a quorum.
+    Fencing {
+        fence: u64,
+    },
     AwaitingRetry,
     Finished,
 }
 
+impl State {
+    fn is_running(self) -> bool {
+        matches!(self, Self::Locking | Self::Fencing { .. })
+    }
+}
+
 /// The acquisition state machine (see [the module documentation](super) for the call order).
+///
+/// With [`LockConfig::with_fencing`], a round has two phases. The first sends
+/// [`Command::SetIfAbsentReadFence`]: `SET NX PX` plus a read of the resource's fence counter.
+/// Once a quorum took the key, the fencing token is `T = max(counters read) + 1`, and the
+/// second phase sends [`Command::RaiseFence`] (`counter = max(counter, T)`) to every node. The
+/// lease is granted only when a quorum *of the nodes that took the key* holds exactly `T`,
+/// still inside the validity measured from the first phase's start. Each of those nodes
+/// refuses any other `SET NX` until this lease's key is gone, so any later lease reads `T` or
+/// more on at least one of them and gets a larger token, as long as no node loses its counter
+/// or key (the argument is in the fencing guide).
 ///
 /// ```
 /// use redlock::core::*;
@@ -101,6 +125,8 @@ pub struct Acquire {
     token: Token,
     attempt: u32,
     round: QuorumRound,
+    /// The phase-1 round of a fenced acquisition, kept for its statuses while phase 2 runs.
+    locked: Option<QuorumRound>,
     state: State,
     transmits: VecDeque<Transmit>,
     outcome: Option<AcquireEvent>,
@@ -115,7 +141,8 @@ impl Acquire {
             key,
             token,
             attempt: 0,
-            round: QuorumRound::new(config, Reply::Acquired, now),
+            round: QuorumRound::new(config, Vote::Acquired, now),
+            locked: None,
             state: State::Finished,
             transmits: VecDeque::new(),
             outcome: None,
@@ -137,7 +164,7 @@ impl Acquire {
     /// Abandons the acquisition: if a round is running, queues a release of its token on
     /// every node (the round may already have set some keys). No outcome follows.
     pub fn cancel(&mut self) {
-        if self.state == State::Running {
+        if self.state.is_running() {
             self.queue_cleanup();
         }
         self.state = State::Finished;
@@ -157,17 +184,46 @@ impl Acquire {
     fn start_round(&mut self, token: Token, now: Timestamp) {
         self.attempt = self.attempt.saturating_add(1);
         self.token = token;
-        self.round = QuorumRound::new(&self.config, Reply::Acquired, now);
-        self.state = State::Running;
+        self.round = QuorumRound::new(&self.config, Vote::Acquired, now);
+        self.locked = None;
+        self.state = State::Locking;
+        for index in 0..self.config.nodes() {
+            let node = NodeId::new(index);
+            let (key, ttl) = (self.key.clone(), self.config.ttl());
+            let command = if self.config.fencing() {
+                Command::SetIfAbsentReadFence { key, token, ttl }
+            } else {
+                Command::SetIfAbsent { key, token, ttl }
+            };
+            self.transmits.push_back(Transmit {
+                request: RequestId::new(self.attempt, node, RequestKind::Main),
+                node,
+                command,
+            });
+        }
+    }
+
+    /// Phase 2 of a fenced round: raise the counter to one above the largest seen.
+    fn start_fencing(&mut self, valid_until: Timestamp, now: Timestamp) {
+        let fence = self.round.highest_fence_counter().saturating_add(1);
+        // Only the nodes that hold our lock key count: each keeps refusing every other SET NX
+        // until our key is gone, which is after the grant, so the next lease to win a quorum
+        // reads our raised counter on at least one of them. A node that did not lock for us
+        // could be read by a racing acquisition before our raise reaches it.
+        let holders = self.round.voted_for();
+        let fencing =
+            QuorumRound::continuing(&self.config, Vote::FenceRaisedTo(fence), now, valid_until)
+                .only_from(holders);
+        self.locked = Some(std::mem::replace(&mut self.round, fencing));
+        self.state = State::Fencing { fence };
         for index in 0..self.config.nodes() {
             let node = NodeId::new(index);
             self.transmits.push_back(Transmit {
-                request: RequestId::new(self.attempt, node, false),
+                request: RequestId::new(self.attempt, node, RequestKind::Fence),
                 node,
-                command: Command::SetIfAbsent {
+                command: Command::RaiseFence {
                     key: self.key.clone(),
-                    token,
-                    ttl: self.config.ttl(),
+                    fence,
                 },
             });
         }
@@ -179,7 +235,7 @@ impl Acquire {
         for index in 0..self.config.nodes() {
             let node = NodeId::new(index);
             self.transmits.push_back(Transmit {
-                request: RequestId::new(self.attempt, node, true),
+                request: RequestId::new(self.attempt, node, RequestKind::Cleanup),
                 node,
                 command: Command::ReleaseIfOwner {
                     key: self.key.clone(),
@@ -190,26 +246,38 @@ impl Acquire {
     }
 
     fn decide(&mut self, now: Timestamp) {
-        if self.state != State::Running {
-            return;
-        }
+        let fence = match self.state {
+            State::Locking => None,
+            State::Fencing { fence } => Some(fence),
+            State::AwaitingRetry | State::Finished => return,
+        };
         match self.round.verdict(now) {
             None => {}
+            Some(Verdict::Won { valid_until }) if fence.is_none() && self.config.fencing() => {
+                self.start_fencing(valid_until, now);
+            }
             Some(Verdict::Won { valid_until }) => {
+                // The lock phase's round has the start and the per-node picture of the key.
+                let locked = self.locked.as_ref().unwrap_or(&self.round);
                 self.state = State::Finished;
                 self.outcome = Some(AcquireEvent::Acquired(Grant {
                     key: self.key.clone(),
                     token: self.token,
-                    started_at: self.round.started_at(),
+                    started_at: locked.started_at(),
                     decided_at: now,
                     valid_until,
                     attempts: self.attempt,
-                    nodes: self.round.statuses().to_vec(),
+                    nodes: locked.statuses().to_vec(),
+                    fence,
                 }));
             }
             Some(Verdict::Lost(reason)) => {
                 self.queue_cleanup();
-                let failure = self.round.failure(reason, now);
+                let mut failure = self.round.failure(reason, now);
+                if let Some(locked) = &self.locked {
+                    // Report the whole round: it started with the lock phase.
+                    failure.started_at = locked.started_at();
+                }
                 if self.attempt < self.config.retry().attempts() {
                     self.state = State::AwaitingRetry;
                     self.outcome = Some(AcquireEvent::Retry {
@@ -241,30 +309,48 @@ impl Machine for Acquire {
         reply: Result<Reply, NodeFailure>,
         now: Timestamp,
     ) {
-        if self.state != State::Running || request.is_cleanup() || request.round() != self.attempt {
+        if request.round() != self.attempt {
             return;
         }
-        let node = request.node();
+        let fencing = self.config.fencing();
+        let expected = match (self.state, request.kind()) {
+            (State::Locking, RequestKind::Main) => |reply: Reply, fencing: bool| {
+                if fencing {
+                    matches!(
+                        reply,
+                        Reply::AcquiredWithFence { .. } | Reply::TakenWithFence { .. }
+                    )
+                } else {
+                    matches!(reply, Reply::Acquired | Reply::Taken)
+                }
+            },
+            (State::Fencing { .. }, RequestKind::Fence) => {
+                |reply: Reply, _: bool| matches!(reply, Reply::FenceRaised { .. })
+            }
+            // Cleanup replies, and replies of a phase already over, change nothing.
+            _ => return,
+        };
         let reply = match reply {
-            Ok(Reply::Acquired | Reply::Taken) => reply,
+            Ok(reply) if expected(reply, fencing) => Ok(reply),
             Ok(other) => Err(NodeFailure::Protocol(format!(
-                "unexpected reply {other:?} to SET NX"
+                "unexpected reply {other:?} to a {:?} request",
+                request.kind()
             ))),
             Err(failure) => Err(failure),
         };
-        self.round.record(node, reply);
+        self.round.record(request.node(), reply);
         self.decide(now);
     }
 
     fn handle_timeout(&mut self, now: Timestamp) {
-        if self.state == State::Running && now >= self.round.timeout_at() {
+        if self.state.is_running() && now >= self.round.timeout_at() {
             self.round.expire();
             self.decide(now);
         }
     }
 
     fn poll_timeout(&self) -> Option<Timestamp> {
-        (self.state == State::Running).then(|| self.round.timeout_at())
+        self.state.is_running().then(|| self.round.timeout_at())
     }
 
     fn poll_outcome(&mut self) -> Option<AcquireEvent> {
@@ -318,7 +404,7 @@ mod tests {
         let sets = drain(&mut m);
         assert!(
             sets.iter()
-                .all(|t| t.command.token() == Token::from_bytes([2; 16]))
+                .all(|t| t.command.token() == Some(Token::from_bytes([2; 16])))
         );
         for t in &sets[..2] {
             m.handle_reply(t.request, Ok(Reply::Acquired), t1.saturating_add(ms(1)));
@@ -372,6 +458,156 @@ mod tests {
         m.cancel();
         assert!(drain(&mut m).is_empty());
         assert!(m.poll_outcome().is_none());
+    }
+
+    #[test]
+    fn fencing_raises_one_above_the_highest_counter_before_granting() {
+        let config = LockConfig::new(3)
+            .with_fencing(true)
+            .with_retry(RetryPolicy::no_retry());
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        assert!(
+            sets.iter()
+                .all(|t| matches!(t.command, Command::SetIfAbsentReadFence { .. }))
+        );
+        m.handle_reply(
+            sets[0].request,
+            Ok(Reply::AcquiredWithFence { counter: 4 }),
+            t0,
+        );
+        m.handle_reply(
+            sets[1].request,
+            Ok(Reply::TakenWithFence { counter: 9 }),
+            t0,
+        );
+        m.handle_reply(
+            sets[2].request,
+            Ok(Reply::AcquiredWithFence { counter: 7 }),
+            t0,
+        );
+        assert!(
+            m.poll_outcome().is_none(),
+            "no grant before the counter is raised"
+        );
+        let raises = drain(&mut m);
+        assert_eq!(raises.len(), 3);
+        assert!(
+            raises
+                .iter()
+                .all(|t| matches!(t.command, Command::RaiseFence { fence: 10, .. }))
+        );
+        // A late phase-1 reply changes nothing.
+        m.handle_reply(
+            sets[1].request,
+            Ok(Reply::AcquiredWithFence { counter: 99 }),
+            t0,
+        );
+        let t1 = t0.saturating_add(ms(3));
+        m.handle_reply(
+            raises[0].request,
+            Ok(Reply::FenceRaised { counter: 10 }),
+            t1,
+        );
+        m.handle_reply(
+            raises[2].request,
+            Ok(Reply::FenceRaised { counter: 10 }),
+            t1,
+        );
+        let Some(AcquireEvent::Acquired(grant)) = m.poll_outcome() else {
+            panic!()
+        };
+        assert_eq!(grant.fence, Some(10));
+        assert_eq!(grant.started_at, t0, "validity covers both phases");
+        assert_eq!(grant.decided_at, t1);
+        assert_eq!(
+            grant.nodes[1],
+            NodeStatus::Replied(Reply::TakenWithFence { counter: 9 })
+        );
+    }
+
+    #[test]
+    fn only_nodes_holding_the_key_count_in_the_fence_phase() {
+        let config = LockConfig::new(5)
+            .with_fencing(true)
+            .with_retry(RetryPolicy::no_retry());
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        for t in &sets[..3] {
+            m.handle_reply(t.request, Ok(Reply::AcquiredWithFence { counter: 0 }), t0);
+        }
+        let raises = drain(&mut m);
+        assert_eq!(raises.len(), 5, "every node gets the raise");
+        // Nodes 3 and 4 never locked for us: their raises do not make a quorum with node 0.
+        m.handle_reply(raises[0].request, Ok(Reply::FenceRaised { counter: 1 }), t0);
+        m.handle_reply(raises[3].request, Ok(Reply::FenceRaised { counter: 1 }), t0);
+        m.handle_reply(raises[4].request, Ok(Reply::FenceRaised { counter: 1 }), t0);
+        let early = m.poll_outcome();
+        assert!(early.is_none(), "{early:?}");
+        m.handle_reply(raises[1].request, Err(NodeFailure::TimedOut), t0);
+        let Some(AcquireEvent::Failed(f)) = m.poll_outcome() else {
+            panic!("two holders can no longer make a quorum of three")
+        };
+        assert_eq!(f.last_round.reason, FailureReason::Unavailable);
+    }
+
+    #[test]
+    fn a_higher_counter_in_phase_two_loses_the_round_and_cleans_up() {
+        let config = LockConfig::new(3)
+            .with_fencing(true)
+            .with_retry(RetryPolicy::no_retry());
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        for t in &sets[..2] {
+            m.handle_reply(t.request, Ok(Reply::AcquiredWithFence { counter: 0 }), t0);
+        }
+        let raises = drain(&mut m);
+        m.handle_reply(raises[0].request, Ok(Reply::FenceRaised { counter: 5 }), t0);
+        m.handle_reply(raises[1].request, Ok(Reply::FenceRaised { counter: 5 }), t0);
+        let Some(AcquireEvent::Failed(f)) = m.poll_outcome() else {
+            panic!()
+        };
+        assert_eq!(f.last_round.reason, FailureReason::Contended);
+        let cleanup = drain(&mut m);
+        assert_eq!(cleanup.len(), 3);
+        assert!(
+            cleanup
+                .iter()
+                .all(|t| matches!(t.command, Command::ReleaseIfOwner { .. }))
+        );
+    }
+
+    #[test]
+    fn the_fence_phase_cannot_outlive_the_validity() {
+        let config = LockConfig::new(3)
+            .with_fencing(true)
+            .with_retry(RetryPolicy::no_retry());
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        for t in &sets[..2] {
+            m.handle_reply(t.request, Ok(Reply::AcquiredWithFence { counter: 0 }), t0);
+        }
+        let raises = drain(&mut m);
+        let late = t0.saturating_add(config.ttl());
+        m.handle_reply(
+            raises[0].request,
+            Ok(Reply::FenceRaised { counter: 1 }),
+            late,
+        );
+        m.handle_reply(
+            raises[1].request,
+            Ok(Reply::FenceRaised { counter: 1 }),
+            late,
+        );
+        let Some(AcquireEvent::Failed(f)) = m.poll_outcome() else {
+            panic!()
+        };
+        assert_eq!(f.last_round.reason, FailureReason::ValidityExhausted);
+        assert_eq!(f.last_round.started_at, t0);
     }
 
     #[test]

@@ -54,6 +54,24 @@ pub enum Command {
         /// The owner token.
         token: Token,
     },
+    /// `SET key token NX PX ttl`, and read the resource's fence counter in the same atomic
+    /// step (the first phase of a fenced acquisition).
+    SetIfAbsentReadFence {
+        /// The lock key; its fence counter lives under [`LockKey::fence_key`].
+        key: LockKey,
+        /// This round's owner token.
+        token: Token,
+        /// The expiry written with `PX`.
+        ttl: Duration,
+    },
+    /// Raise the resource's fence counter to `fence` unless it is already higher (the second
+    /// phase of a fenced acquisition). The counter has no TTL.
+    RaiseFence {
+        /// The lock key; the counter lives under [`LockKey::fence_key`].
+        key: LockKey,
+        /// The fencing token of the new lease.
+        fence: u64,
+    },
     /// Reset the key's expiry to `ttl` only if it still holds `token`; a missing key stays
     /// missing (an extension never re-creates a lock).
     ExtendIfOwner {
@@ -67,21 +85,25 @@ pub enum Command {
 }
 
 impl Command {
-    /// The key the command operates on.
+    /// The lock key the command is about.
     pub fn key(&self) -> &LockKey {
         match self {
             Self::SetIfAbsent { key, .. }
+            | Self::SetIfAbsentReadFence { key, .. }
+            | Self::RaiseFence { key, .. }
             | Self::ReleaseIfOwner { key, .. }
             | Self::ExtendIfOwner { key, .. } => key,
         }
     }
 
-    /// The token the command carries.
-    pub fn token(&self) -> Token {
+    /// The owner token the command carries (none for [`Command::RaiseFence`]).
+    pub fn token(&self) -> Option<Token> {
         match self {
             Self::SetIfAbsent { token, .. }
+            | Self::SetIfAbsentReadFence { token, .. }
             | Self::ReleaseIfOwner { token, .. }
-            | Self::ExtendIfOwner { token, .. } => *token,
+            | Self::ExtendIfOwner { token, .. } => Some(*token),
+            Self::RaiseFence { .. } => None,
         }
     }
 }
@@ -102,6 +124,48 @@ pub enum Reply {
     NotHeld,
     /// `ReleaseIfOwner`/`ExtendIfOwner`: another token holds the key; it was left alone.
     HeldByOther,
+    /// `SetIfAbsentReadFence`: the key was free and now holds the token; the resource's fence
+    /// counter reads `counter`.
+    AcquiredWithFence {
+        /// The fence counter (0 when it never existed).
+        counter: u64,
+    },
+    /// `SetIfAbsentReadFence`: another value holds the key; the fence counter reads `counter`.
+    TakenWithFence {
+        /// The fence counter (0 when it never existed).
+        counter: u64,
+    },
+    /// `RaiseFence`: the fence counter now reads `counter` (the requested value, or a higher
+    /// one that was already there).
+    FenceRaised {
+        /// The counter after the command.
+        counter: u64,
+    },
+}
+
+impl Reply {
+    /// Whether the reply takes the lock key (with or without a fence counter).
+    pub fn is_acquired(self) -> bool {
+        matches!(self, Self::Acquired | Self::AcquiredWithFence { .. })
+    }
+
+    /// Whether another owner holds the key.
+    pub fn is_taken(self) -> bool {
+        matches!(
+            self,
+            Self::Taken | Self::TakenWithFence { .. } | Self::HeldByOther
+        )
+    }
+
+    /// The fence counter a reply carries.
+    pub fn fence_counter(self) -> Option<u64> {
+        match self {
+            Self::AcquiredWithFence { counter }
+            | Self::TakenWithFence { counter }
+            | Self::FenceRaised { counter } => Some(counter),
+            _ => None,
+        }
+    }
 }
 
 /// Why a node gave no usable answer.
@@ -132,6 +196,17 @@ impl fmt::Display for NodeFailure {
     }
 }
 
+/// What a request is for, within its round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum RequestKind {
+    /// The round's main command (`SET NX`, an extension, a release).
+    Main = 0,
+    /// The second phase of a fenced acquisition: raising the fence counter.
+    Fence = 1,
+    /// A cleanup release after a lost round.
+    Cleanup = 2,
+}
+
 /// Identifies a request so that its reply can be matched to the round that sent it.
 ///
 /// Opaque to drivers: hand back the id that came with the [`Transmit`].
@@ -139,11 +214,12 @@ impl fmt::Display for NodeFailure {
 pub struct RequestId(u64);
 
 impl RequestId {
-    const CLEANUP_BIT: u64 = 1 << 31;
+    const NODE_BITS: u32 = 30;
+    const NODE_MASK: u64 = (1 << Self::NODE_BITS) - 1;
 
-    pub(crate) fn new(round: u32, node: NodeId, cleanup: bool) -> Self {
-        let cleanup = if cleanup { Self::CLEANUP_BIT } else { 0 };
-        Self(u64::from(round) << 32 | cleanup | u64::from(node.0 & !(Self::CLEANUP_BIT as u32)))
+    pub(crate) fn new(round: u32, node: NodeId, kind: RequestKind) -> Self {
+        let node = u64::from(node.0) & Self::NODE_MASK;
+        Self(u64::from(round) << 32 | (kind as u64) << Self::NODE_BITS | node)
     }
 
     pub(crate) fn round(self) -> u32 {
@@ -151,11 +227,15 @@ impl RequestId {
     }
 
     pub(crate) fn node(self) -> NodeId {
-        NodeId((self.0 & (Self::CLEANUP_BIT - 1)) as u32)
+        NodeId((self.0 & Self::NODE_MASK) as u32)
     }
 
-    pub(crate) fn is_cleanup(self) -> bool {
-        self.0 & Self::CLEANUP_BIT != 0
+    pub(crate) fn kind(self) -> RequestKind {
+        match (self.0 >> Self::NODE_BITS) & 0b11 {
+            0 => RequestKind::Main,
+            1 => RequestKind::Fence,
+            _ => RequestKind::Cleanup,
+        }
     }
 
     /// The raw value, for traces.
@@ -211,6 +291,15 @@ impl fmt::Display for NodeStatus {
             Self::Replied(Reply::Extended) => f.write_str("extended"),
             Self::Replied(Reply::NotHeld) => f.write_str("not held"),
             Self::Replied(Reply::HeldByOther) => f.write_str("held by another owner"),
+            Self::Replied(Reply::AcquiredWithFence { counter }) => {
+                write!(f, "acquired (fence counter {counter})")
+            }
+            Self::Replied(Reply::TakenWithFence { counter }) => {
+                write!(f, "taken by another owner (fence counter {counter})")
+            }
+            Self::Replied(Reply::FenceRaised { counter }) => {
+                write!(f, "fence counter now {counter}")
+            }
             Self::Failed(failure) => fmt::Display::fmt(failure, f),
         }
     }
@@ -222,12 +311,16 @@ mod tests {
 
     #[test]
     fn request_ids_round_trip() {
-        let id = RequestId::new(7, NodeId::new(4), true);
-        assert_eq!(id.round(), 7);
-        assert_eq!(id.node(), NodeId::new(4));
-        assert!(id.is_cleanup());
-        let id = RequestId::new(u32::MAX, NodeId::new(0), false);
+        for kind in [RequestKind::Main, RequestKind::Fence, RequestKind::Cleanup] {
+            let id = RequestId::new(7, NodeId::new(4), kind);
+            assert_eq!(
+                (id.round(), id.node(), id.kind()),
+                (7, NodeId::new(4), kind)
+            );
+        }
+        let id = RequestId::new(u32::MAX, NodeId::new(1 << 29), RequestKind::Main);
         assert_eq!(id.round(), u32::MAX);
-        assert!(!id.is_cleanup());
+        assert_eq!(id.node(), NodeId::new(1 << 29));
+        assert_eq!(id.kind(), RequestKind::Main);
     }
 }

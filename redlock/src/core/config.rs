@@ -51,6 +51,7 @@ pub struct LockConfig {
     node_timeout: Option<Duration>,
     retry: RetryPolicy,
     max_extensions: u32,
+    fencing: bool,
 }
 
 impl LockConfig {
@@ -65,6 +66,7 @@ impl LockConfig {
             node_timeout: None,
             retry: RetryPolicy::default(),
             max_extensions: DEFAULT_MAX_EXTENSIONS,
+            fencing: false,
         }
     }
 
@@ -110,6 +112,17 @@ impl LockConfig {
         self
     }
 
+    /// Mints a fencing token for every lease on the nodes themselves: the acquisition reads
+    /// each node's fence counter with its `SET NX`, then raises the counter to the largest
+    /// value read plus one on a quorum before it grants the lease (see [`Acquire`]).
+    ///
+    /// [`Acquire`]: super::Acquire
+    #[must_use]
+    pub fn with_fencing(mut self, fencing: bool) -> Self {
+        self.fencing = fencing;
+        self
+    }
+
     /// The number of configured nodes.
     pub fn nodes(&self) -> usize {
         self.nodes
@@ -149,6 +162,11 @@ impl LockConfig {
     /// How many times one lease may be extended.
     pub fn max_extensions(&self) -> u32 {
         self.max_extensions
+    }
+
+    /// Whether acquisitions mint quorum fencing tokens.
+    pub fn fencing(&self) -> bool {
+        self.fencing
     }
 
     /// The longest an acquisition driven by the client can take, success or failure:

@@ -3,7 +3,8 @@
 
 use std::collections::VecDeque;
 
-use super::round::{QuorumRound, Verdict};
+use super::command::RequestKind;
+use super::round::{QuorumRound, Verdict, Vote};
 use super::{
     Command, LockConfig, LockKey, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId,
     RoundFailure, Timestamp, Token, Transmit,
@@ -110,11 +111,11 @@ impl Extend {
                 limit: config.max_extensions(),
             }));
         } else {
-            extend.round = Some(QuorumRound::new(config, Reply::Extended, now));
+            extend.round = Some(QuorumRound::new(config, Vote::Extended, now));
             for index in 0..config.nodes() {
                 let node = NodeId::new(index);
                 extend.transmits.push_back(Transmit {
-                    request: RequestId::new(ROUND, node, false),
+                    request: RequestId::new(ROUND, node, RequestKind::Main),
                     node,
                     command: Command::ExtendIfOwner {
                         key: extend.key.clone(),
@@ -160,7 +161,7 @@ impl Machine for Extend {
         now: Timestamp,
     ) {
         let Some(round) = &mut self.round else { return };
-        if request.round() != ROUND || request.is_cleanup() {
+        if request.round() != ROUND || request.kind() != RequestKind::Main {
             return;
         }
         let reply = match reply {

@@ -41,6 +41,12 @@ impl LockKey {
         if resource.is_empty() {
             return Err(ResourceError::Empty);
         }
+        if resource.contains('\0') {
+            return Err(ResourceError::ContainsNul);
+        }
+        if prefix.contains('\0') {
+            return Err(ResourceError::PrefixContainsNul);
+        }
         if resource.len() > MAX_RESOURCE_LEN {
             return Err(ResourceError::TooLong {
                 len: resource.len(),
@@ -71,6 +77,19 @@ impl LockKey {
     pub fn resource(&self) -> &str {
         &self.key[self.prefix_len..]
     }
+
+    /// The key of the resource's fence counter: the lock key followed by a NUL byte and
+    /// `fence`. Resource names and prefixes may not contain NUL, so no lock key can ever
+    /// equal a fence key, and two resources never share a counter.
+    ///
+    /// ```
+    /// use redlock::core::LockKey;
+    /// let key = LockKey::new("redlock:", "report").unwrap();
+    /// assert_eq!(key.fence_key(), "redlock:report\0fence");
+    /// ```
+    pub fn fence_key(&self) -> String {
+        format!("{}\0fence", self.key)
+    }
 }
 
 impl fmt::Debug for LockKey {
@@ -100,6 +119,12 @@ pub enum ResourceError {
         /// The maximum.
         max: usize,
     },
+    /// The resource name contains a NUL byte (reserved to separate fence counter keys).
+    #[error("the resource name contains a NUL byte")]
+    ContainsNul,
+    /// The key prefix contains a NUL byte.
+    #[error("the key prefix contains a NUL byte")]
+    PrefixContainsNul,
     /// The key prefix is too long.
     #[error("the key prefix is {len} bytes long, above the maximum of {max}")]
     PrefixTooLong {
@@ -129,8 +154,16 @@ mod tests {
             LockKey::new(&"p".repeat(MAX_PREFIX_LEN + 1), "r"),
             Err(ResourceError::PrefixTooLong { .. })
         ));
-        // Any UTF-8, including separators and control characters, is a valid name.
-        let key = LockKey::new("redlock:", "a:b\n\u{0}ü").unwrap();
-        assert_eq!(key.resource(), "a:b\n\u{0}ü");
+        // Any UTF-8 but NUL, including separators and control characters, is a valid name.
+        let key = LockKey::new("redlock:", "a:b\n\u{1}ü").unwrap();
+        assert_eq!(key.resource(), "a:b\n\u{1}ü");
+        assert_eq!(
+            LockKey::new("redlock:", "a\0b"),
+            Err(ResourceError::ContainsNul)
+        );
+        assert_eq!(
+            LockKey::new("p\0", "a"),
+            Err(ResourceError::PrefixContainsNul)
+        );
     }
 }

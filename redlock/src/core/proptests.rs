@@ -190,3 +190,46 @@ proptest! {
         prop_assert!(extend.poll_transmit().is_none(), "an extension never sends a delete");
     }
 }
+
+proptest! {
+    #[test]
+    fn a_fenced_grant_is_above_every_counter_it_read(
+        counters in proptest::collection::vec(prop::option::of(0u64..1_000_000), 1..=9),
+    ) {
+        let nodes = counters.len();
+        let config = LockConfig::new(nodes).with_fencing(true).with_retry(RetryPolicy::no_retry());
+        let key = LockKey::new("", "r").unwrap();
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key, Token::from_bytes([3; 16]), t0);
+        let sets: Vec<Transmit> = std::iter::from_fn(|| m.poll_transmit()).collect();
+        // `None` nodes are down; the others take the key and report their counter.
+        for (t, counter) in sets.iter().zip(&counters) {
+            let reply = match counter {
+                Some(counter) => Ok(Reply::AcquiredWithFence { counter: *counter }),
+                None => Err(NodeFailure::Refused),
+            };
+            m.handle_reply(t.request, reply, t0);
+        }
+        let up: Vec<u64> = counters.iter().flatten().copied().collect();
+        let raises: Vec<Transmit> = std::iter::from_fn(|| m.poll_transmit()).collect();
+        if up.len() < majority(nodes) {
+            let lost = matches!(m.poll_outcome(), Some(AcquireEvent::Failed(_)));
+            prop_assert!(lost);
+            return Ok(());
+        }
+        let Some(Command::RaiseFence { fence, .. }) = raises.first().map(|t| t.command.clone()) else {
+            return Err(TestCaseError::fail("no fence phase"));
+        };
+        // The token read by the quorum that actually decided: at least every counter of the
+        // first majority of replies, so above all of them.
+        let decided_on = &up[..majority(nodes)];
+        prop_assert!(decided_on.iter().all(|c| fence > *c));
+        for t in &raises {
+            m.handle_reply(t.request, Ok(Reply::FenceRaised { counter: fence }), t0);
+        }
+        let Some(AcquireEvent::Acquired(grant)) = m.poll_outcome() else {
+            return Err(TestCaseError::fail("no grant"));
+        };
+        prop_assert_eq!(grant.fence, Some(fence));
+    }
+}

@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 
+use super::command::RequestKind;
 use super::round::count;
 use super::{
     Command, LockConfig, LockKey, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId,
@@ -97,7 +98,7 @@ impl Release {
             .map(|index| {
                 let node = NodeId::new(index);
                 Transmit {
-                    request: RequestId::new(ROUND, node, false),
+                    request: RequestId::new(ROUND, node, RequestKind::Main),
                     node,
                     command: Command::ReleaseIfOwner {
                         key: key.clone(),

@@ -67,6 +67,27 @@ pub(crate) enum Verdict {
     Lost(FailureReason),
 }
 
+/// Which replies count as a vote for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Vote {
+    /// The lock key was taken (with or without a fence counter).
+    Acquired,
+    /// The expiry was reset.
+    Extended,
+    /// The fence counter now holds exactly this value.
+    FenceRaisedTo(u64),
+}
+
+impl Vote {
+    fn accepts(self, reply: Reply) -> bool {
+        match self {
+            Self::Acquired => reply.is_acquired(),
+            Self::Extended => reply == Reply::Extended,
+            Self::FenceRaisedTo(target) => reply == Reply::FenceRaised { counter: target },
+        }
+    }
+}
+
 /// Votes of one round. Each node counts once: a duplicated reply changes nothing.
 #[derive(Debug)]
 pub(crate) struct QuorumRound {
@@ -74,8 +95,11 @@ pub(crate) struct QuorumRound {
     timeout_at: Timestamp,
     valid_until: Timestamp,
     quorum: usize,
-    /// The reply that counts as a vote for.
-    yes_reply: Reply,
+    /// Which replies count as a vote for.
+    vote: Vote,
+    /// Nodes whose vote for can count; `None` for all. (The fence phase counts only the nodes
+    /// that hold the lock key.)
+    eligible: Option<Vec<bool>>,
     statuses: Vec<NodeStatus>,
     yes: usize,
     no: usize,
@@ -83,19 +107,47 @@ pub(crate) struct QuorumRound {
 }
 
 impl QuorumRound {
-    /// A round over `config.nodes()` nodes starting at `now`, won by a quorum of `yes_reply`.
-    pub(crate) fn new(config: &LockConfig, yes_reply: Reply, now: Timestamp) -> Self {
+    /// A round over `config.nodes()` nodes starting at `now`, won by a quorum of `vote`s,
+    /// whose lease is valid until `now + ttl − drift`.
+    pub(crate) fn new(config: &LockConfig, vote: Vote, now: Timestamp) -> Self {
+        let valid_until = validity_deadline(now, config.ttl(), config.drift());
+        Self::continuing(config, vote, now, valid_until)
+    }
+
+    /// A round starting at `now` that continues an earlier one (the second phase of a fenced
+    /// acquisition): its validity still ends at `valid_until`, measured from the first.
+    pub(crate) fn continuing(
+        config: &LockConfig,
+        vote: Vote,
+        now: Timestamp,
+        valid_until: Timestamp,
+    ) -> Self {
         Self {
             started_at: now,
             timeout_at: now.saturating_add(config.node_timeout()),
-            valid_until: validity_deadline(now, config.ttl(), config.drift()),
+            valid_until,
             quorum: config.quorum(),
-            yes_reply,
+            vote,
+            eligible: None,
             statuses: vec![NodeStatus::Pending; config.nodes()],
             yes: 0,
             no: 0,
             expired: false,
         }
+    }
+
+    /// Counts votes for only from the nodes marked `true` (the others count against).
+    pub(crate) fn only_from(mut self, eligible: Vec<bool>) -> Self {
+        self.eligible = Some(eligible);
+        self
+    }
+
+    /// The nodes that voted for.
+    pub(crate) fn voted_for(&self) -> Vec<bool> {
+        self.statuses
+            .iter()
+            .map(|s| s.reply().is_some_and(|reply| self.vote.accepts(reply)))
+            .collect()
     }
 
     pub(crate) fn started_at(&self) -> Timestamp {
@@ -110,6 +162,15 @@ impl QuorumRound {
         &self.statuses
     }
 
+    /// The largest fence counter any node reported in this round.
+    pub(crate) fn highest_fence_counter(&self) -> u64 {
+        self.statuses
+            .iter()
+            .filter_map(|s| s.reply().and_then(Reply::fence_counter))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// Records `node`'s answer. Answers from unknown nodes, and second answers, are ignored.
     pub(crate) fn record(&mut self, node: NodeId, result: Result<Reply, NodeFailure>) {
         let Some(slot) = self.statuses.get_mut(node.index()) else {
@@ -122,7 +183,11 @@ impl QuorumRound {
             Ok(reply) => NodeStatus::Replied(reply),
             Err(failure) => NodeStatus::Failed(failure),
         };
-        if slot.reply() == Some(self.yes_reply) {
+        let eligible = self
+            .eligible
+            .as_ref()
+            .is_none_or(|e| e.get(node.index()).copied().unwrap_or(false));
+        if eligible && slot.reply().is_some_and(|reply| self.vote.accepts(reply)) {
             self.yes += 1;
         } else {
             self.no += 1;
@@ -163,10 +228,15 @@ impl QuorumRound {
     }
 
     fn classify(&self) -> FailureReason {
-        let answered = |reply| self.statuses.iter().any(|s| s.reply() == Some(reply));
-        if answered(Reply::Taken) || answered(Reply::HeldByOther) {
+        let answered =
+            |test: fn(Reply) -> bool| self.statuses.iter().any(|s| s.reply().is_some_and(test));
+        // A fence counter found above the one we raise means someone else got a larger token.
+        let outbid =
+            |reply: Reply| matches!(reply, Reply::FenceRaised { .. }) && !self.vote.accepts(reply);
+        if answered(Reply::is_taken) || self.statuses.iter().any(|s| s.reply().is_some_and(outbid))
+        {
             FailureReason::Contended
-        } else if answered(Reply::NotHeld) {
+        } else if answered(|r| r == Reply::NotHeld) {
             FailureReason::NotHeld
         } else {
             FailureReason::Unavailable
@@ -190,7 +260,7 @@ mod tests {
     use std::time::Duration;
 
     fn round(nodes: usize) -> QuorumRound {
-        QuorumRound::new(&LockConfig::new(nodes), Reply::Acquired, Timestamp::ZERO)
+        QuorumRound::new(&LockConfig::new(nodes), Vote::Acquired, Timestamp::ZERO)
     }
 
     #[test]

@@ -264,6 +264,7 @@ struct RawExpect {
     strict: Verdict,
     #[serde(default)]
     cause: Option<Spanned<Cause>>,
+    fences_increase: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -623,6 +624,7 @@ impl RawScenario {
         };
         let network = self.network(at, &names)?;
 
+        let base = base.with_fencing(self.tokens == TokenSource::QuorumMinted);
         let mut clients = Vec::with_capacity(self.clients.len());
         for (i, raw) in self.clients.into_iter().enumerate() {
             clients.push(raw.into_spec(i, &base, nodes, at)?);
@@ -636,6 +638,7 @@ impl RawScenario {
             fenced: self.expect.fenced,
             strict: self.expect.strict,
             cause: self.expect.cause.as_ref().map(|c| *c.get_ref()),
+            fences_increase: self.expect.fences_increase,
         };
         let all_safe = [expect.plain, expect.fenced, expect.strict]
             .iter()

@@ -114,6 +114,9 @@ pub struct Expectation {
     pub strict: Verdict,
     /// The cause, when any verdict is not `SAFE`.
     pub cause: Option<Cause>,
+    /// Whether fencing tokens must strictly increase with each lease (`Some(true)`), must
+    /// repeat or regress at least once (`Some(false)`), or are not checked.
+    pub fences_increase: Option<bool>,
 }
 
 impl Expectation {
@@ -137,6 +140,10 @@ pub enum TokenSource {
     /// After the grant, `INCR` on every node of the lease; the token is the largest value of
     /// a quorum of replies. Redis-derived and therefore as forgetful as the nodes.
     RedisCounter,
+    /// The core's two-phase fenced acquisition (`LockConfig::with_fencing`): read the
+    /// counters with the `SET NX`, raise them to the largest plus one on a quorum, then grant.
+    /// The same code the client ships.
+    QuorumMinted,
 }
 
 /// Latency, loss, duplication and spikes of one directed link.
