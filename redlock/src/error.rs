@@ -91,6 +91,16 @@ pub enum Error {
         nodes: NodeReport,
     },
 
+    /// A kept-alive lease was lost while its work ran; the work was cancelled (with
+    /// [`Redlock::with_lock`](crate::Redlock::with_lock)) and the lease released.
+    #[error("the lease on `{resource}` was lost: {reason}")]
+    LeaseLost {
+        /// The resource.
+        resource: String,
+        /// Why.
+        reason: crate::client::LeaseLost,
+    },
+
     /// The fencing-token source failed or did not answer within the lease's validity; the
     /// lease was released.
     #[error("minting a fencing token for `{resource}` failed: {reason}")]

@@ -60,3 +60,8 @@ pub use error::Error;
 #[cfg(all(doctest, feature = "tokio"))]
 #[doc = include_str!("../../README.md")]
 struct ReadmeExample;
+
+/// So is the fencing guide's.
+#[cfg(all(doctest, feature = "tokio"))]
+#[doc = include_str!("../../docs/fencing.md")]
+struct FencingGuideExample;

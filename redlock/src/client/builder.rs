@@ -50,6 +50,16 @@ pub struct RedlockBuilder {
     retry: RetryPolicy,
     max_extensions: u32,
     key_prefix: String,
+    restart_quarantine: Quarantine,
+}
+
+/// How long a restarted node is left out.
+#[derive(Clone, Copy, Debug)]
+enum Quarantine {
+    /// As long as the TTL (the default).
+    Ttl,
+    Fixed(Duration),
+    Off,
 }
 
 impl std::fmt::Debug for RedlockBuilder {
@@ -71,6 +81,7 @@ impl std::fmt::Debug for RedlockBuilder {
             .field("retry", &self.retry)
             .field("max_extensions", &self.max_extensions)
             .field("key_prefix", &self.key_prefix)
+            .field("restart_quarantine", &self.restart_quarantine)
             .finish()
     }
 }
@@ -87,6 +98,7 @@ impl Default for RedlockBuilder {
             retry: defaults.retry().clone(),
             max_extensions: defaults.max_extensions(),
             key_prefix: DEFAULT_KEY_PREFIX.to_owned(),
+            restart_quarantine: Quarantine::Ttl,
         }
     }
 }
@@ -177,6 +189,17 @@ impl RedlockBuilder {
         self
     }
 
+    /// How long a node that restarted (its `run_id` changed) is left out of quorums: it may
+    /// have lost the keys it held, and a node that forgot a key can hand a second client a
+    /// majority. The default is the TTL, which is the Redis documentation's "delayed restart";
+    /// set the longest TTL of all handles if [`Redlock::with_ttl`] raises it. `None` turns the
+    /// check off (reasonable when every node runs with `appendfsync always`).
+    #[must_use]
+    pub fn restart_quarantine(mut self, quarantine: Option<Duration>) -> Self {
+        self.restart_quarantine = quarantine.map_or(Quarantine::Off, Quarantine::Fixed);
+        self
+    }
+
     /// The prefix of every lock key (default `redlock:`), keeping lock keys apart from data.
     #[must_use]
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
@@ -213,7 +236,12 @@ impl RedlockBuilder {
                     ConfigError::new("connect_timeout", "must be greater than zero").into(),
                 );
             }
-            let node = Node::new(client, self.connect_timeout);
+            let quarantine = match self.restart_quarantine {
+                Quarantine::Ttl => Some(self.ttl),
+                Quarantine::Fixed(duration) => Some(duration),
+                Quarantine::Off => None,
+            };
+            let node = Node::new(client, self.connect_timeout, quarantine);
             if let Some(first) = seen.insert(node.address().clone(), index) {
                 return Err(ConfigError::new(
                     field,
@@ -257,9 +285,11 @@ impl RedlockBuilder {
                 addresses,
                 key_prefix: self.key_prefix.into(),
                 clock: Clock::new(),
+                telemetry: super::telemetry::Telemetry::default(),
             }),
             config: Arc::new(config),
             fencing: super::Fencing::None,
+            keep_alive: super::KeepAlive::default(),
         })
     }
 }

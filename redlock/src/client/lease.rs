@@ -7,7 +7,7 @@ use super::Redlock;
 use super::drive::drive;
 use super::flight::{Flight, Lanes};
 use crate::core::{
-    Extend, ExtendFailure, ExtendOutcome, Grant, LockKey, Release, ReleaseReport, Timestamp, Token,
+    Extend, ExtendFailure, ExtendOutcome, Grant, Release, ReleaseReport, Target, Timestamp, Token,
 };
 use crate::error::{Error, NodeReport};
 
@@ -24,12 +24,13 @@ use crate::error::{Error, NodeReport};
 #[must_use = "a dropped lease is only released on a best-effort basis; call `release().await`"]
 pub struct Lease {
     redlock: Redlock,
-    key: LockKey,
+    target: Target,
     token: Token,
     valid_until: Timestamp,
     attempts: u32,
     extensions: u32,
     fence: Option<u64>,
+    granted_at: Instant,
     lanes: Lanes,
     released: bool,
 }
@@ -38,15 +39,20 @@ impl Lease {
     pub(crate) fn new(redlock: Redlock, grant: Grant, lanes: Lanes) -> Self {
         Self {
             redlock,
-            key: grant.key,
+            target: grant.target,
             token: grant.token,
             valid_until: grant.valid_until,
             attempts: grant.attempts,
             extensions: 0,
             fence: grant.fence,
+            granted_at: Instant::now(),
             lanes,
             released: false,
         }
+    }
+
+    pub(crate) fn config(&self) -> &crate::core::LockConfig {
+        &self.redlock.config
     }
 
     pub(crate) fn set_fence(&mut self, fence: u64) {
@@ -61,14 +67,25 @@ impl Lease {
         self.fence
     }
 
-    /// The resource name.
+    /// The resource name (the first, in sorted order, of a multi-resource lease).
     pub fn resource(&self) -> &str {
-        self.key.resource()
+        self.target.keys()[0].resource()
     }
 
-    /// The Redis key that holds the lease on every node (prefix + resource).
+    /// Every resource the lease holds, sorted.
+    pub fn resources(&self) -> impl Iterator<Item = &str> {
+        self.target.keys().iter().map(|k| k.resource())
+    }
+
+    /// The Redis key that holds the lease on every node (prefix + resource; the first key of a
+    /// multi-resource lease).
     pub fn key(&self) -> &str {
-        self.key.as_str()
+        self.target.keys()[0].as_str()
+    }
+
+    /// Everything the lease holds.
+    pub fn target(&self) -> &Target {
+        &self.target
     }
 
     /// The owner token stored under the key.
@@ -125,7 +142,7 @@ impl Lease {
         let config = &self.redlock.config;
         let mut machine = Extend::new(
             config,
-            self.key.clone(),
+            self.target.clone(),
             self.token,
             self.valid_until,
             self.extensions,
@@ -138,7 +155,10 @@ impl Lease {
         );
         let outcome = drive(&mut machine, &mut flight, &shared.clock).await;
         self.lanes = flight.into_lanes();
-        let resource = self.resource().to_owned();
+        shared
+            .telemetry
+            .extended(matches!(outcome, Some(ExtendOutcome::Extended(_))));
+        let resource = self.target.describe();
         match outcome {
             Some(ExtendOutcome::Extended(extension)) => {
                 self.valid_until = extension.valid_until;
@@ -186,8 +206,13 @@ impl Lease {
     /// does; dropping it later lets the requests already sent finish in the background.
     pub async fn release(mut self) -> ReleaseReport {
         self.released = true;
+        let expired = !self.is_valid();
+        self.redlock
+            .shared
+            .telemetry
+            .released(self.granted_at.elapsed(), expired);
         let lanes = std::mem::take(&mut self.lanes);
-        let report = release(&self.redlock, &self.key, self.token, lanes).await;
+        let report = release(&self.redlock, &self.target, self.token, lanes).await;
         tracing::debug!(
             resource = self.resource(),
             released = report.released(),
@@ -198,11 +223,11 @@ impl Lease {
     }
 }
 
-/// Runs a release of `token` on `key`, ordered after the lease's earlier commands.
-async fn release(redlock: &Redlock, key: &LockKey, token: Token, lanes: Lanes) -> ReleaseReport {
+/// Runs a release of `token` on `target`, ordered after the lease's earlier commands.
+async fn release(redlock: &Redlock, target: &Target, token: Token, lanes: Lanes) -> ReleaseReport {
     let shared = &redlock.shared;
     let config = &redlock.config;
-    let mut machine = Release::new(config, key.clone(), token, shared.clock.now());
+    let mut machine = Release::new(config, target.clone(), token, shared.clock.now());
     let mut flight = Flight::new(shared.nodes.clone(), config.node_timeout(), lanes);
     drive(&mut machine, &mut flight, &shared.clock)
         .await
@@ -227,12 +252,17 @@ impl Drop for Lease {
             resource,
             "lease dropped without release(); releasing it in the background"
         );
+        let expired = !self.is_valid();
+        self.redlock
+            .shared
+            .telemetry
+            .released(self.granted_at.elapsed(), expired);
         let redlock = self.redlock.clone();
-        let key = self.key.clone();
+        let target = self.target.clone();
         let token = self.token;
         let lanes = std::mem::take(&mut self.lanes);
         runtime.spawn(async move {
-            release(&redlock, &key, token, lanes).await;
+            release(&redlock, &target, token, lanes).await;
         });
     }
 }

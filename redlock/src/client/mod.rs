@@ -20,10 +20,12 @@ mod clock;
 mod drive;
 mod fence;
 mod flight;
+mod keep_alive;
 mod lease;
 mod node;
 mod redact;
 mod scripts;
+mod telemetry;
 
 use std::fmt;
 use std::sync::Arc;
@@ -32,14 +34,18 @@ use rand::TryRng;
 
 pub use builder::{DEFAULT_CONNECT_TIMEOUT, RedlockBuilder};
 pub use fence::{FenceFuture, FenceSource, Fencing};
+pub use keep_alive::{KeepAlive, KeptLease, LeaseLost, LeaseSignal};
 pub use lease::Lease;
+pub use telemetry::Stats;
 
 use self::clock::Clock;
 use self::drive::drive;
 use self::flight::{Flight, Lanes};
 use self::node::Node;
+use self::telemetry::Telemetry;
 use crate::core::{
-    Acquire, AcquireEvent, LockConfig, LockKey, Machine, RetryPolicy, TOKEN_LEN, Token,
+    Acquire, AcquireEvent, ConfigError, FailureReason, LockConfig, Machine, RetryPolicy, TOKEN_LEN,
+    Target, Token,
 };
 use crate::error::Error;
 
@@ -78,6 +84,7 @@ pub struct Redlock {
     shared: Arc<Shared>,
     config: Arc<LockConfig>,
     fencing: Fencing,
+    keep_alive: KeepAlive,
 }
 
 /// What every handle of one client shares.
@@ -86,6 +93,7 @@ struct Shared {
     addresses: Arc<[Arc<str>]>,
     key_prefix: Arc<str>,
     clock: Clock,
+    telemetry: Telemetry,
 }
 
 impl Redlock {
@@ -155,12 +163,95 @@ impl Redlock {
         Ok(handle)
     }
 
+    /// A handle sharing these connections whose [`with_lock`](Redlock::with_lock) calls keep
+    /// their leases alive under `policy`.
+    pub fn with_keep_alive(&self, policy: KeepAlive) -> Self {
+        let mut handle = self.clone();
+        handle.keep_alive = policy;
+        handle
+    }
+
+    /// The counters of this client (shared by all its handles) since it was built.
+    pub fn stats(&self) -> Stats {
+        self.shared.telemetry.snapshot()
+    }
+
+    /// Runs `work` while holding `resource`, keeping the lease alive under the handle's
+    /// [`KeepAlive`] policy, and releases it afterwards.
+    ///
+    /// `work` receives a [`LeaseSignal`] (the fencing token, the validity). If the lease is
+    /// lost while `work` runs (extensions kept failing until the validity ran out, or the
+    /// policy's limit was reached), the `work` future is **dropped** at its next `.await` and
+    /// the call returns [`Error::LeaseLost`]; otherwise it returns `work`'s output. Use
+    /// [`with_lock_signalled`](Redlock::with_lock_signalled) for work that must not be
+    /// cancelled and watches the signal itself.
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: redlock::Redlock) -> Result<(), redlock::Error> {
+    /// let synced = redlock
+    ///     .with_lock("stock-sync:warehouse-42", |lease| async move {
+    ///         // ... long work; `lease.fence()` goes with every write ...
+    ///         42
+    ///     })
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`acquire`](Redlock::acquire), and [`Error::LeaseLost`].
+    pub async fn with_lock<F, Fut, T>(&self, resource: &str, work: F) -> Result<T, Error>
+    where
+        F: FnOnce(LeaseSignal) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let kept = self
+            .acquire(resource)
+            .await?
+            .keep_alive(self.keep_alive.clone());
+        let signal = kept.signal();
+        let work = work(signal.clone());
+        tokio::pin!(work);
+        let outcome = tokio::select! {
+            biased;
+            reason = signal.lost() => Err(reason),
+            value = &mut work => Ok(value),
+        };
+        kept.release().await;
+        outcome.map_err(|reason| Error::LeaseLost {
+            resource: resource.to_owned(),
+            reason,
+        })
+    }
+
+    /// Like [`with_lock`](Redlock::with_lock), but never cancels `work`: it runs to its end
+    /// and should watch the [`LeaseSignal`] (`is_valid`, `lost().await`) itself. The lease
+    /// is released afterwards either way.
+    ///
+    /// # Errors
+    ///
+    /// The errors of [`acquire`](Redlock::acquire).
+    pub async fn with_lock_signalled<F, Fut, T>(&self, resource: &str, work: F) -> Result<T, Error>
+    where
+        F: FnOnce(LeaseSignal) -> Fut,
+        Fut: Future<Output = T>,
+    {
+        let kept = self
+            .acquire(resource)
+            .await?
+            .keep_alive(self.keep_alive.clone());
+        let value = work(kept.signal()).await;
+        kept.release().await;
+        Ok(value)
+    }
+
     fn with_config(&self, config: LockConfig) -> Result<Self, Error> {
         config.validate()?;
         Ok(Self {
             shared: Arc::clone(&self.shared),
             config: Arc::new(config),
             fencing: self.fencing.clone(),
+            keep_alive: self.keep_alive.clone(),
         })
     }
 
@@ -182,7 +273,36 @@ impl Redlock {
     /// Dropping the future mid-flight releases the current round's token on every node from
     /// a detached, time-bounded task.
     pub async fn acquire(&self, resource: &str) -> Result<Lease, Error> {
-        self.acquire_with(resource, &self.config).await
+        let target = Target::many(&self.shared.key_prefix, [resource])?;
+        self.acquire_with(target, &self.config).await
+    }
+
+    /// Acquires one lease on several resources at once: on each node, one script takes all of
+    /// their keys or none, so a lease never holds part of the set. Retries as
+    /// [`acquire`](Redlock::acquire) does.
+    ///
+    /// Each resource keeps its own key (`["ab", "c"]` and `["a", "bc"]` never collide); order
+    /// and duplicates do not matter. On a Redis Cluster member, the keys must share a hash
+    /// slot (use a `{hash tag}` in the resource names).
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Redlock::acquire), plus [`Error::Resource`] for more than
+    /// [`MAX_RESOURCES`](crate::core::MAX_RESOURCES) resources, and [`Error::Config`] on a
+    /// handle with [`Fencing::Quorum`] (quorum-minted tokens are per resource).
+    pub async fn acquire_many<'a>(
+        &self,
+        resources: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Lease, Error> {
+        let target = Target::many(&self.shared.key_prefix, resources)?;
+        if matches!(target, Target::Many(_)) && matches!(self.fencing, Fencing::Quorum) {
+            return Err(ConfigError::new(
+                "fencing",
+                "quorum-minted tokens are per resource; a multi-resource lease cannot carry one (use Fencing::Source)",
+            )
+            .into());
+        }
+        self.acquire_with(target, &self.config).await
     }
 
     /// Like [`acquire`](Redlock::acquire), but a single round: no retry.
@@ -191,15 +311,18 @@ impl Redlock {
     ///
     /// As [`acquire`](Redlock::acquire).
     pub async fn try_acquire(&self, resource: &str) -> Result<Lease, Error> {
+        let target = Target::many(&self.shared.key_prefix, [resource])?;
         let config = (*self.config).clone().with_retry(RetryPolicy::no_retry());
-        self.acquire_with(resource, &config).await
+        self.acquire_with(target, &config).await
     }
 
-    async fn acquire_with(&self, resource: &str, config: &LockConfig) -> Result<Lease, Error> {
+    async fn acquire_with(&self, target: Target, config: &LockConfig) -> Result<Lease, Error> {
         let shared = &self.shared;
-        let key = LockKey::new(&shared.key_prefix, resource)?;
+        let described = target.describe();
+        let resource = described.as_str();
+        let called = std::time::Instant::now();
         let mut op = AcquireOperation {
-            machine: Acquire::new(config, key, random_token()?, shared.clock.now()),
+            machine: Acquire::new(config, target, random_token()?, shared.clock.now()),
             flight: Flight::new(
                 shared.nodes.clone(),
                 config.node_timeout(),
@@ -212,6 +335,8 @@ impl Redlock {
             match event {
                 Some(AcquireEvent::Acquired(grant)) => {
                     op.finished = true;
+                    shared.telemetry.round(false);
+                    shared.telemetry.acquired(called.elapsed());
                     tracing::debug!(
                         resource,
                         attempt = grant.attempts,
@@ -224,6 +349,7 @@ impl Redlock {
                         shared: Arc::clone(shared),
                         config: Arc::new(config.clone()),
                         fencing: self.fencing.clone(),
+                        keep_alive: self.keep_alive.clone(),
                     };
                     let mut lease = Lease::new(handle, grant, lanes);
                     if let Fencing::Source(source) = &self.fencing {
@@ -238,6 +364,9 @@ impl Redlock {
                     return Ok(lease);
                 }
                 Some(AcquireEvent::Retry { window, failure }) => {
+                    shared
+                        .telemetry
+                        .round(failure.reason == FailureReason::Contended);
                     tracing::debug!(
                         resource,
                         attempt = op.machine.attempt(),
@@ -251,6 +380,11 @@ impl Redlock {
                 }
                 Some(AcquireEvent::Failed(failure)) => {
                     op.finished = true;
+                    let reason = failure.last_round.reason;
+                    shared.telemetry.round(reason == FailureReason::Contended);
+                    shared
+                        .telemetry
+                        .acquire_failed(reason == FailureReason::Unavailable);
                     // Leave nothing behind: wait for this round's cleanup releases.
                     op.flight.finish().await;
                     tracing::debug!(
@@ -295,7 +429,8 @@ impl Drop for AcquireOperation {
 
 /// Asks `source` for the lease's token within its remaining validity.
 async fn mint(source: &dyn FenceSource, lease: &Lease) -> Result<u64, Error> {
-    let resource = lease.resource();
+    let described = lease.target().describe();
+    let resource = described.as_str();
     let failed = |reason: String| Error::Fence {
         resource: resource.to_owned(),
         reason,

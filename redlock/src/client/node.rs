@@ -1,7 +1,7 @@
 //! One Redis node: its connection and the translation of core commands into Redis calls.
 
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{ErrorKind, RedisError, Value};
@@ -16,10 +16,37 @@ pub(crate) struct Node {
     client: redis::Client,
     config: ConnectionManagerConfig,
     connection: OnceLock<ConnectionManager>,
+    restarts: Option<RestartWatch>,
+}
+
+/// Notices restarts of a node by its `run_id` and quarantines it for a while after each.
+///
+/// The Redlock description's answer to nodes that restart without their keys is a *delayed
+/// restart*: a node must not take part for a TTL after it comes back. Operators rarely
+/// configure that; the client applies it instead. Whenever a command to the node fails in a
+/// way a restart would cause (connection refused, dropped, timed out), the next command is
+/// preceded by `INFO server`; a changed `run_id` starts a quarantine of the configured length,
+/// counted from the restart (`uptime_in_seconds`). During it the node gets no `SET` or
+/// extension (releases still go out) and counts as a failure.
+struct RestartWatch {
+    quarantine: Duration,
+    state: Mutex<RestartState>,
+}
+
+#[derive(Default)]
+struct RestartState {
+    run_id: Option<String>,
+    /// Whether the next command must check the `run_id` first.
+    check: bool,
+    quarantined_until: Option<Instant>,
 }
 
 impl Node {
-    pub(crate) fn new(client: redis::Client, connect_timeout: Duration) -> Self {
+    pub(crate) fn new(
+        client: redis::Client,
+        connect_timeout: Duration,
+        restart_quarantine: Option<Duration>,
+    ) -> Self {
         let address = client.get_connection_info().addr().to_string().into();
         // The per-request budget is enforced by the driver (a timeout far below the TTL, per
         // command), so the connection itself has no response timeout: a slow reply must not
@@ -30,11 +57,19 @@ impl Node {
             .set_connection_timeout(Some(connect_timeout))
             .set_response_timeout(None)
             .set_number_of_retries(0);
+        let restarts = restart_quarantine.map(|quarantine| RestartWatch {
+            quarantine,
+            state: Mutex::new(RestartState {
+                check: true,
+                ..RestartState::default()
+            }),
+        });
         Self {
             address,
             client,
             config,
             connection: OnceLock::new(),
+            restarts,
         }
     }
 
@@ -56,6 +91,70 @@ impl Node {
     /// Runs one command. The caller bounds it with the per-node timeout.
     pub(crate) async fn execute(&self, command: &Command) -> Result<Reply, NodeFailure> {
         let mut connection = self.connection()?;
+        if let Some(watch) = &self.restarts {
+            if watch.needs_check() {
+                self.check_restart(watch, &mut connection).await?;
+            }
+            let takes = !matches!(
+                command,
+                Command::ReleaseIfOwner { .. } | Command::ReleaseAllIfOwner { .. }
+            );
+            if takes && let Some(remaining) = watch.quarantine_left() {
+                return Err(NodeFailure::Quarantined { remaining });
+            }
+        }
+        let result = self.run(command, &mut connection).await;
+        if let (Some(watch), Err(failure)) = (&self.restarts, &result)
+            && matches!(
+                failure,
+                NodeFailure::Io(_) | NodeFailure::Refused | NodeFailure::TimedOut
+            )
+        {
+            watch.flag();
+        }
+        result
+    }
+
+    /// Reads the node's `run_id`; a new one starts a quarantine.
+    async fn check_restart(
+        &self,
+        watch: &RestartWatch,
+        connection: &mut ConnectionManager,
+    ) -> Result<(), NodeFailure> {
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(connection)
+            .await
+            .map_err(|e| {
+                let failure = classify(e);
+                if matches!(failure, NodeFailure::Io(_) | NodeFailure::Refused) {
+                    watch.flag();
+                }
+                failure
+            })?;
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+                .map(str::trim)
+        };
+        let Some(run_id) = field("run_id") else {
+            // No run_id (a proxy, or INFO renamed): nothing to compare; do not ask again.
+            watch.checked(None, Duration::ZERO, &self.address);
+            return Ok(());
+        };
+        let uptime = field("uptime_in_seconds")
+            .and_then(|s| s.parse().ok())
+            .map_or(Duration::ZERO, Duration::from_secs);
+        watch.checked(Some(run_id.to_owned()), uptime, &self.address);
+        Ok(())
+    }
+
+    async fn run(
+        &self,
+        command: &Command,
+        connection: &mut ConnectionManager,
+    ) -> Result<Reply, NodeFailure> {
+        let mut connection = connection.clone();
         match command {
             Command::SetIfAbsent { key, token, ttl } => {
                 let value: Value = redis::cmd("SET")
@@ -121,6 +220,48 @@ impl Node {
                     .map_err(classify)?;
                 owner_reply(value, Reply::Released, "release")
             }
+            Command::SetAllIfAbsent { keys, token, ttl } => {
+                let mut invocation = scripts::ACQUIRE_ALL.prepare_invoke();
+                for key in keys.iter() {
+                    invocation.key(key.as_str());
+                }
+                let value: Value = invocation
+                    .arg(&token.to_hex()[..])
+                    .arg(millis(*ttl))
+                    .invoke_async(&mut connection)
+                    .await
+                    .map_err(classify)?;
+                match value {
+                    Value::Int(1) => Ok(Reply::Acquired),
+                    Value::Int(0) => Ok(Reply::Taken),
+                    other => Err(unexpected("the multi-key SET NX", &other)),
+                }
+            }
+            Command::ReleaseAllIfOwner { keys, token } => {
+                let mut invocation = scripts::RELEASE_ALL.prepare_invoke();
+                for key in keys.iter() {
+                    invocation.key(key.as_str());
+                }
+                let value: Value = invocation
+                    .arg(&token.to_hex()[..])
+                    .invoke_async(&mut connection)
+                    .await
+                    .map_err(classify)?;
+                owner_reply(value, Reply::Released, "multi-key release")
+            }
+            Command::ExtendAllIfOwner { keys, token, ttl } => {
+                let mut invocation = scripts::EXTEND_ALL.prepare_invoke();
+                for key in keys.iter() {
+                    invocation.key(key.as_str());
+                }
+                let value: Value = invocation
+                    .arg(&token.to_hex()[..])
+                    .arg(millis(*ttl))
+                    .invoke_async(&mut connection)
+                    .await
+                    .map_err(classify)?;
+                owner_reply(value, Reply::Extended, "multi-key extend")
+            }
             Command::ExtendIfOwner { key, token, ttl } => {
                 let value: Value = scripts::EXTEND
                     .key(key.as_str())
@@ -132,6 +273,53 @@ impl Node {
                 owner_reply(value, Reply::Extended, "extend")
             }
         }
+    }
+}
+
+impl RestartWatch {
+    fn lock(&self) -> std::sync::MutexGuard<'_, RestartState> {
+        // The state is a few plain fields: a poisoned lock still holds usable values.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn needs_check(&self) -> bool {
+        self.lock().check
+    }
+
+    fn flag(&self) {
+        self.lock().check = true;
+    }
+
+    fn quarantine_left(&self) -> Option<Duration> {
+        let mut state = self.lock();
+        let until = state.quarantined_until?;
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            state.quarantined_until = None;
+            None
+        } else {
+            Some(left)
+        }
+    }
+
+    fn checked(&self, run_id: Option<String>, uptime: Duration, address: &str) {
+        let mut state = self.lock();
+        state.check = false;
+        let Some(run_id) = run_id else { return };
+        if state.run_id.as_ref().is_some_and(|known| *known != run_id) {
+            let left = self.quarantine.saturating_sub(uptime);
+            if !left.is_zero() {
+                tracing::warn!(
+                    node = address,
+                    quarantine_ms = left.as_millis(),
+                    "node restarted; not counted toward a quorum until a TTL has passed"
+                );
+                state.quarantined_until = Some(Instant::now() + left);
+            }
+        }
+        state.run_id = Some(run_id);
     }
 }
 

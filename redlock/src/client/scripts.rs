@@ -68,7 +68,74 @@ end
 return current
 ";
 
+/// Takes every key of a multi-resource lease, or none: `SET key token PX ttl` on each key
+/// only if none of them exists.
+///
+/// `KEYS` the lock keys, `ARGV[1]` our token, `ARGV[2]` the TTL in milliseconds.
+/// Returns 1 when all were taken, 0 when any existed (nothing is written then).
+const ACQUIRE_ALL_SOURCE: &str = r"
+for i = 1, #KEYS do
+    if redis.call('EXISTS', KEYS[i]) == 1 then
+        return 0
+    end
+end
+for i = 1, #KEYS do
+    redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+end
+return 1
+";
+
+/// Deletes each key of a multi-resource lease that still holds our token.
+///
+/// `KEYS` the lock keys, `ARGV[1]` our token. Returns 1 when at least one key was deleted,
+/// -1 when none was but another token holds one, 0 when none holds anything.
+const RELEASE_ALL_SOURCE: &str = r"
+local released, other = 0, 0
+for i = 1, #KEYS do
+    local value = redis.call('GET', KEYS[i])
+    if value == ARGV[1] then
+        redis.call('DEL', KEYS[i])
+        released = released + 1
+    elseif value then
+        other = other + 1
+    end
+end
+if released > 0 then
+    return 1
+elseif other > 0 then
+    return -1
+end
+return 0
+";
+
+/// Resets the expiry of every key of a multi-resource lease, only if every one still holds
+/// our token (never re-creating a missing key).
+///
+/// `KEYS` the lock keys, `ARGV[1]` our token, `ARGV[2]` the TTL in milliseconds.
+/// Returns 1 when extended, -1 when another token holds a key, 0 when a key is missing.
+const EXTEND_ALL_SOURCE: &str = r"
+local missing = false
+for i = 1, #KEYS do
+    local value = redis.call('GET', KEYS[i])
+    if value == false then
+        missing = true
+    elseif value ~= ARGV[1] then
+        return -1
+    end
+end
+if missing then
+    return 0
+end
+for i = 1, #KEYS do
+    redis.call('PEXPIRE', KEYS[i], ARGV[2])
+end
+return 1
+";
+
 pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_SOURCE));
+pub(crate) static ACQUIRE_ALL: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_ALL_SOURCE));
+pub(crate) static RELEASE_ALL: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_ALL_SOURCE));
+pub(crate) static EXTEND_ALL: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_ALL_SOURCE));
 pub(crate) static ACQUIRE_FENCED: LazyLock<Script> =
     LazyLock::new(|| Script::new(ACQUIRE_FENCED_SOURCE));
 pub(crate) static RAISE_FENCE: LazyLock<Script> = LazyLock::new(|| Script::new(RAISE_FENCE_SOURCE));

@@ -7,16 +7,16 @@ use std::time::Duration;
 use super::command::RequestKind;
 use super::round::{QuorumRound, Verdict, Vote};
 use super::{
-    Command, LockConfig, LockKey, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId,
-    RetryWindow, RoundFailure, Timestamp, Token, Transmit,
+    Command, LockConfig, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId, RetryWindow,
+    RoundFailure, Target, Timestamp, Token, Transmit,
 };
 
 /// A lease won by an acquisition.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Grant {
-    /// The lock key.
-    pub key: LockKey,
+    /// What the lease holds.
+    pub target: Target,
     /// The token of the winning round, now stored on a quorum of nodes.
     pub token: Token,
     /// When the winning round started (validity is measured from here, not from the first
@@ -121,7 +121,7 @@ impl State {
 #[derive(Debug)]
 pub struct Acquire {
     config: LockConfig,
-    key: LockKey,
+    target: Target,
     token: Token,
     attempt: u32,
     round: QuorumRound,
@@ -135,10 +135,18 @@ pub struct Acquire {
 impl Acquire {
     /// Starts the first round at `now` with `token`. Read `now` *before* the first command
     /// is sent: validity is measured from it.
-    pub fn new(config: &LockConfig, key: LockKey, token: Token, now: Timestamp) -> Self {
+    ///
+    /// `target` is a [`LockKey`](super::LockKey) or a [`Target`] (several resources at once). Fencing applies
+    /// to single-resource targets only; a multi-resource grant has no fence.
+    pub fn new(
+        config: &LockConfig,
+        target: impl Into<Target>,
+        token: Token,
+        now: Timestamp,
+    ) -> Self {
         let mut acquire = Self {
             config: config.clone(),
-            key,
+            target: target.into(),
             token,
             attempt: 0,
             round: QuorumRound::new(config, Vote::Acquired, now),
@@ -189,12 +197,7 @@ impl Acquire {
         self.state = State::Locking;
         for index in 0..self.config.nodes() {
             let node = NodeId::new(index);
-            let (key, ttl) = (self.key.clone(), self.config.ttl());
-            let command = if self.config.fencing() {
-                Command::SetIfAbsentReadFence { key, token, ttl }
-            } else {
-                Command::SetIfAbsent { key, token, ttl }
-            };
+            let command = Command::set(&self.target, token, self.config.ttl(), self.fenced());
             self.transmits.push_back(Transmit {
                 request: RequestId::new(self.attempt, node, RequestKind::Main),
                 node,
@@ -203,8 +206,17 @@ impl Acquire {
         }
     }
 
+    /// Whether rounds mint a fencing token: only for a single resource.
+    fn fenced(&self) -> bool {
+        self.config.fencing() && matches!(self.target, Target::One(_))
+    }
+
     /// Phase 2 of a fenced round: raise the counter to one above the largest seen.
     fn start_fencing(&mut self, valid_until: Timestamp, now: Timestamp) {
+        let Target::One(key) = &self.target else {
+            return;
+        };
+        let key = key.clone();
         let fence = self.round.highest_fence_counter().saturating_add(1);
         // Only the nodes that hold our lock key count: each keeps refusing every other SET NX
         // until our key is gone, which is after the grant, so the next lease to win a quorum
@@ -222,7 +234,7 @@ impl Acquire {
                 request: RequestId::new(self.attempt, node, RequestKind::Fence),
                 node,
                 command: Command::RaiseFence {
-                    key: self.key.clone(),
+                    key: key.clone(),
                     fence,
                 },
             });
@@ -237,10 +249,7 @@ impl Acquire {
             self.transmits.push_back(Transmit {
                 request: RequestId::new(self.attempt, node, RequestKind::Cleanup),
                 node,
-                command: Command::ReleaseIfOwner {
-                    key: self.key.clone(),
-                    token: self.token,
-                },
+                command: Command::release(&self.target, self.token),
             });
         }
     }
@@ -253,7 +262,7 @@ impl Acquire {
         };
         match self.round.verdict(now) {
             None => {}
-            Some(Verdict::Won { valid_until }) if fence.is_none() && self.config.fencing() => {
+            Some(Verdict::Won { valid_until }) if fence.is_none() && self.fenced() => {
                 self.start_fencing(valid_until, now);
             }
             Some(Verdict::Won { valid_until }) => {
@@ -261,7 +270,7 @@ impl Acquire {
                 let locked = self.locked.as_ref().unwrap_or(&self.round);
                 self.state = State::Finished;
                 self.outcome = Some(AcquireEvent::Acquired(Grant {
-                    key: self.key.clone(),
+                    target: self.target.clone(),
                     token: self.token,
                     started_at: locked.started_at(),
                     decided_at: now,
@@ -312,7 +321,7 @@ impl Machine for Acquire {
         if request.round() != self.attempt {
             return;
         }
-        let fencing = self.config.fencing();
+        let fencing = self.fenced();
         let expected = match (self.state, request.kind()) {
             (State::Locking, RequestKind::Main) => |reply: Reply, fencing: bool| {
                 if fencing {
@@ -361,6 +370,7 @@ impl Machine for Acquire {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::LockKey;
     use crate::core::{FailureReason, RetryPolicy};
 
     fn key() -> LockKey {

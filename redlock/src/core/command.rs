@@ -1,9 +1,10 @@
 //! What the machines ask the driver to send, and what the driver hands back.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::{LockKey, Token};
+use super::{LockKey, Target, Token};
 
 /// The position of a node in the configured list, from 0.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -72,6 +73,31 @@ pub enum Command {
         /// The fencing token of the new lease.
         fence: u64,
     },
+    /// `SET key token PX ttl` on every key, only if none exists (all-or-nothing, atomically).
+    SetAllIfAbsent {
+        /// The lock keys.
+        keys: Arc<[LockKey]>,
+        /// This round's owner token.
+        token: Token,
+        /// The expiry.
+        ttl: Duration,
+    },
+    /// Delete each key that still holds `token`.
+    ReleaseAllIfOwner {
+        /// The lock keys.
+        keys: Arc<[LockKey]>,
+        /// The owner token.
+        token: Token,
+    },
+    /// Reset every key's expiry, only if every key still holds `token` (all-or-nothing).
+    ExtendAllIfOwner {
+        /// The lock keys.
+        keys: Arc<[LockKey]>,
+        /// The owner token.
+        token: Token,
+        /// The new expiry.
+        ttl: Duration,
+    },
     /// Reset the key's expiry to `ttl` only if it still holds `token`; a missing key stays
     /// missing (an extension never re-creates a lock).
     ExtendIfOwner {
@@ -85,14 +111,17 @@ pub enum Command {
 }
 
 impl Command {
-    /// The lock key the command is about.
-    pub fn key(&self) -> &LockKey {
+    /// The lock keys the command is about.
+    pub fn keys(&self) -> &[LockKey] {
         match self {
             Self::SetIfAbsent { key, .. }
             | Self::SetIfAbsentReadFence { key, .. }
             | Self::RaiseFence { key, .. }
             | Self::ReleaseIfOwner { key, .. }
-            | Self::ExtendIfOwner { key, .. } => key,
+            | Self::ExtendIfOwner { key, .. } => std::slice::from_ref(key),
+            Self::SetAllIfAbsent { keys, .. }
+            | Self::ReleaseAllIfOwner { keys, .. }
+            | Self::ExtendAllIfOwner { keys, .. } => keys,
         }
     }
 
@@ -102,8 +131,62 @@ impl Command {
             Self::SetIfAbsent { token, .. }
             | Self::SetIfAbsentReadFence { token, .. }
             | Self::ReleaseIfOwner { token, .. }
-            | Self::ExtendIfOwner { token, .. } => Some(*token),
+            | Self::ExtendIfOwner { token, .. }
+            | Self::SetAllIfAbsent { token, .. }
+            | Self::ReleaseAllIfOwner { token, .. }
+            | Self::ExtendAllIfOwner { token, .. } => Some(*token),
             Self::RaiseFence { .. } => None,
+        }
+    }
+
+    /// The command that takes `target`.
+    pub(crate) fn set(target: &Target, token: Token, ttl: Duration, fencing: bool) -> Self {
+        match target {
+            Target::One(key) if fencing => Self::SetIfAbsentReadFence {
+                key: key.clone(),
+                token,
+                ttl,
+            },
+            Target::One(key) => Self::SetIfAbsent {
+                key: key.clone(),
+                token,
+                ttl,
+            },
+            Target::Many(keys) => Self::SetAllIfAbsent {
+                keys: keys.clone(),
+                token,
+                ttl,
+            },
+        }
+    }
+
+    /// The command that releases `target`.
+    pub(crate) fn release(target: &Target, token: Token) -> Self {
+        match target {
+            Target::One(key) => Self::ReleaseIfOwner {
+                key: key.clone(),
+                token,
+            },
+            Target::Many(keys) => Self::ReleaseAllIfOwner {
+                keys: keys.clone(),
+                token,
+            },
+        }
+    }
+
+    /// The command that extends `target`.
+    pub(crate) fn extend(target: &Target, token: Token, ttl: Duration) -> Self {
+        match target {
+            Target::One(key) => Self::ExtendIfOwner {
+                key: key.clone(),
+                token,
+                ttl,
+            },
+            Target::Many(keys) => Self::ExtendAllIfOwner {
+                keys: keys.clone(),
+                token,
+                ttl,
+            },
         }
     }
 }
@@ -182,6 +265,13 @@ pub enum NodeFailure {
     Server(String),
     /// The node answered something no Redis would (not Redis, or a proxy in the way).
     Protocol(String),
+    /// The node restarted recently (its `run_id` changed) and is not counted toward a
+    /// quorum until a TTL has passed since: it may have forgotten keys it held (the
+    /// "delayed restart" rule, applied by the client).
+    Quarantined {
+        /// How much of the quarantine was left.
+        remaining: Duration,
+    },
 }
 
 impl fmt::Display for NodeFailure {
@@ -192,6 +282,12 @@ impl fmt::Display for NodeFailure {
             Self::Io(detail) => write!(f, "I/O error: {detail}"),
             Self::Server(detail) => write!(f, "server error: {detail}"),
             Self::Protocol(detail) => write!(f, "protocol error: {detail}"),
+            Self::Quarantined { remaining } => {
+                write!(
+                    f,
+                    "restarted recently; not counted for another {remaining:?}"
+                )
+            }
         }
     }
 }

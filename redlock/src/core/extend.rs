@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use super::command::RequestKind;
 use super::round::{QuorumRound, Verdict, Vote};
 use super::{
-    Command, LockConfig, LockKey, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId,
-    RoundFailure, Timestamp, Token, Transmit,
+    Command, LockConfig, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId, RoundFailure,
+    Target, Timestamp, Token, Transmit,
 };
 
 /// A successful extension.
@@ -76,7 +76,7 @@ pub enum ExtendOutcome {
 /// ```
 #[derive(Debug)]
 pub struct Extend {
-    key: LockKey,
+    target: Target,
     token: Token,
     round: Option<QuorumRound>,
     transmits: VecDeque<Transmit>,
@@ -87,18 +87,19 @@ pub struct Extend {
 const ROUND: u32 = 1;
 
 impl Extend {
-    /// Starts extending the lease on `key` held with `token`, currently valid until
-    /// `valid_until` and extended `extensions` times so far, at `now`.
+    /// Starts extending the lease on `target` (a [`LockKey`](super::LockKey) or a [`Target`]) held with
+    /// `token`, currently valid until `valid_until` and extended `extensions` times so far, at
+    /// `now`.
     pub fn new(
         config: &LockConfig,
-        key: LockKey,
+        target: impl Into<Target>,
         token: Token,
         valid_until: Timestamp,
         extensions: u32,
         now: Timestamp,
     ) -> Self {
         let mut extend = Self {
-            key,
+            target: target.into(),
             token,
             round: None,
             transmits: VecDeque::new(),
@@ -117,11 +118,7 @@ impl Extend {
                 extend.transmits.push_back(Transmit {
                     request: RequestId::new(ROUND, node, RequestKind::Main),
                     node,
-                    command: Command::ExtendIfOwner {
-                        key: extend.key.clone(),
-                        token: extend.token,
-                        ttl: config.ttl(),
-                    },
+                    command: Command::extend(&extend.target, extend.token, config.ttl()),
                 });
             }
         }
@@ -197,6 +194,7 @@ impl Machine for Extend {
 mod tests {
     use super::*;
     use crate::core::FailureReason;
+    use crate::core::LockKey;
 
     #[test]
     fn limit_and_failure_send_no_deletes() {

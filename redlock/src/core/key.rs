@@ -104,6 +104,93 @@ impl fmt::Display for LockKey {
     }
 }
 
+/// The most resources one multi-resource lease may take.
+pub const MAX_RESOURCES: usize = 64;
+
+/// What one lease takes: one resource, or several taken all-or-nothing on each node.
+///
+/// Each resource keeps its own key (never a concatenation, so `["ab", "c"]` and
+/// `["a", "bc"]` are different sets); the set is sorted and deduplicated, so the same
+/// resources in any order are the same target.
+///
+/// ```
+/// use redlock::core::Target;
+/// let a = Target::many("redlock:", ["ab", "c"]).unwrap();
+/// let b = Target::many("redlock:", ["a", "bc"]).unwrap();
+/// assert_ne!(a, b);
+/// assert_eq!(a, Target::many("redlock:", ["c", "ab", "c"]).unwrap());
+/// assert_eq!(a.keys().len(), 2);
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// One resource.
+    One(LockKey),
+    /// Several resources, all-or-nothing per node (at least two).
+    Many(Arc<[LockKey]>),
+}
+
+impl Target {
+    /// The target for `resources` under `prefix`: sorted and deduplicated; a single
+    /// resource gives [`Target::One`].
+    ///
+    /// # Errors
+    ///
+    /// A [`ResourceError`] for an invalid name, no resources, or more than
+    /// [`MAX_RESOURCES`].
+    pub fn many<'a>(
+        prefix: &str,
+        resources: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self, ResourceError> {
+        let mut keys = resources
+            .into_iter()
+            .map(|resource| LockKey::new(prefix, resource))
+            .collect::<Result<Vec<_>, _>>()?;
+        keys.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        keys.dedup();
+        match keys.len() {
+            0 => Err(ResourceError::Empty),
+            1 => Ok(Self::One(keys.remove(0))),
+            n if n > MAX_RESOURCES => Err(ResourceError::TooMany {
+                count: n,
+                max: MAX_RESOURCES,
+            }),
+            _ => Ok(Self::Many(keys.into())),
+        }
+    }
+
+    /// The keys, in canonical order.
+    pub fn keys(&self) -> &[LockKey] {
+        match self {
+            Self::One(key) => std::slice::from_ref(key),
+            Self::Many(keys) => keys,
+        }
+    }
+
+    /// The resource names, comma separated (for messages).
+    pub fn describe(&self) -> String {
+        self.keys()
+            .iter()
+            .map(LockKey::resource)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl From<LockKey> for Target {
+    fn from(key: LockKey) -> Self {
+        Self::One(key)
+    }
+}
+
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::One(key) => fmt::Debug::fmt(key, f),
+            Self::Many(keys) => f.debug_list().entries(keys.iter()).finish(),
+        }
+    }
+}
+
 /// A resource name (or key prefix) that cannot name a lock.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -125,6 +212,14 @@ pub enum ResourceError {
     /// The key prefix contains a NUL byte.
     #[error("the key prefix contains a NUL byte")]
     PrefixContainsNul,
+    /// Too many resources for one lease.
+    #[error("{count} resources in one lease, above the maximum of {max}")]
+    TooMany {
+        /// How many were given.
+        count: usize,
+        /// The maximum.
+        max: usize,
+    },
     /// The key prefix is too long.
     #[error("the key prefix is {len} bytes long, above the maximum of {max}")]
     PrefixTooLong {

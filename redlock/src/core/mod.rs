@@ -101,7 +101,10 @@ pub use config::{
     LockConfig, MAX_RETRY_DELAY, MAX_TTL,
 };
 pub use extend::{Extend, ExtendFailure, ExtendOutcome, Extension};
-pub use key::{DEFAULT_KEY_PREFIX, LockKey, MAX_PREFIX_LEN, MAX_RESOURCE_LEN, ResourceError};
+pub use key::{
+    DEFAULT_KEY_PREFIX, LockKey, MAX_PREFIX_LEN, MAX_RESOURCE_LEN, MAX_RESOURCES, ResourceError,
+    Target,
+};
 pub use machine::Machine;
 pub use release::{Release, ReleaseReport};
 pub use retry::{RetryPolicy, RetryWindow};

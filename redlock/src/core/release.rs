@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use super::command::RequestKind;
 use super::round::count;
 use super::{
-    Command, LockConfig, LockKey, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId,
+    Command, LockConfig, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Target,
     Timestamp, Token, Transmit, quorum,
 };
 
@@ -92,18 +92,21 @@ pub struct Release {
 const ROUND: u32 = 1;
 
 impl Release {
-    /// Starts releasing `key` held with `token` at `now`.
-    pub fn new(config: &LockConfig, key: LockKey, token: Token, now: Timestamp) -> Self {
+    /// Starts releasing `target` (a [`LockKey`](super::LockKey) or a [`Target`]) held with `token` at `now`.
+    pub fn new(
+        config: &LockConfig,
+        target: impl Into<Target>,
+        token: Token,
+        now: Timestamp,
+    ) -> Self {
+        let target = target.into();
         let transmits = (0..config.nodes())
             .map(|index| {
                 let node = NodeId::new(index);
                 Transmit {
                     request: RequestId::new(ROUND, node, RequestKind::Main),
                     node,
-                    command: Command::ReleaseIfOwner {
-                        key: key.clone(),
-                        token,
-                    },
+                    command: Command::release(&target, token),
                 }
             })
             .collect();
@@ -193,6 +196,7 @@ impl Machine for Release {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::LockKey;
 
     #[test]
     fn waits_for_a_quorum_of_answers_or_the_timeout() {
