@@ -824,8 +824,10 @@ impl Client {
                 token,
                 ttl_ms: millis(ttl),
             },
-            Command::RaiseFence { fence, .. } => NodeOp::RaiseFence {
+            Command::RaiseFence { token, fence, .. } => NodeOp::RaiseFence {
+                key,
                 fence_key: self.fence_key.clone(),
+                token,
                 fence,
             },
             Command::ExtendIfOwner { token, ttl, .. } => match self.spec.extend {

@@ -56,10 +56,21 @@ impl ClockModel {
     /// Stops the clock during `[start, end)` of true time. Freezes are added as the run
     /// goes, at or after the current time, so past readings never change.
     pub fn freeze(&mut self, start: Nanos, end: Nanos) {
-        if end > start {
-            self.freezes.push((start, end));
-            self.freezes.sort_unstable();
+        if end <= start {
+            return;
         }
+        self.freezes.push((start, end));
+        self.freezes.sort_unstable();
+        // Overlapping freezes (a pause that extends another) merge: the clock stands still
+        // once, not twice.
+        let mut merged: Vec<(Nanos, Nanos)> = Vec::with_capacity(self.freezes.len());
+        for &(s, e) in &self.freezes {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        self.freezes = merged;
     }
 
     fn frozen_before(&self, t: Nanos) -> Nanos {
@@ -154,6 +165,10 @@ mod tests {
         frozen.freeze(100 * MS, 15_100 * MS);
         assert_eq!(frozen.read(15_100 * MS), 100 * MS);
         assert_eq!(frozen.when(200 * MS, 50 * MS), 15_200 * MS);
+        // An overlapping freeze extends the first instead of counting twice.
+        frozen.freeze(10_000 * MS, 20_000 * MS);
+        assert_eq!(frozen.read(20_000 * MS), 100 * MS);
+        assert_eq!(frozen.read(20_100 * MS), 200 * MS);
     }
 
     proptest! {
@@ -170,6 +185,7 @@ mod tests {
         ) {
             let mut clock = ClockModel::new(offset, rate, vec![(step_at, step_by)]);
             clock.freeze(freeze_at, freeze_at + freeze_for);
+            clock.freeze(freeze_at / 2, freeze_at / 2 + freeze_for);
             let t = clock.when(target, from);
             prop_assert!(t >= from);
             prop_assert!(clock.read(t) >= target);

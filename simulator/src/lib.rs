@@ -58,6 +58,7 @@ mod net;
 pub mod report;
 pub mod scenario;
 mod server;
+pub mod sweep;
 pub mod time;
 mod world;
 

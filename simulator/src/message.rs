@@ -21,8 +21,13 @@ pub(crate) enum NodeOp {
         token: Token,
         ttl_ms: u64,
     },
-    /// The fence-raising script: `counter = max(counter, fence)`.
-    RaiseFence { fence_key: Arc<str>, fence: u64 },
+    /// The fence-raising script: `counter = max(counter, fence)` while `key` holds `token`.
+    RaiseFence {
+        key: Arc<str>,
+        fence_key: Arc<str>,
+        token: Token,
+        fence: u64,
+    },
     /// The compare-and-delete script.
     ReleaseIfOwner { key: Arc<str>, token: Token },
     /// The compare-and-`PEXPIRE` script.

@@ -35,6 +35,9 @@ pub struct Report {
     pub expected: Expectation,
     /// Whether the verdicts and cause match the expectation.
     pub matches: bool,
+    /// Whether the expectation was not checked (the run changed the scenario's token source).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unchecked: bool,
 }
 
 impl Report {
@@ -68,6 +71,7 @@ impl Report {
             simulated_ns,
             expected,
             matches,
+            unchecked: false,
         }
     }
 

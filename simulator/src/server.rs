@@ -120,7 +120,17 @@ impl Server {
                 };
                 return (NodeReply::Core(reply), effect);
             }
-            NodeOp::RaiseFence { fence_key, fence } => {
+            NodeOp::RaiseFence {
+                key,
+                fence_key,
+                token,
+                fence,
+            } => {
+                match self.owned_by(key, *token, now) {
+                    None => return (NodeReply::Core(Reply::NotHeld), None),
+                    Some(false) => return (NodeReply::Core(Reply::HeldByOther), None),
+                    Some(true) => {}
+                }
                 let current = self.counter(fence_key, now);
                 if *fence <= current {
                     (Reply::FenceRaised { counter: current }, None)

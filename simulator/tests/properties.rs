@@ -8,7 +8,8 @@
 //! 2. With the linearizable token source and strict fencing, no stale access is ever
 //!    applied, whatever the faults, assumptions broken or not.
 //! 3. Quorum-minted tokens strictly increase across leases whenever no node loses its
-//!    counter (every crashed node fsyncs every write), whatever else goes wrong.
+//!    counter (every crashed node fsyncs every write), whatever else goes wrong: clock steps
+//!    and rate errors, pauses, clocks that stop during pauses, partitions, losses.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::time::Duration;
@@ -35,6 +36,8 @@ struct ClientPlan {
     clock_ppm: i64,
     pauses: Vec<(u64, u64)>,
     crash_ms: Option<u64>,
+    /// Whether the client's clock stops while it is paused (only in the unsafe schedules).
+    frozen: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -94,15 +97,21 @@ fn client(safe: bool) -> impl Strategy<Value = ClientPlan> {
         ppm,
         proptest::collection::vec((0u64..6_000, 1u64..4_000), 0..2),
         prop::option::weighted(0.15, 0u64..6_000),
+        if safe {
+            Just(false).boxed()
+        } else {
+            any::<bool>().boxed()
+        },
     )
         .prop_map(
-            |(start_ms, iterations, moves, clock_ppm, pauses, crash_ms)| ClientPlan {
+            |(start_ms, iterations, moves, clock_ppm, pauses, crash_ms, frozen)| ClientPlan {
                 start_ms,
                 iterations,
                 moves,
                 clock_ppm,
                 pauses,
                 crash_ms,
+                frozen,
             },
         )
 }
@@ -260,7 +269,7 @@ fn build(plan: &Plan) -> Scenario {
                 crash_at: c.crash_ms.map(ms),
                 clock: ClockModel::new(0, c.clock_ppm, Vec::new()),
                 clock_kind: ClockKind::Monotonic,
-                freeze_during_pauses: false,
+                freeze_during_pauses: c.frozen,
                 release: ReleaseImpl::Script,
                 extend: ExtendImpl::Script,
                 timing: TimingImpl::Correct,

@@ -197,14 +197,18 @@ impl Node {
                     other => Err(unexpected("the fenced SET NX", &other)),
                 }
             }
-            Command::RaiseFence { key, fence } => {
+            Command::RaiseFence { key, token, fence } => {
                 let value: Value = scripts::RAISE_FENCE
+                    .key(key.as_str())
                     .key(key.fence_key())
+                    .arg(&token.to_hex()[..])
                     .arg(*fence)
                     .invoke_async(&mut connection)
                     .await
                     .map_err(classify)?;
                 match value {
+                    Value::Int(-1) => Ok(Reply::HeldByOther),
+                    Value::Int(-2) => Ok(Reply::NotHeld),
                     Value::Int(counter) if counter >= 0 => Ok(Reply::FenceRaised {
                         counter: counter.unsigned_abs(),
                     }),

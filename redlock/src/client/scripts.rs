@@ -53,16 +53,26 @@ end
 return {0, counter}
 ";
 
-/// Raises the fence counter to `ARGV[1]` unless it is already higher, and returns the counter
-/// afterwards: the second phase of a fenced acquisition. The counter key has no TTL: it must
-/// outlive every lease, or tokens could repeat.
+/// Raises the fence counter to `ARGV[2]` unless it is already higher, only while the lock key
+/// still holds our token, and returns the counter afterwards: the second phase of a fenced
+/// acquisition. The counter key has no TTL: it must outlive every lease, or tokens could
+/// repeat.
 ///
-/// `KEYS[1]` the fence counter key, `ARGV[1]` the new lease's token.
+/// `KEYS[1]` the lock key, `KEYS[2]` the fence counter key, `ARGV[1]` our owner token,
+/// `ARGV[2]` the new lease's fencing token. Returns the counter, or -1 when another token
+/// holds the lock key and -2 when it is gone (nothing raised then).
 const RAISE_FENCE_SOURCE: &str = r"
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-local target = tonumber(ARGV[1])
+local owner = redis.call('GET', KEYS[1])
+if owner ~= ARGV[1] then
+    if owner then
+        return -1
+    end
+    return -2
+end
+local current = tonumber(redis.call('GET', KEYS[2]) or '0')
+local target = tonumber(ARGV[2])
 if target > current then
-    redis.call('SET', KEYS[1], ARGV[1])
+    redis.call('SET', KEYS[2], ARGV[2])
     return target
 end
 return current

@@ -92,8 +92,9 @@ impl State {
 /// With [`LockConfig::with_fencing`], a round has two phases. The first sends
 /// [`Command::SetIfAbsentReadFence`]: `SET NX PX` plus a read of the resource's fence counter.
 /// Once a quorum took the key, the fencing token is `T = max(counters read) + 1`, and the
-/// second phase sends [`Command::RaiseFence`] (`counter = max(counter, T)`) to every node. The
-/// lease is granted only when a quorum *of the nodes that took the key* holds exactly `T`,
+/// second phase sends [`Command::RaiseFence`] (`counter = max(counter, T)`, only where the key
+/// still holds our token) to every node. The lease is granted only when a quorum *of the nodes
+/// that took the key* holds exactly `T`,
 /// still inside the validity measured from the first phase's start. Each of those nodes
 /// refuses any other `SET NX` until this lease's key is gone, so any later lease reads `T` or
 /// more on at least one of them and gets a larger token, as long as no node loses its counter
@@ -235,6 +236,7 @@ impl Acquire {
                 node,
                 command: Command::RaiseFence {
                     key: key.clone(),
+                    token: self.token,
                     fence,
                 },
             });
@@ -333,9 +335,12 @@ impl Machine for Acquire {
                     matches!(reply, Reply::Acquired | Reply::Taken)
                 }
             },
-            (State::Fencing { .. }, RequestKind::Fence) => {
-                |reply: Reply, _: bool| matches!(reply, Reply::FenceRaised { .. })
-            }
+            (State::Fencing { .. }, RequestKind::Fence) => |reply: Reply, _: bool| {
+                matches!(
+                    reply,
+                    Reply::FenceRaised { .. } | Reply::NotHeld | Reply::HeldByOther
+                )
+            },
             // Cleanup replies, and replies of a phase already over, change nothing.
             _ => return,
         };
@@ -561,6 +566,32 @@ mod tests {
             panic!("two holders can no longer make a quorum of three")
         };
         assert_eq!(f.last_round.reason, FailureReason::Unavailable);
+    }
+
+    #[test]
+    fn a_node_that_lost_our_key_does_not_raise_for_us() {
+        let config = LockConfig::new(3)
+            .with_fencing(true)
+            .with_retry(RetryPolicy::no_retry());
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        for t in &sets {
+            m.handle_reply(t.request, Ok(Reply::AcquiredWithFence { counter: 0 }), t0);
+        }
+        let raises = drain(&mut m);
+        assert!(
+            raises
+                .iter()
+                .all(|t| t.command.token() == Some(Token::from_bytes([1; 16])))
+        );
+        m.handle_reply(raises[0].request, Ok(Reply::FenceRaised { counter: 1 }), t0);
+        m.handle_reply(raises[1].request, Ok(Reply::HeldByOther), t0);
+        m.handle_reply(raises[2].request, Ok(Reply::NotHeld), t0);
+        let Some(AcquireEvent::Failed(f)) = m.poll_outcome() else {
+            panic!()
+        };
+        assert_eq!(f.last_round.reason, FailureReason::Contended);
     }
 
     #[test]

@@ -65,11 +65,15 @@ pub enum Command {
         /// The expiry written with `PX`.
         ttl: Duration,
     },
-    /// Raise the resource's fence counter to `fence` unless it is already higher (the second
-    /// phase of a fenced acquisition). The counter has no TTL.
+    /// Raise the resource's fence counter to `fence` unless it is already higher, only if
+    /// the lock key still holds `token` (the second phase of a fenced acquisition). The
+    /// counter has no TTL.
     RaiseFence {
         /// The lock key; the counter lives under [`LockKey::fence_key`].
         key: LockKey,
+        /// This round's owner token: a node that no longer holds it answers
+        /// [`Reply::NotHeld`] or [`Reply::HeldByOther`] and raises nothing.
+        token: Token,
         /// The fencing token of the new lease.
         fence: u64,
     },
@@ -125,7 +129,7 @@ impl Command {
         }
     }
 
-    /// The owner token the command carries (none for [`Command::RaiseFence`]).
+    /// The owner token the command carries.
     pub fn token(&self) -> Option<Token> {
         match self {
             Self::SetIfAbsent { token, .. }
@@ -134,8 +138,8 @@ impl Command {
             | Self::ExtendIfOwner { token, .. }
             | Self::SetAllIfAbsent { token, .. }
             | Self::ReleaseAllIfOwner { token, .. }
-            | Self::ExtendAllIfOwner { token, .. } => Some(*token),
-            Self::RaiseFence { .. } => None,
+            | Self::ExtendAllIfOwner { token, .. }
+            | Self::RaiseFence { token, .. } => Some(*token),
         }
     }
 

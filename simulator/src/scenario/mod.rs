@@ -445,6 +445,21 @@ impl Scenario {
         parse(&text, &path.display().to_string())
     }
 
+    /// The same scenario with fencing tokens from `tokens` (every client's acquisition
+    /// switches to the fenced two-phase round for `quorum-minted`). The expected verdicts are
+    /// the file's, which were written for its own token source: compare with care.
+    #[must_use]
+    pub fn with_tokens(mut self, tokens: TokenSource) -> Self {
+        self.tokens = tokens;
+        for client in &mut self.clients {
+            client.config = client
+                .config
+                .clone()
+                .with_fencing(tokens == TokenSource::QuorumMinted);
+        }
+        self
+    }
+
     /// Whether any client carries an implementation fault.
     pub fn has_faulty_client(&self) -> bool {
         self.clients.iter().any(ClientSpec::is_faulty)

@@ -1,0 +1,254 @@
+//! Sweeps: one scenario, one parameter varied over a range, many seeds per value, and the
+//! rate of each verdict against the parameter.
+//!
+//! Runs are independent and deterministic, so they are spread over threads and collected by
+//! index: the results do not depend on the number of threads.
+
+mod chart;
+mod knob;
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::Serialize;
+
+pub use chart::svg;
+pub use knob::{Knob, Target};
+
+use crate::scenario::{Cause, Scenario, Verdict};
+use crate::time::MS;
+use crate::{SimError, run};
+
+/// What to sweep.
+#[derive(Clone, Debug)]
+pub struct SweepSpec {
+    /// The parameter.
+    pub knob: Knob,
+    /// Which client or node it applies to (the knob's default when `None`).
+    pub target: Option<Target>,
+    /// The values, in order.
+    pub values: Vec<f64>,
+    /// Seeds per value: `first_seed..first_seed + seeds`.
+    pub seeds: u64,
+    /// The first seed.
+    pub first_seed: u64,
+    /// Whether to add background noise (latency jitter and rare delay spikes).
+    pub noise: bool,
+    /// Worker threads (at least one).
+    pub threads: usize,
+}
+
+/// One run of the sweep.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepRun {
+    /// The parameter's value.
+    pub value: f64,
+    /// The seed.
+    pub seed: u64,
+    /// Verdicts: plain, fenced, strict.
+    pub verdicts: [Verdict; 3],
+    /// Cause, if any.
+    pub cause: Option<Cause>,
+    /// Leases granted.
+    pub leases: usize,
+    /// Window overlaps.
+    pub overlaps: usize,
+    /// Stale accesses applied per mode.
+    pub stale_applied: [usize; 3],
+    /// Events processed.
+    pub events: u64,
+}
+
+/// The rate of each verdict at one value.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepPoint {
+    /// The parameter's value.
+    pub value: f64,
+    /// Runs at this value.
+    pub runs: usize,
+    /// Fraction of runs `VIOLATED`, per mode (plain, fenced, strict).
+    pub violated: [f64; 3],
+    /// Fraction of runs `PREVENTED_BY_FENCING`, per mode.
+    pub prevented: [f64; 3],
+}
+
+/// A finished sweep.
+#[derive(Clone, Debug, Serialize)]
+pub struct Sweep {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The parameter, with its unit.
+    pub parameter: String,
+    /// Every run, ordered by value then seed.
+    pub runs: Vec<SweepRun>,
+    /// The rates, one point per value.
+    pub points: Vec<SweepPoint>,
+    /// Where analysis puts the boundary between safe and unsafe, when known.
+    pub threshold: Option<(f64, String)>,
+}
+
+/// Runs the sweep; `progress` is called after each run with (done, total).
+///
+/// # Errors
+///
+/// A [`SimError`] from any run, or a knob that does not apply to the scenario.
+pub fn sweep(
+    scenario: &Scenario,
+    spec: &SweepSpec,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Sweep, SweepError> {
+    let target = spec.knob.resolve_target(scenario, spec.target.as_ref())?;
+    let jobs: Vec<(usize, u64)> = (0..spec.values.len())
+        .flat_map(|v| (0..spec.seeds).map(move |s| (v, spec.first_seed.wrapping_add(s))))
+        .collect();
+    let scenarios: Vec<Scenario> = spec
+        .values
+        .iter()
+        .map(|&value| {
+            let mut adjusted = spec.knob.apply(scenario, &target, value)?;
+            if spec.noise && spec.knob != Knob::Latency {
+                add_noise(&mut adjusted);
+            }
+            Ok(adjusted)
+        })
+        .collect::<Result<_, SweepError>>()?;
+
+    let results: Vec<Mutex<Option<Result<SweepRun, SimError>>>> =
+        jobs.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..spec.threads.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(value_index, seed)) = jobs.get(index) else {
+                        break;
+                    };
+                    let outcome = run(&scenarios[value_index], seed, false).map(|r| SweepRun {
+                        value: spec.values[value_index],
+                        seed,
+                        verdicts: r.report.verdicts,
+                        cause: r.report.cause,
+                        leases: r.report.counts.leases,
+                        overlaps: r.report.counts.overlaps,
+                        stale_applied: r.report.counts.stale_applied,
+                        events: r.report.events,
+                    });
+                    if let Ok(mut slot) = results[index].lock() {
+                        *slot = Some(outcome);
+                    }
+                    progress(done.fetch_add(1, Ordering::Relaxed) + 1, jobs.len());
+                }
+            });
+        }
+    });
+    let mut runs = Vec::with_capacity(jobs.len());
+    for slot in results {
+        let outcome = slot
+            .into_inner()
+            .ok()
+            .flatten()
+            .ok_or(SweepError::Incomplete)?;
+        runs.push(outcome?);
+    }
+    let points = spec
+        .values
+        .iter()
+        .map(|&value| {
+            let at: Vec<&SweepRun> = runs.iter().filter(|r| r.value == value).collect();
+            let rate = |verdict: Verdict, mode: usize| {
+                at.iter().filter(|r| r.verdicts[mode] == verdict).count() as f64
+                    / at.len().max(1) as f64
+            };
+            SweepPoint {
+                value,
+                runs: at.len(),
+                violated: [0, 1, 2].map(|m| rate(Verdict::Violated, m)),
+                prevented: [0, 1, 2].map(|m| rate(Verdict::PreventedByFencing, m)),
+            }
+        })
+        .collect();
+    Ok(Sweep {
+        scenario: scenario.name.clone(),
+        parameter: spec.knob.label().to_owned(),
+        runs,
+        points,
+        threshold: spec.knob.threshold(scenario, &target),
+    })
+}
+
+/// Light background noise: latency jitter up to 3 ms and 1 % of messages 5 ms late.
+fn add_noise(scenario: &mut Scenario) {
+    let link = &mut scenario.network.default;
+    link.latency = (link.latency.0, link.latency.1.max(3 * MS));
+    link.spike_probability = link.spike_probability.max(0.01);
+    link.spike = link.spike.max(5 * MS);
+}
+
+/// Why a sweep could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// The knob does not apply to this scenario (or the target does not exist).
+    #[error("{0}")]
+    Knob(String),
+    /// A run failed.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    /// A worker stopped without a result (a bug).
+    #[error("a sweep worker stopped without a result")]
+    Incomplete,
+}
+
+impl Sweep {
+    /// The runs as CSV, one line per run.
+    pub fn csv(&self) -> String {
+        let mut out = String::from(
+            "parameter,value,seed,plain,fenced,strict,cause,leases,overlaps,stale_plain,stale_fenced,stale_strict,events\n",
+        );
+        for r in &self.runs {
+            out.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                self.parameter.replace(',', ";"),
+                r.value,
+                r.seed,
+                r.verdicts[0],
+                r.verdicts[1],
+                r.verdicts[2],
+                r.cause.map_or_else(String::new, |c| c.to_string()),
+                r.leases,
+                r.overlaps,
+                r.stale_applied[0],
+                r.stale_applied[1],
+                r.stale_applied[2],
+                r.events
+            ));
+        }
+        out
+    }
+
+    /// The rates as an aligned text table.
+    pub fn table(&self) -> String {
+        let mut out = format!("{}\n", self.parameter);
+        out.push_str(&format!(
+            "{:>14}  {:>6}  {:>10} {:>10} {:>10}  {:>10} {:>10}\n",
+            "value", "runs", "plain V", "fenced V", "strict V", "fenced P", "strict P"
+        ));
+        for p in &self.points {
+            out.push_str(&format!(
+                "{:>14}  {:>6}  {:>10.3} {:>10.3} {:>10.3}  {:>10.3} {:>10.3}\n",
+                p.value,
+                p.runs,
+                p.violated[0],
+                p.violated[1],
+                p.violated[2],
+                p.prevented[1],
+                p.prevented[2]
+            ));
+        }
+        if let Some((at, why)) = &self.threshold {
+            out.push_str(&format!("threshold: {at} ({why})\n"));
+        }
+        out
+    }
+}
