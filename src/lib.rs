@@ -16,8 +16,10 @@
 //! ```
 //!
 //! [`proxy::FaultProxy`] puts a TCP proxy in front of a node that can delay, hold or reset
-//! its traffic on command.
+//! its traffic on command, and [`chaos`] runs clients against a fleet behind such proxies
+//! while injecting random faults, checking that no two of them ever hold a lease at once.
 
+pub mod chaos;
 pub mod proxy;
 
 use std::fmt;
