@@ -8,10 +8,7 @@
 /// parameter to run to the end of the text: either can only hide too much, never too
 /// little.
 pub(crate) fn redact_url(url: &str) -> String {
-    let (scheme, rest) = match url.find("://") {
-        Some(at) => url.split_at(at + 3),
-        None => ("", url),
-    };
+    let (scheme, rest) = split_scheme(url);
     let rest = match rest.rfind('@') {
         Some(at) => format!("***@{}", &rest[at + 1..]),
         None => rest.to_owned(),
@@ -32,6 +29,22 @@ pub(crate) fn redact_url(url: &str) -> String {
         }
     }
     format!("{scheme}{before}?{}", kept.join("&"))
+}
+
+/// `("redis://", rest)`, or `("", url)` unless the text starts with a scheme: a `://` inside
+/// a password is not one.
+fn split_scheme(url: &str) -> (&str, &str) {
+    match url.find("://") {
+        Some(at)
+            if url[..at].starts_with(|c: char| c.is_ascii_alphabetic())
+                && url[..at]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')) =>
+        {
+            url.split_at(at + 3)
+        }
+        _ => ("", url),
+    }
 }
 
 #[cfg(test)]
@@ -74,6 +87,11 @@ mod tests {
         assert_eq!(
             redact_url("redis+unix:///s.sock?db=1&pass=se&cret&x=1"),
             "redis+unix:///s.sock?db=1&pass=***"
+        );
+        // Found by the long fuzzing run: a `://` inside the password is not a scheme.
+        assert_eq!(
+            redact_url("redis:127.0.0.1:6379?pass=Pw!:// "),
+            "redis:127.0.0.1:6379?pass=***"
         );
     }
 }
