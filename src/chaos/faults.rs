@@ -162,6 +162,23 @@ impl Episode {
     }
 }
 
+impl Episode {
+    /// A one-line description: `pause on [2] + latency on [4], held 350ms`.
+    pub(crate) fn describe(&self) -> String {
+        let faults: Vec<String> = self
+            .faults
+            .iter()
+            .map(|f| format!("{} on {:?}", f.kind(), f.nodes()))
+            .collect();
+        format!(
+            "{}, held {:?}{}",
+            faults.join(" + "),
+            self.hold,
+            if self.reset_on_heal { ", reset" } else { "" }
+        )
+    }
+}
+
 fn draw_fault(rng: &mut ChaCha8Rng, node: usize) -> Fault {
     let direction = |rng: &mut ChaCha8Rng| {
         if rng.random_bool(0.5) {

@@ -308,7 +308,13 @@ async fn inject_faults(
         targets.heal(&episode).await?;
         let healed = Instant::now();
         match recover(probe, "chaos-probe", config.recovery_limit).await {
-            Ok(()) => report.longest_recovery = report.longest_recovery.max(healed.elapsed()),
+            Ok(()) => {
+                let took = healed.elapsed();
+                if took > report.longest_recovery {
+                    report.longest_recovery = took;
+                    report.slowest_episode = episode.describe();
+                }
+            }
             Err(e) => report
                 .unrecovered
                 .push(format!("episode {} ({episode:?}): {e}", report.episodes)),

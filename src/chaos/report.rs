@@ -73,6 +73,8 @@ pub struct ChaosReport {
     pub unrecovered: Vec<String>,
     /// The longest time from a heal to the next successful acquisition.
     pub longest_recovery: Duration,
+    /// The episode that took the longest to recover from.
+    pub slowest_episode: String,
     /// Lock keys still on the nodes after the final wait (should be none).
     pub leftover_keys: Vec<String>,
     /// How long after the end the nodes were free of lock keys.
@@ -205,8 +207,9 @@ impl fmt::Display for ChaosReport {
         )?;
         write!(
             f,
-            "longest recovery after a heal {:.1?} | unrecovered episodes {} | keys left {} (clean {:.1?} after the end)",
+            "longest recovery after a heal {:.1?} ({}) | unrecovered episodes {} | keys left {} (clean {:.1?} after the end)",
             self.longest_recovery,
+            self.slowest_episode,
             self.unrecovered.len(),
             self.leftover_keys.len(),
             self.clean_after
