@@ -71,7 +71,7 @@ const CASES: &[Case] = &[
         b.node("redis://127.0.0.1:2/5")
     }),
     ok("a unix socket", |b| {
-        b.node("redis+unix:///tmp/nowhere.sock")
+        b.node("redis+unix:///run/redis/nowhere.sock")
     }),
     // ttl
     refused("ttl zero", "ttl", |b| b.ttl(Duration::ZERO)),
