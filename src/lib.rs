@@ -14,10 +14,17 @@
 //! let fleet = redlock_fleet::RedisFleet::start(3).expect("redis-server fleet");
 //! println!("nodes: {:?}", fleet.urls());
 //! ```
+//!
+//! [`proxy::FaultProxy`] puts a TCP proxy in front of a node that can delay, hold or reset
+//! its traffic on command, and [`chaos`] runs clients against a fleet behind such proxies
+//! while injecting random faults, checking that no two of them ever hold a lease at once.
+
+pub mod chaos;
+pub mod proxy;
 
 use std::fmt;
 use std::io::Read;
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -180,6 +187,11 @@ impl RedisFleet {
         self.nodes[index].port
     }
 
+    /// The socket address (`127.0.0.1:<port>`) of node `index`.
+    pub fn addr(&self, index: usize) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, self.nodes[index].port))
+    }
+
     /// The pid of node `index`, if it runs.
     pub fn pid(&self, index: usize) -> Option<u32> {
         self.nodes[index].child.as_ref().map(Child::id)
@@ -226,6 +238,31 @@ impl RedisFleet {
         self.kill(index)?;
         let port = self.nodes[index].port;
         self.launch(index, Some(port))
+    }
+
+    /// Deletes what node `index` persisted (its append-only files and snapshot), as a lost
+    /// disk would: after this, [`restart`](Self::restart) brings it back empty even with
+    /// [`Persistence::AppendFsyncAlways`]. The node must not be running.
+    ///
+    /// # Errors
+    ///
+    /// When the node is running or the files cannot be removed.
+    pub fn wipe_data(&mut self, index: usize) -> Result<(), FleetError> {
+        if self.nodes[index].child.is_some() {
+            return Err(FleetError::Io(std::io::Error::other(format!(
+                "node {index} is running; kill it before wiping its data"
+            ))));
+        }
+        let dir = &self.nodes[index].dir;
+        for name in ["appendonlydir", "appendonly.aof", "dump.rdb"] {
+            let path = dir.join(name);
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path)?;
+            } else if path.exists() {
+                std::fs::remove_file(&path)?;
+            }
+        }
+        Ok(())
     }
 
     /// A synchronous connection to node `index`, for inspecting its keys.

@@ -360,13 +360,61 @@ pub(crate) fn classify(error: RedisError) -> NodeFailure {
     } else if error.is_connection_refusal() {
         NodeFailure::Refused
     } else if error.is_io_error() || error.is_connection_dropped() {
-        NodeFailure::Io(error.to_string())
+        NodeFailure::Io(one_line(&error.to_string()))
     } else {
         match error.kind() {
             ErrorKind::Server(_) | ErrorKind::AuthenticationFailed | ErrorKind::Extension => {
-                NodeFailure::Server(error.to_string())
+                NodeFailure::Server(one_line(&error.to_string()))
             }
-            _ => NodeFailure::Protocol(error.to_string()),
+            _ => NodeFailure::Protocol(one_line(&error.to_string())),
         }
+    }
+}
+
+/// The longest error detail kept from a node, in characters.
+const MAX_DETAIL_CHARS: usize = 240;
+
+/// An error detail fit for a one-line message: redis-rs parse errors span several lines,
+/// and whatever a server (or something that only pretends to be one) puts in an error line
+/// is its own choice of length and characters. Control characters become spaces, runs of
+/// whitespace one space, and the text is cut at [`MAX_DETAIL_CHARS`].
+fn one_line(text: &str) -> String {
+    let mut line = String::with_capacity(text.len().min(MAX_DETAIL_CHARS + 3));
+    let mut chars = 0;
+    for c in text.chars() {
+        let c = if c.is_control() || c.is_whitespace() {
+            ' '
+        } else {
+            c
+        };
+        if c == ' ' && (line.is_empty() || line.ends_with(' ')) {
+            continue;
+        }
+        if chars == MAX_DETAIL_CHARS {
+            line.push('…');
+            return line;
+        }
+        line.push(c);
+        chars += 1;
+    }
+    line.truncate(line.trim_end().len());
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_DETAIL_CHARS, one_line};
+
+    #[test]
+    fn details_are_one_bounded_line() {
+        assert_eq!(
+            one_line("Incompatible type - Parse error at 1\nUnexpected `72`\n"),
+            "Incompatible type - Parse error at 1 Unexpected `72`"
+        );
+        assert_eq!(one_line("\x1b[31mred\r\n\tx "), "[31mred x");
+        let long = one_line(&"e".repeat(100_000));
+        assert_eq!(long.chars().count(), MAX_DETAIL_CHARS + 1);
+        assert!(long.ends_with('…'));
+        assert_eq!(one_line(""), "");
     }
 }
