@@ -87,6 +87,12 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Draw the boundary at this value instead of the parameter's own analysis.
+        #[arg(long, allow_negative_numbers = true)]
+        threshold: Option<f64>,
+        /// The label of --threshold.
+        #[arg(long, default_value = "expected boundary")]
+        threshold_label: String,
     },
     /// Print the first counterexample of one scenario as a timeline; write a space-time
     /// diagram with --svg.
@@ -239,6 +245,7 @@ struct SweepArgs<'a> {
     csv: Option<&'a Path>,
     svg: Option<&'a Path>,
     json: bool,
+    threshold: Option<(f64, String)>,
 }
 
 fn values(
@@ -276,6 +283,7 @@ fn sweep(args: SweepArgs<'_>) -> Result<bool, String> {
         seeds: args.seeds.max(1),
         first_seed: args.first_seed,
         noise: args.noise,
+        threshold: args.threshold,
         threads,
     };
     let total = spec.values.len() as u64 * spec.seeds;
@@ -343,6 +351,8 @@ fn main() -> ExitCode {
             csv,
             svg,
             json,
+            threshold,
+            threshold_label,
         } => values(*from, *to, *steps, explicit).and_then(|values| {
             sweep(SweepArgs {
                 file,
@@ -356,6 +366,7 @@ fn main() -> ExitCode {
                 csv: csv.as_deref(),
                 svg: svg.as_deref(),
                 json: *json,
+                threshold: threshold.map(|at| (at, threshold_label.clone())),
             })
         }),
     };

@@ -16,7 +16,8 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 enum NodeSource {
     Url(String),
-    Client(redis::Client),
+    // Boxed: a client is large next to a URL.
+    Client(Box<redis::Client>),
 }
 
 /// Configures a [`Redlock`]. Nothing is checked or connected until [`build`](Self::build).
@@ -126,7 +127,7 @@ impl RedlockBuilder {
     /// Adds a node from a ready `redis::Client`.
     #[must_use]
     pub fn node_client(mut self, client: redis::Client) -> Self {
-        self.nodes.push(NodeSource::Client(client));
+        self.nodes.push(NodeSource::Client(Box::new(client)));
         self
     }
 
@@ -223,7 +224,7 @@ impl RedlockBuilder {
         for (index, source) in self.nodes.into_iter().enumerate() {
             let field = format!("nodes[{index}]");
             let client = match source {
-                NodeSource::Client(client) => client,
+                NodeSource::Client(client) => *client,
                 NodeSource::Url(url) => redis::Client::open(url.as_str()).map_err(|e| {
                     ConfigError::new(
                         field.clone(),

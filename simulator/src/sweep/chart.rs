@@ -5,6 +5,12 @@ use plotters::prelude::*;
 
 use super::Sweep;
 
+/// A value without trailing zeros (`8898`, `1.061`).
+fn trim(value: f64) -> String {
+    let text = format!("{value:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 /// Renders the sweep as an SVG chart.
 ///
 /// # Errors
@@ -19,10 +25,13 @@ pub fn svg(sweep: &Sweep) -> Result<String, String> {
     let (x_min, x_max) = (first.min(last) - span * 0.02, first.max(last) + span * 0.02);
     let mut out = String::new();
     {
-        let root = SVGBackend::with_string(&mut out, (820, 460)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut out, (820, 560)).into_drawing_area();
         let draw = |e: &dyn std::fmt::Display| e.to_string();
         root.fill(&WHITE).map_err(|e| draw(&e))?;
-        let mut chart = ChartBuilder::on(&root)
+        // The legend goes under the plot, where it can never hide a line.
+        let (plot, legend_area) = root.split_vertically(420);
+        let mut legend: Vec<(String, RGBColor, u32)> = Vec::new();
+        let mut chart = ChartBuilder::on(&plot)
             .caption(&sweep.scenario, ("sans-serif", 16))
             .margin(12)
             .x_label_area_size(40)
@@ -32,11 +41,19 @@ pub fn svg(sweep: &Sweep) -> Result<String, String> {
         chart
             .configure_mesh()
             .x_desc(&sweep.parameter)
-            .y_desc("share of runs")
+            .y_desc("share of runs (or of acquisitions)")
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(|e| draw(&e))?;
-        // Drawn first and dashed, so that the violation lines stay visible on top of it.
+        // Availability, drawn first and thin: how often an acquisition got its lease.
+        let gray = RGBColor(150, 150, 150);
+        let acquired: Vec<(f64, f64)> =
+            sweep.points.iter().map(|p| (p.value, p.acquired)).collect();
+        chart
+            .draw_series(DashedLineSeries::new(acquired, 3, 3, gray.stroke_width(1)))
+            .map_err(|e| draw(&e))?;
+        legend.push(("acquisitions that got a lease (dotted)".into(), gray, 1));
+        // Dashed, so that the violation lines stay visible on top of it.
         let green = RGBColor(44, 160, 44);
         let prevented: Vec<(f64, f64)> = sweep
             .points
@@ -50,11 +67,8 @@ pub fn svg(sweep: &Sweep) -> Result<String, String> {
                 5,
                 green.stroke_width(3),
             ))
-            .map_err(|e| draw(&e))?
-            .label("fenced: PREVENTED_BY_FENCING")
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], green.stroke_width(3))
-            });
+            .map_err(|e| draw(&e))?;
+        legend.push(("fenced: PREVENTED_BY_FENCING (dashed)".into(), green, 3));
         let series: [(&str, usize, RGBColor, u32); 3] = [
             ("strict: VIOLATED", 2, RGBColor(148, 103, 189), 2),
             ("fenced: VIOLATED", 1, RGBColor(255, 127, 14), 2),
@@ -68,11 +82,8 @@ pub fn svg(sweep: &Sweep) -> Result<String, String> {
                 .collect();
             chart
                 .draw_series(LineSeries::new(points.clone(), color.stroke_width(width)))
-                .map_err(|e| draw(&e))?
-                .label(label)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(width))
-                });
+                .map_err(|e| draw(&e))?;
+            legend.push((label.into(), color, width));
             chart
                 .draw_series(
                     points
@@ -92,17 +103,34 @@ pub fn svg(sweep: &Sweep) -> Result<String, String> {
                     4,
                     gray.stroke_width(1),
                 ))
-                .map_err(|e| draw(&e))?
-                .label(format!("threshold {at:.3}: {why}"))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], gray));
+                .map_err(|e| draw(&e))?;
+            if legend.len() % 2 == 1 {
+                legend.push((String::new(), WHITE, 0));
+            }
+            legend.push((format!("boundary {}: {why} (dashed)", trim(*at)), gray, 1));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| draw(&e))?;
+        // Short entries two to a row, the boundary (long) on a row of its own at the end.
+        for (i, (label, color, width)) in legend.iter().enumerate() {
+            if label.is_empty() {
+                continue;
+            }
+            let column = i32::try_from(i % 2).unwrap_or(0);
+            let row = i32::try_from(i / 2).unwrap_or(0);
+            let (x, y) = (60 + column * 370, 14 + row * 22);
+            legend_area
+                .draw(&PathElement::new(
+                    vec![(x, y), (x + 24, y)],
+                    color.stroke_width(*width),
+                ))
+                .map_err(|e| draw(&e))?;
+            legend_area
+                .draw(&Text::new(
+                    label.clone(),
+                    (x + 32, y - 6),
+                    ("sans-serif", 12),
+                ))
+                .map_err(|e| draw(&e))?;
+        }
         root.present().map_err(|e| draw(&e))?;
     }
     Ok(out)

@@ -25,7 +25,7 @@ pub enum Knob {
     Nodes,
     /// The target node's persistence: 0 none, 1 everysec, 2 always.
     Persistence,
-    /// Extra delay (ms) of every message from a client to the resource.
+    /// Extra delay (ms) of every message from the target client to the resource.
     ResourceDelay,
 }
 
@@ -82,9 +82,9 @@ impl Knob {
 
     fn wants(self) -> Option<&'static str> {
         match self {
-            Self::ClientPause | Self::ClientClockSlow => Some("client"),
+            Self::ClientPause | Self::ClientClockSlow | Self::ResourceDelay => Some("client"),
             Self::NodeClockFast | Self::RestartDelay | Self::Persistence => Some("node"),
-            Self::Latency | Self::Nodes | Self::ResourceDelay => None,
+            Self::Latency | Self::Nodes => None,
         }
     }
 
@@ -192,16 +192,14 @@ impl Knob {
                 let latency = ms(value);
                 s.network.default.latency = (latency, latency);
             }
-            (Self::ResourceDelay, _) => {
-                for c in 0..s.clients.len() {
-                    s.network.delays.push(Delay {
-                        from: Endpoint::Client(c),
-                        to: Endpoint::Resource,
-                        start: 0,
-                        end: Nanos::MAX,
-                        extra: ms(value),
-                    });
-                }
+            (Self::ResourceDelay, Resolved::Client(c)) => {
+                s.network.delays.push(Delay {
+                    from: Endpoint::Client(c),
+                    to: Endpoint::Resource,
+                    start: 0,
+                    end: Nanos::MAX,
+                    extra: ms(value),
+                });
             }
             (Self::Nodes, _) => resize(&mut s, value.round().max(1.0) as usize)?,
             (knob, target) => {

@@ -34,6 +34,8 @@ pub struct SweepSpec {
     pub first_seed: u64,
     /// Whether to add background noise (latency jitter and rare delay spikes).
     pub noise: bool,
+    /// A boundary to draw instead of the knob's own analysis: (value, label).
+    pub threshold: Option<(f64, String)>,
     /// Worker threads (at least one).
     pub threads: usize,
 }
@@ -55,6 +57,10 @@ pub struct SweepRun {
     pub overlaps: usize,
     /// Stale accesses applied per mode.
     pub stale_applied: [usize; 3],
+    /// Acquisition calls made, and how many ended without a lease.
+    pub acquire_calls: u64,
+    /// Acquisition calls that failed.
+    pub acquire_failures: u64,
     /// Events processed.
     pub events: u64,
 }
@@ -70,6 +76,8 @@ pub struct SweepPoint {
     pub violated: [f64; 3],
     /// Fraction of runs `PREVENTED_BY_FENCING`, per mode.
     pub prevented: [f64; 3],
+    /// Fraction of acquisition calls that got a lease (availability).
+    pub acquired: f64,
 }
 
 /// A finished sweep.
@@ -133,6 +141,8 @@ pub fn sweep(
                         leases: r.report.counts.leases,
                         overlaps: r.report.counts.overlaps,
                         stale_applied: r.report.counts.stale_applied,
+                        acquire_calls: r.report.acquire_calls,
+                        acquire_failures: r.report.acquire_failures,
                         events: r.report.events,
                     });
                     if let Ok(mut slot) = results[index].lock() {
@@ -161,11 +171,18 @@ pub fn sweep(
                 at.iter().filter(|r| r.verdicts[mode] == verdict).count() as f64
                     / at.len().max(1) as f64
             };
+            let calls: u64 = at.iter().map(|r| r.acquire_calls).sum();
+            let failures: u64 = at.iter().map(|r| r.acquire_failures).sum();
             SweepPoint {
                 value,
                 runs: at.len(),
                 violated: [0, 1, 2].map(|m| rate(Verdict::Violated, m)),
                 prevented: [0, 1, 2].map(|m| rate(Verdict::PreventedByFencing, m)),
+                acquired: if calls == 0 {
+                    1.0
+                } else {
+                    (calls - failures) as f64 / calls as f64
+                },
             }
         })
         .collect();
@@ -174,7 +191,10 @@ pub fn sweep(
         parameter: spec.knob.label().to_owned(),
         runs,
         points,
-        threshold: spec.knob.threshold(scenario, &target),
+        threshold: spec
+            .threshold
+            .clone()
+            .or_else(|| spec.knob.threshold(scenario, &target)),
     })
 }
 
@@ -208,7 +228,7 @@ impl Sweep {
         );
         for r in &self.runs {
             out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 self.parameter.replace(',', ";"),
                 r.value,
                 r.seed,
@@ -221,6 +241,8 @@ impl Sweep {
                 r.stale_applied[0],
                 r.stale_applied[1],
                 r.stale_applied[2],
+                r.acquire_calls,
+                r.acquire_failures,
                 r.events
             ));
         }
@@ -231,19 +253,20 @@ impl Sweep {
     pub fn table(&self) -> String {
         let mut out = format!("{}\n", self.parameter);
         out.push_str(&format!(
-            "{:>14}  {:>6}  {:>10} {:>10} {:>10}  {:>10} {:>10}\n",
-            "value", "runs", "plain V", "fenced V", "strict V", "fenced P", "strict P"
+            "{:>14}  {:>6}  {:>10} {:>10} {:>10}  {:>10} {:>10}  {:>9}\n",
+            "value", "runs", "plain V", "fenced V", "strict V", "fenced P", "strict P", "acquired"
         ));
         for p in &self.points {
             out.push_str(&format!(
-                "{:>14}  {:>6}  {:>10.3} {:>10.3} {:>10.3}  {:>10.3} {:>10.3}\n",
+                "{:>14}  {:>6}  {:>10.3} {:>10.3} {:>10.3}  {:>10.3} {:>10.3}  {:>9.3}\n",
                 p.value,
                 p.runs,
                 p.violated[0],
                 p.violated[1],
                 p.violated[2],
                 p.prevented[1],
-                p.prevented[2]
+                p.prevented[2],
+                p.acquired
             ));
         }
         if let Some((at, why)) = &self.threshold {

@@ -1,0 +1,145 @@
+//! The round-trip floor: the least any Redlock client must do, written directly with the
+//! `redis` crate — one parallel round of `SET key token NX PX ttl` to every node, then one
+//! parallel round of the compare-and-delete script, over one multiplexed connection per node.
+//!
+//! `Decide::Quorum` returns from each round as soon as a quorum agreed and lets the
+//! straggling requests finish in a background task (never dropped: a dropped request future
+//! is never sent, which would leak keys). `Decide::All` waits for every reply. There is no
+//! validity arithmetic, no retry, no per-node bookkeeping: only the network work.
+
+use std::future::Future;
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use redis::aio::MultiplexedConnection;
+use redis::{Script, Value};
+
+/// When a round returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decide {
+    /// At a quorum of successes.
+    Quorum,
+    /// When every node answered.
+    All,
+}
+
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
+end
+return 0
+";
+
+/// The floor over a set of nodes.
+pub struct Floor {
+    connections: Vec<MultiplexedConnection>,
+    release: Script,
+    decide: Decide,
+}
+
+/// The per-request timeout, as the client's default for a 10 s TTL.
+fn self_timeout() -> Duration {
+    Duration::from_millis(50)
+}
+
+impl Floor {
+    /// Connects to every node (inside the runtime that will drive it).
+    pub async fn connect(urls: &[String], decide: Decide) -> Self {
+        let mut connections = Vec::new();
+        for url in urls {
+            let client = redis::Client::open(url.as_str()).expect("a node URL");
+            connections.push(
+                client
+                    .get_multiplexed_async_connection()
+                    .await
+                    .expect("connect"),
+            );
+        }
+        Self {
+            connections,
+            release: Script::new(RELEASE),
+            decide,
+        }
+    }
+
+    fn quorum(&self) -> usize {
+        self.connections.len() / 2 + 1
+    }
+
+    /// One acquire + release of `key`; returns whether the acquisition won a quorum.
+    pub async fn acquire_release(&self, key: &str) -> bool {
+        let token = super::token();
+        let ttl = super::TTL.as_millis() as u64;
+        let sets = self
+            .connections
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                let cmd = redis::cmd("SET")
+                    .arg(key)
+                    .arg(&token)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ttl)
+                    .clone();
+                async move {
+                    let reply =
+                        tokio::time::timeout(self_timeout(), cmd.query_async::<Value>(&mut c))
+                            .await;
+                    matches!(reply, Ok(Ok(Value::Okay)))
+                }
+            })
+            .collect::<FuturesUnordered<_>>();
+        let won = self.round(sets).await;
+        let releases = self
+            .connections
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                let (script, key, token) = (self.release.clone(), key.to_owned(), token.clone());
+                async move {
+                    let mut invocation = script.key(&key);
+                    invocation.arg(&token);
+                    let reply = tokio::time::timeout(
+                        self_timeout(),
+                        invocation.invoke_async::<i64>(&mut c),
+                    )
+                    .await;
+                    matches!(reply, Ok(Ok(_)))
+                }
+            })
+            .collect::<FuturesUnordered<_>>();
+        self.round(releases).await;
+        won
+    }
+
+    /// Runs the requests until the decision, then leaves the rest to a background task.
+    async fn round<F>(&self, mut requests: FuturesUnordered<F>) -> bool
+    where
+        F: Future<Output = bool> + Send + 'static,
+    {
+        let needed = match self.decide {
+            Decide::Quorum => self.quorum(),
+            Decide::All => self.connections.len(),
+        };
+        let mut answered = 0;
+        let mut succeeded = 0;
+        while let Some(ok) = requests.next().await {
+            answered += 1;
+            succeeded += usize::from(ok);
+            let decided = match self.decide {
+                Decide::Quorum => {
+                    succeeded >= needed || answered - succeeded > self.connections.len() - needed
+                }
+                Decide::All => answered == self.connections.len(),
+            };
+            if decided {
+                break;
+            }
+        }
+        if !requests.is_empty() {
+            tokio::spawn(async move { while requests.next().await.is_some() {} });
+        }
+        succeeded >= self.quorum()
+    }
+}

@@ -1,0 +1,232 @@
+//! Throughput on five local redis-server nodes: acquire + release loops by 1, 16 and 64
+//! concurrent tasks on distinct resources, and contended acquisitions per second by 16
+//! workers on one resource. This crate's client, the wait-all floor and `rslock`.
+//!
+//! ```text
+//! cargo bench --bench throughput
+//! ```
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use redlock::Redlock;
+use redlock::core::RetryPolicy;
+use support::floor::{Decide, Floor};
+
+/// Operations each task runs per measured iteration.
+const PER_TASK: u64 = 20;
+
+fn parallel(c: &mut Criterion) {
+    let fleet = support::fleet(5);
+    let runtime = support::multi_thread();
+    let urls = fleet.urls();
+    let ours = Redlock::builder()
+        .nodes(urls.clone())
+        .ttl(support::TTL)
+        .key_prefix("bench-ours:")
+        .build()
+        .expect("a client");
+    let floor = Arc::new(runtime.block_on(Floor::connect(&urls, Decide::All)));
+    let rslock = Arc::new(rslock::LockManager::new(urls));
+    runtime.block_on(async { ours.acquire("warm").await.expect("warm-up").release().await });
+
+    let mut group = c.benchmark_group("throughput");
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(4));
+    for tasks in [1u64, 16, 64] {
+        group.throughput(Throughput::Elements(tasks * PER_TASK));
+        group.bench_function(BenchmarkId::new("ours", tasks), |b| {
+            b.iter_custom(|iters| {
+                runtime.block_on(async {
+                    let started = Instant::now();
+                    for _ in 0..iters {
+                        let handles: Vec<_> = (0..tasks)
+                            .map(|t| {
+                                let ours = ours.clone();
+                                tokio::spawn(async move {
+                                    let resource = format!("t{t}");
+                                    for _ in 0..PER_TASK {
+                                        ours.acquire(&resource)
+                                            .await
+                                            .expect("acquire")
+                                            .release()
+                                            .await;
+                                    }
+                                })
+                            })
+                            .collect();
+                        for h in handles {
+                            h.await.expect("a task");
+                        }
+                    }
+                    started.elapsed()
+                })
+            });
+        });
+        group.bench_function(BenchmarkId::new("floor_all", tasks), |b| {
+            b.iter_custom(|iters| {
+                runtime.block_on(async {
+                    let started = Instant::now();
+                    for _ in 0..iters {
+                        let handles: Vec<_> = (0..tasks)
+                            .map(|t| {
+                                let floor = floor.clone();
+                                tokio::spawn(async move {
+                                    let key = format!("bench-floor:t{t}");
+                                    for _ in 0..PER_TASK {
+                                        assert!(floor.acquire_release(&key).await);
+                                    }
+                                })
+                            })
+                            .collect();
+                        for h in handles {
+                            h.await.expect("a task");
+                        }
+                    }
+                    started.elapsed()
+                })
+            });
+        });
+        group.bench_function(BenchmarkId::new("rslock", tasks), |b| {
+            b.iter_custom(|iters| {
+                runtime.block_on(async {
+                    let started = Instant::now();
+                    for _ in 0..iters {
+                        let handles: Vec<_> = (0..tasks)
+                            .map(|t| {
+                                let rslock = rslock.clone();
+                                tokio::spawn(async move {
+                                    let key = format!("bench-rslock:t{t}");
+                                    for _ in 0..PER_TASK {
+                                        let lock = rslock
+                                            .lock(key.as_str(), support::TTL)
+                                            .await
+                                            .expect("rslock");
+                                        rslock.unlock(&lock).await;
+                                    }
+                                })
+                            })
+                            .collect();
+                        for h in handles {
+                            h.await.expect("a task");
+                        }
+                    }
+                    started.elapsed()
+                })
+            });
+        });
+    }
+    group.finish();
+    support::assert_clean(&fleet, "bench-ours:", "ours");
+    support::assert_clean(&fleet, "bench-floor:", "floor");
+    support::assert_clean(&fleet, "bench-rslock:", "rslock");
+}
+
+/// Contended: 16 workers take turns on one resource for a fixed time; acquisitions/s.
+fn contended(c: &mut Criterion) {
+    const WORKERS: usize = 16;
+    const WINDOW: Duration = Duration::from_millis(500);
+    let fleet = support::fleet(5);
+    let runtime = support::multi_thread();
+    let urls = fleet.urls();
+    // Both retry quickly: up to 2 ms of jitter between rounds, no fixed delay.
+    let ours = Redlock::builder()
+        .nodes(urls.clone())
+        .ttl(support::TTL)
+        .key_prefix("bench-ours:")
+        .build()
+        .expect("a client")
+        .with_retry(RetryPolicy::new(
+            100_000,
+            Duration::ZERO,
+            Duration::from_millis(2),
+        ))
+        .expect("a retry policy");
+    let mut rslock = rslock::LockManager::new(urls);
+    rslock.set_retry(100_000, Duration::from_millis(2));
+    let rslock = Arc::new(rslock);
+    runtime.block_on(async { ours.acquire("warm").await.expect("warm-up").release().await });
+
+    let mut group = c.benchmark_group("contended_16_workers");
+    group.sample_size(10);
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(6));
+    group.bench_function("ours", |b| {
+        b.iter_custom(|iters| {
+            runtime.block_on(async {
+                let mut busy = Duration::ZERO;
+                for _ in 0..iters {
+                    let deadline = Instant::now() + WINDOW;
+                    let handles: Vec<_> = (0..WORKERS)
+                        .map(|_| {
+                            let ours = ours.clone();
+                            tokio::spawn(async move {
+                                let mut done = 0u64;
+                                while Instant::now() < deadline {
+                                    ours.acquire("contended")
+                                        .await
+                                        .expect("acquire")
+                                        .release()
+                                        .await;
+                                    done += 1;
+                                }
+                                done
+                            })
+                        })
+                        .collect();
+                    let started = Instant::now();
+                    let mut total = 0;
+                    for h in handles {
+                        total += h.await.expect("a task");
+                    }
+                    // Time per acquisition, so that criterion's throughput reads as acquisitions/s.
+                    busy += started.elapsed() / u32::try_from(total.max(1)).unwrap_or(u32::MAX);
+                }
+                busy
+            })
+        });
+    });
+    group.bench_function("rslock", |b| {
+        b.iter_custom(|iters| {
+            runtime.block_on(async {
+                let mut busy = Duration::ZERO;
+                for _ in 0..iters {
+                    let deadline = Instant::now() + WINDOW;
+                    let handles: Vec<_> = (0..WORKERS)
+                        .map(|_| {
+                            let rslock = rslock.clone();
+                            tokio::spawn(async move {
+                                let mut done = 0u64;
+                                while Instant::now() < deadline {
+                                    let lock = rslock
+                                        .lock("bench-rslock:contended", support::TTL)
+                                        .await
+                                        .expect("rslock");
+                                    rslock.unlock(&lock).await;
+                                    done += 1;
+                                }
+                                done
+                            })
+                        })
+                        .collect();
+                    let started = Instant::now();
+                    let mut total = 0;
+                    for h in handles {
+                        total += h.await.expect("a task");
+                    }
+                    busy += started.elapsed() / u32::try_from(total.max(1)).unwrap_or(u32::MAX);
+                }
+                busy
+            })
+        });
+    });
+    group.finish();
+    support::assert_clean(&fleet, "bench-ours:", "ours (contended)");
+    support::assert_clean(&fleet, "bench-rslock:", "rslock (contended)");
+}
+
+criterion_group!(benches, parallel, contended);
+criterion_main!(benches);
