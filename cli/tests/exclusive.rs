@@ -1,0 +1,103 @@
+//! `redlock run` on one resource from several processes: the command runs once at a time,
+//! a refused run exits 75, and `--wait` runs it after the holder is done.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A generous per-node timeout: contention tests must not fail a round because a loaded
+/// machine answered a local node late.
+const CALM: [&str; 4] = ["--ttl", "10s", "--node-timeout", "500ms"];
+
+/// Appends `$NAME` to `$LINES`, then waits for `$GO`.
+fn job() -> String {
+    format!("echo \"$NAME\" >> \"$LINES\"; {WAIT_FOR_GO}")
+}
+
+#[test]
+fn two_runs_at_once_run_the_command_once_and_the_other_exits_75() {
+    let fleet = fleet(5);
+    let files = Files::new();
+    let start = |name: &str| {
+        let mut command = run_sh(
+            &fleet,
+            &[&CALM[..], &["--resource", "report"]].concat(),
+            &job(),
+        );
+        files.env(&mut command);
+        command.env("NAME", name);
+        Running::start(&mut command)
+    };
+    let mut first = start("a");
+    let mut second = start("b");
+
+    // The loser gives up after one round while the winner's command waits for `go`.
+    assert!(
+        eventually(HANG, || first.exited() || second.exited()),
+        "neither run ended"
+    );
+    let (loser, winner) = if first.exited() {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let refused = loser.finish();
+    assert_eq!(refused.code, Some(75), "{}", refused.text());
+    assert!(
+        refused.stderr.contains("`report` is held by another owner"),
+        "{}",
+        refused.text()
+    );
+    assert_eq!(lines(&files.lines).len(), 1, "{:?}", lines(&files.lines));
+
+    files.go();
+    let ran = winner.finish();
+    assert_eq!(ran.code, Some(0), "{}", ran.text());
+    assert_eq!(lines(&files.lines).len(), 1, "{:?}", lines(&files.lines));
+    assert_eq!(lock_keys(&fleet, PREFIX), [], "the lease was not released");
+}
+
+#[test]
+fn wait_runs_the_second_command_once_the_first_is_done() {
+    let fleet = fleet(5);
+    let files = Files::new();
+    let start = |name: &str, wait: &str| {
+        let args = [&CALM[..], &["--resource", "report", "--wait", wait]].concat();
+        let mut command = run_sh(&fleet, &args, &job());
+        files.env(&mut command);
+        command.env("NAME", name);
+        Running::start(&mut command)
+    };
+    let holder = start("first", "0s");
+    assert!(eventually(HANG, || lines(&files.lines) == ["first"]));
+
+    // A short wait runs out while the first still holds the resource.
+    let impatient = start("impatient", "300ms");
+    let waiter = start("second", "20s");
+    let started = Instant::now();
+    let gave_up = impatient.finish();
+    assert_eq!(gave_up.code, Some(75), "{}", gave_up.text());
+    assert!(
+        started.elapsed() >= Duration::from_millis(300),
+        "gave up after {:?}",
+        started.elapsed()
+    );
+    assert!(
+        gave_up.stderr.contains("attempts over"),
+        "{}",
+        gave_up.text()
+    );
+    assert_eq!(lines(&files.lines), ["first"]);
+
+    // The patient one runs as soon as the first is done (its command then finds `go`).
+    files.go();
+    let first = holder.finish();
+    assert_eq!(first.code, Some(0), "{}", first.text());
+    let second = waiter.finish();
+    assert_eq!(second.code, Some(0), "{}", second.text());
+    assert_eq!(lines(&files.lines), ["first", "second"]);
+    assert_eq!(lock_keys(&fleet, PREFIX), [], "a lease was not released");
+}
