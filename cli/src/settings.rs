@@ -31,15 +31,28 @@ pub(crate) enum Origin {
         path: String,
         line: usize,
         column: usize,
+        field: String,
     },
 }
 
+impl Origin {
+    /// The place alone, for messages that name the field themselves (the library's).
+    fn place(&self) -> String {
+        match self {
+            Self::Flag(name) | Self::Env(name) => (*name).to_owned(),
+            Self::File {
+                path, line, column, ..
+            } => format!("{path}:{line}:{column}"),
+        }
+    }
+}
+
+/// The place and, in a file, the field: `--ttl`, `redlock.toml:3:7: `ttl``.
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Flag(flag) => f.write_str(flag),
-            Self::Env(name) => f.write_str(name),
-            Self::File { path, line, column } => write!(f, "{path}:{line}:{column}"),
+            Self::Flag(_) | Self::Env(_) => f.write_str(&self.place()),
+            Self::File { field, .. } => write!(f, "{}: `{field}`", self.place()),
         }
     }
 }
@@ -112,23 +125,25 @@ struct Locator<'a> {
 }
 
 impl Locator<'_> {
-    fn origin(&self, offset: usize) -> Origin {
+    fn origin(&self, offset: usize, field: impl Into<String>) -> Origin {
         let offset = offset.min(self.text.len());
         let before = &self.text[..offset];
         Origin::File {
             path: self.path.to_owned(),
             line: before.matches('\n').count() + 1,
             column: before.rfind('\n').map_or(offset, |nl| offset - nl - 1) + 1,
+            field: field.into(),
         }
     }
 
     fn setting<T, U>(
         &self,
+        field: &str,
         spanned: Option<Spanned<T>>,
         map: impl Fn(T) -> U,
     ) -> Option<Setting<U>> {
         spanned.map(|s| Setting {
-            origin: self.origin(s.span().start),
+            origin: self.origin(s.span().start, field),
             value: map(s.into_inner()),
         })
     }
@@ -149,24 +164,25 @@ pub(crate) fn load_file(path: &Path) -> Result<Settings, Failure> {
 fn parse_file(text: &str, path: &str) -> Result<Settings, Failure> {
     let at = Locator { path, text };
     let deserializer = toml::Deserializer::parse(text).map_err(|e| {
-        let origin = at.origin(e.span().map_or(0, |s| s.start));
-        Failure::usage(format!("{origin}: {}", e.message()))
+        let place = at.origin(e.span().map_or(0, |s| s.start), "").place();
+        Failure::usage(format!("{place}: {}", e.message()))
     })?;
     let file: FileConfig = serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let field = field_path(&e.path().to_string());
         let inner = e.into_inner();
-        let origin = at.origin(inner.span().map_or(0, |s| s.start));
-        Failure::usage(format!("{origin}: `{field}`: {}", inner.message()))
+        let origin = at.origin(inner.span().map_or(0, |s| s.start), field);
+        Failure::usage(format!("{origin}: {}", inner.message()))
     })?;
     let duration = |d: HumanDuration| d.0;
     let (nodes_origin, nodes) = match file.nodes {
         Some(list) => {
-            let origin = at.origin(list.span().start);
+            let origin = at.origin(list.span().start, "nodes");
             let nodes = list
                 .into_inner()
                 .into_iter()
-                .map(|url| Setting {
-                    origin: at.origin(url.span().start),
+                .enumerate()
+                .map(|(index, url)| Setting {
+                    origin: at.origin(url.span().start, format!("nodes[{index}]")),
                     value: url.into_inner(),
                 })
                 .collect();
@@ -177,14 +193,14 @@ fn parse_file(text: &str, path: &str) -> Result<Settings, Failure> {
     Ok(Settings {
         nodes,
         nodes_origin,
-        key_prefix: at.setting(file.key_prefix, |p| p),
-        ttl: at.setting(file.ttl, duration),
-        node_timeout: at.setting(file.node_timeout, duration),
-        retry_delay: at.setting(file.retry_delay, duration),
-        retry_jitter: at.setting(file.retry_jitter, duration),
-        wait: at.setting(file.wait, duration),
-        kill_after: at.setting(file.kill_after, duration),
-        max_hold: at.setting(file.max_hold, duration),
+        key_prefix: at.setting("key_prefix", file.key_prefix, |p| p),
+        ttl: at.setting("ttl", file.ttl, duration),
+        node_timeout: at.setting("node_timeout", file.node_timeout, duration),
+        retry_delay: at.setting("retry_delay", file.retry_delay, duration),
+        retry_jitter: at.setting("retry_jitter", file.retry_jitter, duration),
+        wait: at.setting("wait", file.wait, duration),
+        kill_after: at.setting("kill_after", file.kill_after, duration),
+        max_hold: at.setting("max_hold", file.max_hold, duration),
     })
 }
 
@@ -336,7 +352,7 @@ impl Settings {
         }
         let redlock = builder.build().map_err(|e| match e {
             Error::Config(config) => match self.origin_of(config.field()) {
-                Some(origin) => Failure::usage(format!("{origin}: {config}")),
+                Some(origin) => Failure::usage(format!("{}: {config}", origin.place())),
                 None => Failure::usage(config.to_string()),
             },
             other => Failure::new(crate::exit::for_error(&other), other.to_string()),
@@ -381,11 +397,12 @@ mod tests {
 
     use super::*;
 
-    fn file_origin(line: usize, column: usize) -> Origin {
+    fn file_origin(line: usize, column: usize, field: &str) -> Origin {
         Origin::File {
             path: "redlock.toml".into(),
             line,
             column,
+            field: field.into(),
         }
     }
 
@@ -412,11 +429,12 @@ mod tests {
                     retry_jitter = \"250ms\"\n";
         let settings = file(text);
         assert_eq!(settings.nodes.len(), 2);
-        assert_eq!(settings.nodes[1].origin, file_origin(1, 33));
+        assert_eq!(settings.nodes[1].origin, file_origin(1, 33, "nodes[1]"));
         assert_eq!(settings.key_prefix.unwrap().value, "jobs:");
         let ttl = settings.ttl.unwrap();
         assert_eq!(ttl.value, Duration::from_secs(30));
-        assert_eq!(ttl.origin, file_origin(3, 7));
+        assert_eq!(ttl.origin, file_origin(3, 7, "ttl"));
+        assert_eq!(ttl.origin.to_string(), "redlock.toml:3:7: `ttl`");
         assert_eq!(settings.wait.unwrap().value, Duration::from_secs(60));
         assert_eq!(settings.max_hold.unwrap().value, Duration::from_secs(7200));
         assert_eq!(
