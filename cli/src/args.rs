@@ -84,6 +84,10 @@ pub(crate) struct RunArgs {
     /// the lease were lost [default: 1h].
     #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) max_hold: Option<Duration>,
+    /// Print nothing when another owner holds the resource (the exit code is still 75), so
+    /// that cron mails only real problems.
+    #[arg(long, short = 'q')]
+    pub(crate) quiet: bool,
     /// Mint a fencing token on the nodes with the lease and pass it to CMD in the
     /// environment variable NAME (see docs/fencing.md).
     #[arg(long, value_name = "NAME")]

@@ -30,7 +30,8 @@ pub(crate) const CANNOT_EXECUTE: u8 = 126;
 /// The command was not found.
 pub(crate) const NOT_FOUND: u8 = 127;
 
-/// Something that ends `redlock` with `code`, after printing `message` on stderr.
+/// Something that ends `redlock` with `code`, after printing `message` on stderr (nothing
+/// when it is empty, see [`Failure::silent`]).
 #[derive(Debug)]
 pub(crate) struct Failure {
     pub(crate) code: u8,
@@ -47,6 +48,11 @@ impl Failure {
 
     pub(crate) fn usage(message: impl Into<String>) -> Self {
         Self::new(USAGE, message)
+    }
+
+    /// Ends with `code` and prints nothing.
+    pub(crate) fn silent(code: u8) -> Self {
+        Self::new(code, String::new())
     }
 }
 

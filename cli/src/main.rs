@@ -55,7 +55,9 @@ fn main() -> ExitCode {
 }
 
 fn fail(failure: &Failure) -> ExitCode {
-    eprintln!("redlock: {failure}");
+    if !failure.message.is_empty() {
+        eprintln!("redlock: {failure}");
+    }
     ExitCode::from(failure.code)
 }
 

@@ -122,7 +122,13 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, Failure> {
     let mut incoming = Incoming::install()
         .map_err(|e| Failure::new(OS_ERROR, format!("cannot catch signals: {e}")))?;
 
-    let lease = acquire(&redlock, &args.resource, plan.wait, &mut incoming).await?;
+    let lease = match acquire(&redlock, &args.resource, plan.wait, &mut incoming).await {
+        Ok(lease) => lease,
+        Err(refused) if args.quiet && refused.code == exit::TEMP_FAIL => {
+            return Err(Failure::silent(refused.code));
+        }
+        Err(refused) => return Err(refused),
+    };
     let kept = lease.keep_alive(plan.keep_alive());
     let signal = kept.signal();
     let env = args

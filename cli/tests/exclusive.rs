@@ -74,6 +74,21 @@ fn wait_runs_the_second_command_once_the_first_is_done() {
     let holder = start("first", "0s");
     assert!(eventually(HANG, || lines(&files.lines) == ["first"]));
 
+    // --quiet: refused without a word, for cron.
+    let mut quiet = run_sh(
+        &fleet,
+        &["--resource", "report", "--quiet"],
+        "echo ran >> \"$LINES\"",
+    );
+    files.env(&mut quiet);
+    let silent = finish(&mut quiet);
+    assert_eq!(
+        (silent.code, silent.stderr.as_str()),
+        (Some(75), ""),
+        "{}",
+        silent.text()
+    );
+
     // A short wait runs out while the first still holds the resource.
     let impatient = start("impatient", "300ms");
     let waiter = start("second", "20s");
