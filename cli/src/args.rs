@@ -72,7 +72,7 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) ttl: Option<Duration>,
     /// Keep trying for this long while the resource is held elsewhere or nodes are
-    /// unavailable [default: 0s, a single attempt].
+    /// unavailable [default: 0s: one acquisition, up to 4 rounds in about half a second].
     #[arg(long, short = 'w', value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) wait: Option<Duration>,
     /// The grace period between SIGTERM and SIGKILL when the lease is lost. CMD gets SIGTERM

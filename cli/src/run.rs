@@ -188,8 +188,16 @@ fn check_env_name(name: &str) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Takes the lease: one round, then more until `wait` is over while the resource is held
-/// elsewhere or nodes are unavailable. A signal stops the waiting.
+/// Takes the lease: one acquisition as the client makes it (up to 4 rounds over about
+/// half a second with the default retry policy), then more rounds until `wait` is over,
+/// while the resource is held elsewhere or nodes are unavailable. A signal stops the
+/// waiting.
+///
+/// Even without `--wait`, the policy's retries matter: several `redlock run` started at the
+/// same moment (cron on several servers) can split the nodes' votes so that none reaches
+/// a quorum; each then releases its keys, and a retry after a random delay lets one win
+/// instead of all giving up. They also carry a cold process past its first round, which
+/// opens the connections within the per-node timeout.
 async fn acquire(
     redlock: &Redlock,
     resource: &str,
@@ -209,12 +217,18 @@ async fn acquire(
             Err(error) => error,
         };
         let now = Instant::now();
-        if !error.is_retryable() || now >= deadline {
+        let again = error.is_retryable() && (now < deadline || attempts <= retry.retries());
+        if !again {
             return Err(refusal(&error, attempts, started.elapsed()));
         }
         let pause = retry.delay() + rand::random_range(Duration::ZERO..=retry.jitter());
+        let pause = if now < deadline {
+            pause.min(deadline - now)
+        } else {
+            pause
+        };
         tokio::select! {
-            () = tokio::time::sleep(pause.min(deadline - now)) => {}
+            () = tokio::time::sleep(pause) => {}
             received = incoming.recv() => {
                 return Err(Failure::new(
                     128 + exit_signal_number(received),
@@ -230,10 +244,10 @@ fn exit_signal_number(signal: Signal) -> u8 {
 }
 
 /// Why the command was not run.
-fn refusal(error: &redlock::Error, attempts: u32, waited: Duration) -> Failure {
+fn refusal(error: &redlock::Error, rounds: u32, waited: Duration) -> Failure {
     let code = exit::for_error(error);
-    let tried = if attempts > 1 {
-        format!(" ({attempts} attempts over {})", show(waited))
+    let tried = if rounds > 1 {
+        format!(" ({rounds} rounds over {})", show(waited))
     } else {
         String::new()
     };
