@@ -63,6 +63,14 @@ impl Child {
         Ok(status)
     }
 
+    /// The command's status if it has exited, without waiting. Asks the operating system
+    /// directly, so it sees an exit that the runtime has not yet been told about.
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        let status = self.process.try_wait()?;
+        self.reaped |= status.is_some();
+        Ok(status)
+    }
+
     /// Sends `signal` to the command's process group.
     ///
     /// Signals are only sent before the command has been reaped: until then its pid, which

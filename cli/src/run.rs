@@ -290,7 +290,7 @@ impl std::fmt::Display for Cause {
             ),
             Self::NotExtended(left) => write!(
                 f,
-                "could not be extended (too few nodes answered) with {} of validity left",
+                "was not extended in time (nodes unreachable, or redlock paused) with {} of validity left",
                 show(*left)
             ),
         }
@@ -306,6 +306,15 @@ enum Ending {
     Late(ExitStatus),
     /// The command was stopped because of `cause`.
     Terminated { status: ExitStatus, cause: Cause },
+}
+
+/// How a command that exited on its own ended: in time, or after the lease had run out.
+fn exited(status: ExitStatus, signal: &LeaseSignal) -> Ending {
+    if signal.is_valid() {
+        Ending::Finished(status)
+    } else {
+        Ending::Late(status)
+    }
 }
 
 /// Waits for the command while watching the lease; forwards received signals to it.
@@ -328,14 +337,9 @@ async fn supervise(
             .checked_sub(plan.kill_after)
             .unwrap_or(valid_until);
         tokio::select! {
-            status = child.wait() => {
-                let status = status.map_err(waited)?;
-                return Ok(if signal.is_valid() {
-                    Ending::Finished(status)
-                } else {
-                    Ending::Late(status)
-                });
-            }
+            // A command that has already exited needs no stopping: report it first.
+            biased;
+            status = child.wait() => return Ok(exited(status.map_err(waited)?, signal)),
             reason = signal.lost() => break Cause::Lost(reason),
             () = tokio::time::sleep_until(stop_at.into()) => {
                 if signal.valid_until() > valid_until {
@@ -351,6 +355,10 @@ async fn supervise(
             received = incoming.recv() => child.signal(received),
         }
     };
+    // The command may have exited while redlock was not running (paused, or busy).
+    if let Some(status) = child.try_wait().map_err(waited)? {
+        return Ok(exited(status, signal));
+    }
     eprintln!(
         "redlock: the lease on `{}` {cause}: sending SIGTERM to the command, SIGKILL in {}",
         signal.resource(),

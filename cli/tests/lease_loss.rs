@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nix::errno::Errno;
-use nix::sys::signal::kill;
+use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use redlock_fleet::RedisFleet;
 
@@ -46,7 +46,7 @@ fn paused_nodes_end_the_lease_the_command_gets_sigterm_and_redlock_exits_74() {
     assert_eq!(lines(&files.lines), ["started", "TERM"]);
     assert!(
         done.stderr
-            .contains("the lease on `import` could not be extended")
+            .contains("the lease on `import` was not extended in time")
             && done.stderr.contains("sending SIGTERM"),
         "{}",
         done.text()
@@ -134,4 +134,29 @@ fn the_longest_hold_ends_the_lease_like_a_loss() {
         &fleet, PREFIX
     )
     .is_empty()));
+}
+
+#[test]
+fn a_paused_redlock_reports_that_the_lease_ran_out_even_if_the_command_finished() {
+    let fleet = fleet(3);
+    let files = Files::new();
+    let script = format!("echo started >> \"$LINES\"; {WAIT_FOR_GO}");
+    let mut command = run_sh(&fleet, &["--resource", "import", "--ttl", "1s"], &script);
+    files.env(&mut command);
+    let running = Running::start(&mut command);
+    assert!(eventually(HANG, || lines(&files.lines) == ["started"]));
+
+    // redlock is stopped (a frozen VM) past its lease; the command finishes meanwhile.
+    running.signal(Signal::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(1_500));
+    files.go();
+    std::thread::sleep(Duration::from_millis(200));
+    running.signal(Signal::SIGCONT);
+    let done = running.finish();
+    assert_eq!(done.code, Some(74), "{}", done.text());
+    assert!(
+        done.stderr.contains("the lease on `import`"),
+        "{}",
+        done.text()
+    );
 }
