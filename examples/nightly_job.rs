@@ -9,7 +9,8 @@
 //! start together; one takes the lease and runs the report, the other two find the
 //! resource held and exit 75 without running it (silently, with `--quiet`, so cron mails
 //! nothing). This example does exactly that on one machine: it writes the config file,
-//! starts the three invocations at once, and shows that the report ran once.
+//! starts the three invocations at once (without `--quiet`, to show what the other two
+//! say), and shows that the report ran once.
 //!
 //! ```text
 //! cargo run --example nightly_job
