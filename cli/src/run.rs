@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use redlock::Redlock;
-use redlock::client::{Fencing, KeepAlive, LeaseSignal};
+use redlock::client::{Fencing, KeepAlive, KeptLease, LeaseSignal, ReleaseReport};
 
 use crate::args::RunArgs;
 use crate::child::{self, Child};
@@ -139,18 +139,13 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, Failure> {
     let mut child = match child::spawn(&args.command, env) {
         Ok(child) => child,
         Err(failure) => {
-            kept.release().await;
+            release(kept, &redlock).await;
             return Err(failure);
         }
     };
 
     let ending = supervise(&mut child, &signal, &plan, &mut incoming).await;
-    let report = kept.release().await;
-    if report.pending() > 0 {
-        // `release` returns once a quorum is free; the other nodes' answers arrive within
-        // the per-node timeout. Let them land before the process (and its runtime) ends.
-        tokio::time::sleep(redlock.config().node_timeout().saturating_mul(2)).await;
-    }
+    let report = release(kept, &redlock).await;
     let resource = &args.resource;
     match ending? {
         Ending::Finished(status) => {
@@ -177,6 +172,17 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, Failure> {
             Ok(LEASE_LOST)
         }
     }
+}
+
+/// Releases the lease. `release` returns once a quorum of nodes is free; the other
+/// nodes' answers arrive within the per-node timeout, from requests that would die with
+/// the process: give them that long to land, so that no key is left behind needlessly.
+async fn release(kept: KeptLease, redlock: &Redlock) -> ReleaseReport {
+    let report = kept.release().await;
+    if report.pending() > 0 {
+        tokio::time::sleep(redlock.config().node_timeout().saturating_mul(2)).await;
+    }
+    report
 }
 
 fn check_env_name(name: &str) -> Result<(), Failure> {

@@ -75,32 +75,38 @@ fn status_shows_holder_ttl_and_fence_while_held_and_free_after() {
     assert_eq!(held.code, Some(0), "{}", held.text());
     let out = &held.stdout;
     assert!(out.contains("key redlock:nightly-report"), "{out}");
-    let mut holders = 0;
-    for node in 0..5 {
-        let keys = fleet
-            .keys_with_prefix(node, "redlock:nightly-report")
-            .unwrap();
-        let token = keys
-            .iter()
-            .find(|(key, _)| key == "redlock:nightly-report")
-            .and_then(|(_, value)| value.clone());
-        let cells = row(out, &format!("127.0.0.1:{}", fleet.port(node)));
-        match token {
-            Some(token) => {
-                holders += 1;
-                assert_eq!(cells[1], &token[..8], "{out}");
-                let ttl = millis(cells[2]);
-                assert!(ttl > 5_000 && ttl <= 10_000, "{out}");
-                assert_eq!(cells[3], "1", "the fence counter: {out}");
-            }
-            None => assert_eq!(cells[1], "-", "{out}"),
-        }
+    // The lease's token, as the nodes store it.
+    let token = (0..5)
+        .find_map(|node| {
+            let keys = fleet
+                .keys_with_prefix(node, "redlock:nightly-report")
+                .unwrap();
+            keys.into_iter()
+                .find(|(key, _)| key == "redlock:nightly-report")
+                .and_then(|(_, value)| value)
+        })
+        .expect("the lease's key on some node");
+    let short = &token[..8];
+    let rows: Vec<Vec<&str>> = (0..5)
+        .map(|node| row(out, &format!("127.0.0.1:{}", fleet.port(node))))
+        .collect();
+    assert!(rows.iter().all(|c| c[1] == short || c[1] == "-"), "{out}");
+    let holding = rows.iter().filter(|c| c[1] == short).count();
+    assert!(holding >= 3, "{out}");
+    for cells in rows.iter().filter(|c| c[1] == short) {
+        let ttl = millis(cells[2]);
+        assert!(ttl > 5_000 && ttl <= 10_000, "{out}");
     }
-    assert!(holders >= 3, "{out}");
     assert!(
-        out.contains(&format!("on {holders} of 5 nodes (quorum 3)")),
+        out.contains(&format!(
+            "held by {short} on {holding} of 5 nodes (quorum 3)"
+        )),
         "{out}"
     );
+    // The grant needs a quorum at the new counter; a straggling raise may still be on its
+    // way to the others (or have timed out on a loaded machine).
+    assert!(rows.iter().all(|c| c[3] == "1" || c[3] == "-"), "{out}");
+    assert!(rows.iter().filter(|c| c[3] == "1").count() >= 3, "{out}");
 
     files.go();
     assert_eq!(running.finish().code, Some(0));
@@ -112,8 +118,11 @@ fn status_shows_holder_ttl_and_fence_while_held_and_free_after() {
         free.text()
     );
     // Fence counters outlive leases by design.
-    let cells = row(&free.stdout, &format!("127.0.0.1:{}", fleet.port(0)));
-    assert_eq!(cells[1..], ["-", "-", "1"], "{}", free.text());
+    let kept = (0..5)
+        .map(|node| row(&free.stdout, &format!("127.0.0.1:{}", fleet.port(node))))
+        .filter(|cells| cells[1..] == ["-", "-", "1"])
+        .count();
+    assert!(kept >= 3, "{}", free.text());
 }
 
 #[test]

@@ -208,3 +208,26 @@ pub fn lock_keys(fleet: &RedisFleet, prefix: &str) -> Vec<(String, Option<String
         .filter(|(key, _)| !key.contains('\0'))
         .collect()
 }
+
+/// Asserts that the resource under `key` can be taken at once: fewer than a quorum of the
+/// running nodes hold it. (A node whose release answer was lost, on a loaded machine, keeps
+/// the key until its TTL; that blocks nobody, and no release promises more.)
+pub fn assert_free(fleet: &RedisFleet, key: &str) {
+    let holders = (0..fleet.len())
+        .filter(|&i| fleet.pid(i).is_some())
+        .filter(|&i| {
+            fleet
+                .keys_with_prefix(i, key)
+                .expect("inspect the nodes")
+                .iter()
+                .any(|(k, _)| k == key)
+        })
+        .count();
+    let quorum = fleet.len() / 2 + 1;
+    assert!(
+        holders < quorum,
+        "`{key}` is still held on {holders} of {} nodes: {:?}",
+        fleet.len(),
+        lock_keys(fleet, key)
+    );
+}
