@@ -5,6 +5,7 @@
 
 mod args;
 mod child;
+mod config_file;
 mod duration;
 mod exit;
 mod run;

@@ -1,22 +1,17 @@
 //! Where each setting comes from: a flag, else `REDLOCK_NODES` (nodes only), else the config
-//! file, else the library's default. Every value remembers its origin, so that a refused
-//! value is reported where it was written (`--ttl`, `REDLOCK_NODES`, `redlock.toml:3:7`).
-//!
-//! The config file is TOML; unknown fields are refused, and every error names the line,
-//! the column and the field. Node URLs are never printed with their passwords: the
-//! library redacts them in its errors, and nothing here repeats a URL.
+//! file (`config_file`), else the library's default. Every value remembers its origin, so
+//! that a refused value is reported where it was written (`--ttl`, `REDLOCK_NODES`,
+//! `redlock.toml:3:7`). Node URLs are never printed with their passwords: the library
+//! redacts them in its errors, and nothing here repeats a URL.
 
 use std::ffi::OsString;
 use std::fmt;
-use std::path::Path;
 use std::time::Duration;
 
 use redlock::{Error, Redlock};
-use serde::Deserialize;
-use toml::Spanned;
 
 use crate::args::NodeArgs;
-use crate::duration::HumanDuration;
+use crate::config_file;
 use crate::exit::Failure;
 
 /// The environment variable listing the nodes, comma-separated.
@@ -37,7 +32,7 @@ pub(crate) enum Origin {
 
 impl Origin {
     /// The place alone, for messages that name the field themselves (the library's).
-    fn place(&self) -> String {
+    pub(crate) fn place(&self) -> String {
         match self {
             Self::Flag(name) | Self::Env(name) => (*name).to_owned(),
             Self::File {
@@ -103,124 +98,6 @@ pub(crate) struct Settings {
     pub(crate) max_hold: Option<Setting<Duration>>,
 }
 
-/// The config file as written. Durations are strings (`"30s"`).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FileConfig {
-    nodes: Option<Spanned<Vec<Spanned<String>>>>,
-    key_prefix: Option<Spanned<String>>,
-    ttl: Option<Spanned<HumanDuration>>,
-    node_timeout: Option<Spanned<HumanDuration>>,
-    retry_delay: Option<Spanned<HumanDuration>>,
-    retry_jitter: Option<Spanned<HumanDuration>>,
-    wait: Option<Spanned<HumanDuration>>,
-    kill_after: Option<Spanned<HumanDuration>>,
-    max_hold: Option<Spanned<HumanDuration>>,
-}
-
-/// Turns byte offsets of one file into `path:line:column` origins.
-struct Locator<'a> {
-    path: &'a str,
-    text: &'a str,
-}
-
-impl Locator<'_> {
-    fn origin(&self, offset: usize, field: impl Into<String>) -> Origin {
-        let offset = offset.min(self.text.len());
-        let before = &self.text[..offset];
-        Origin::File {
-            path: self.path.to_owned(),
-            line: before.matches('\n').count() + 1,
-            column: before.rfind('\n').map_or(offset, |nl| offset - nl - 1) + 1,
-            field: field.into(),
-        }
-    }
-
-    fn setting<T, U>(
-        &self,
-        field: &str,
-        spanned: Option<Spanned<T>>,
-        map: impl Fn(T) -> U,
-    ) -> Option<Setting<U>> {
-        spanned.map(|s| Setting {
-            origin: self.origin(s.span().start, field),
-            value: map(s.into_inner()),
-        })
-    }
-}
-
-/// Reads the config file at `path`.
-///
-/// # Errors
-///
-/// A usage failure naming the file, and for a malformed file the line, column and field.
-pub(crate) fn load_file(path: &Path) -> Result<Settings, Failure> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::usage(format!("cannot read the config file {shown}: {e}")))?;
-    parse_file(&text, &shown)
-}
-
-fn parse_file(text: &str, path: &str) -> Result<Settings, Failure> {
-    let at = Locator { path, text };
-    let deserializer = toml::Deserializer::parse(text).map_err(|e| {
-        let place = at.origin(e.span().map_or(0, |s| s.start), "").place();
-        Failure::usage(format!("{place}: {}", e.message()))
-    })?;
-    let file: FileConfig = serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let field = field_path(&e.path().to_string());
-        let inner = e.into_inner();
-        let origin = at.origin(inner.span().map_or(0, |s| s.start), field);
-        Failure::usage(format!("{origin}: {}", inner.message()))
-    })?;
-    let duration = |d: HumanDuration| d.0;
-    let (nodes_origin, nodes) = match file.nodes {
-        Some(list) => {
-            let origin = at.origin(list.span().start, "nodes");
-            let nodes = list
-                .into_inner()
-                .into_iter()
-                .enumerate()
-                .map(|(index, url)| Setting {
-                    origin: at.origin(url.span().start, format!("nodes[{index}]")),
-                    value: url.into_inner(),
-                })
-                .collect();
-            (Some(origin), nodes)
-        }
-        None => (None, Vec::new()),
-    };
-    Ok(Settings {
-        nodes,
-        nodes_origin,
-        key_prefix: at.setting("key_prefix", file.key_prefix, |p| p),
-        ttl: at.setting("ttl", file.ttl, duration),
-        node_timeout: at.setting("node_timeout", file.node_timeout, duration),
-        retry_delay: at.setting("retry_delay", file.retry_delay, duration),
-        retry_jitter: at.setting("retry_jitter", file.retry_jitter, duration),
-        wait: at.setting("wait", file.wait, duration),
-        kill_after: at.setting("kill_after", file.kill_after, duration),
-        max_hold: at.setting("max_hold", file.max_hold, duration),
-    })
-}
-
-/// The field's path as written in the file: `Spanned` wrappers add private segments to
-/// serde's path (`ttl.$__serde_spanned_private_value`) that mean nothing to a user.
-fn field_path(path: &str) -> String {
-    path.split('.')
-        .map(|segment| match segment.find("$__") {
-            Some(0) => segment.find('[').map_or("", |at| &segment[at..]),
-            _ => segment,
-        })
-        .fold(String::new(), |mut joined, segment| {
-            if !joined.is_empty() && !segment.is_empty() && !segment.starts_with('[') {
-                joined.push('.');
-            }
-            joined.push_str(segment);
-            joined
-        })
-}
-
 /// Merges the sources: `flags` over `env_nodes` (the value of `REDLOCK_NODES`) over `file`
 /// (the config file's settings, or none).
 ///
@@ -274,10 +151,10 @@ pub(crate) fn gather(
 ///
 /// # Errors
 ///
-/// As [`load_file`] and [`gather`].
+/// As `config_file::load` and [`gather`].
 pub(crate) fn from_sources(args: &NodeArgs, flags: Flags) -> Result<Settings, Failure> {
     let file = match &args.config {
-        Some(path) => load_file(path)?,
+        Some(path) => config_file::load(path)?,
         None => Settings::default(),
     };
     gather(flags, std::env::var_os(NODES_ENV), file)
@@ -396,74 +273,10 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-
-    fn file_origin(line: usize, column: usize, field: &str) -> Origin {
-        Origin::File {
-            path: "redlock.toml".into(),
-            line,
-            column,
-            field: field.into(),
-        }
-    }
+    use crate::config_file;
 
     fn file(text: &str) -> Settings {
-        parse_file(text, "redlock.toml").unwrap()
-    }
-
-    #[test]
-    fn field_paths_hide_serde_internals() {
-        let private = "$__serde_spanned_private_value";
-        assert_eq!(field_path(&format!("ttl.{private}")), "ttl");
-        assert_eq!(
-            field_path(&format!("nodes.{private}[0].{private}")),
-            "nodes[0]"
-        );
-        assert_eq!(field_path("tll"), "tll");
-    }
-
-    #[test]
-    fn a_file_gives_every_field_with_its_line() {
-        let text = "nodes = [\"redis://127.0.0.1:1\", \"redis://127.0.0.1:2\"]\n\
-                    key_prefix = \"jobs:\"\nttl = \"30s\"\nwait = \"1m\"\nkill_after = \"5s\"\n\
-                    max_hold = \"2h\"\nnode_timeout = \"20ms\"\nretry_delay = \"1s\"\n\
-                    retry_jitter = \"250ms\"\n";
-        let settings = file(text);
-        assert_eq!(settings.nodes.len(), 2);
-        assert_eq!(settings.nodes[1].origin, file_origin(1, 33, "nodes[1]"));
-        assert_eq!(settings.key_prefix.unwrap().value, "jobs:");
-        let ttl = settings.ttl.unwrap();
-        assert_eq!(ttl.value, Duration::from_secs(30));
-        assert_eq!(ttl.origin, file_origin(3, 7, "ttl"));
-        assert_eq!(ttl.origin.to_string(), "redlock.toml:3:7: `ttl`");
-        assert_eq!(settings.wait.unwrap().value, Duration::from_secs(60));
-        assert_eq!(settings.max_hold.unwrap().value, Duration::from_secs(7200));
-        assert_eq!(
-            settings.retry_jitter.unwrap().value,
-            Duration::from_millis(250)
-        );
-    }
-
-    #[test]
-    fn unknown_fields_and_bad_values_name_line_and_field() {
-        let err = parse_file("nodes = []\n\ntll = \"5s\"\n", "redlock.toml").unwrap_err();
-        assert!(err.message.starts_with("redlock.toml:3:1: "), "{err}");
-        assert!(err.message.contains("unknown field `tll`"), "{err}");
-
-        let err = parse_file("nodes = []\nttl = \"5 parsecs\"\n", "redlock.toml").unwrap_err();
-        assert!(
-            err.message.starts_with("redlock.toml:2:7: `ttl`: "),
-            "{err}"
-        );
-        assert!(err.message.contains("not a duration"), "{err}");
-
-        let err = parse_file("nodes = [1]\n", "redlock.toml").unwrap_err();
-        assert!(
-            err.message.starts_with("redlock.toml:1:10: `nodes[0]`"),
-            "{err}"
-        );
-
-        let err = parse_file("nodes = [\n", "redlock.toml").unwrap_err();
-        assert!(err.message.starts_with("redlock.toml:"), "{err}");
+        config_file::parse(text, "redlock.toml").unwrap()
     }
 
     #[test]
