@@ -385,6 +385,8 @@ impl RedisFleet {
             ]);
         }
         args.extend(self.options.extra_args.iter().cloned());
+        // A restarted node appends to the same log: count the readiness lines of this run.
+        let ready_before = ready_lines(&log);
         let mut child = Command::new(&self.binary)
             .args(&args)
             .stdin(Stdio::null())
@@ -401,7 +403,10 @@ impl RedisFleet {
                 }
                 return Err(format!("exited with {status}: {stderr}{}", log_tail(&log)));
             }
-            if ping(port) {
+            // A PONG alone is not enough: when two fleets start at once they can probe the
+            // same free port, and the other fleet's server answers while ours, which could
+            // not bind, is still exiting. Our server says it is ready in its own log.
+            if ready_lines(&log) > ready_before && ping(port) {
                 return Ok(child);
             }
             if started.elapsed() > STARTUP_TIMEOUT {
@@ -484,6 +489,14 @@ fn ping(port: u16) -> bool {
     }
 }
 
+/// How many times the log at `log` says the server is ready (`Ready to accept connections`,
+/// followed by ` tcp` since Redis 7.2).
+fn ready_lines(log: &Path) -> usize {
+    std::fs::read_to_string(log)
+        .map(|text| text.matches("Ready to accept connections").count())
+        .unwrap_or(0)
+}
+
 fn log_tail(log: &Path) -> String {
     std::fs::read_to_string(log)
         .map(|text| {
@@ -506,4 +519,33 @@ fn glob_escape(text: &str) -> String {
         escaped.push(c);
     }
     escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two fleets starting at once can probe the same free port. The server that loses the
+    /// bind lives on for a moment, and the other fleet's server answers its `PING`: the node
+    /// must not be taken for started.
+    #[test]
+    fn a_node_whose_port_is_taken_is_not_taken_for_started() {
+        let owner = RedisFleet::start(1).unwrap();
+        let mut late = RedisFleet::start(0).unwrap();
+        let dir = late._root.path().join("node-0");
+        std::fs::create_dir_all(&dir).unwrap();
+        late.nodes.push(Node {
+            port: 0,
+            dir,
+            child: None,
+        });
+        match late.spawn(0, owner.port(0)) {
+            Err(detail) => assert!(detail.contains("exited"), "{detail}"),
+            Ok(mut child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("a server that could not bind was reported as started");
+            }
+        }
+    }
 }

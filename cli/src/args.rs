@@ -1,0 +1,118 @@
+//! The command line, as clap parses it. Values are only parsed here; `settings` merges them
+//! with the environment and the config file, and the library checks them.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::duration;
+
+const EXIT_CODES: &str = "\
+Exit codes of `redlock run`:
+  CMD's status   CMD ran to its end (128+N if a signal N killed it)
+  64             bad arguments or configuration
+  69             too few nodes answered for a quorum
+  74             the lease was lost while CMD ran; CMD was sent SIGTERM, then SIGKILL
+  75             another owner holds the resource (after --wait)
+  126, 127       CMD could not be started, or was not found
+Exit codes of `redlock status`: 0 held by a quorum, 1 not held, 69 too few nodes answered.
+
+Nodes come from --node, else REDLOCK_NODES (comma-separated URLs), else the config file.
+See docs/cli.md for the config file and more.";
+
+/// Run a command only while holding a Redlock lease on independent Redis nodes (flock(1)
+/// across servers), and show who holds a resource.
+#[derive(Debug, Parser)]
+#[command(name = "redlock", version, after_help = EXIT_CODES)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Run CMD while holding a lease on RESOURCE, keeping the lease extended; terminate CMD
+    /// if the lease is lost; release it when CMD exits; exit with CMD's status.
+    #[command(after_help = EXIT_CODES)]
+    Run(RunArgs),
+    /// Show each node's holder of RESOURCE, its remaining TTL and fence counter, and whether
+    /// a quorum holds it.
+    Status(StatusArgs),
+}
+
+/// Where the nodes are and how to talk to them; shared by every command.
+#[derive(Debug, Args)]
+pub(crate) struct NodeArgs {
+    /// A Redis node URL (redis://[:password@]host:port[/db]); repeat it, or separate URLs
+    /// with commas. Overrides REDLOCK_NODES and the config file.
+    #[arg(long = "node", value_name = "URL", value_delimiter = ',')]
+    pub(crate) nodes: Vec<String>,
+    /// A TOML config file (nodes, ttl, key_prefix, …); flags and REDLOCK_NODES override it.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) config: Option<PathBuf>,
+    /// The prefix of lock keys [default: redlock:].
+    #[arg(long, value_name = "PREFIX")]
+    pub(crate) key_prefix: Option<String>,
+    /// How long to wait for one node's reply [default: 50ms, or ttl/20 when shorter].
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    pub(crate) node_timeout: Option<Duration>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) nodes: NodeArgs,
+    /// The resource to lock, e.g. nightly-report.
+    #[arg(long, short = 'r', value_name = "RESOURCE")]
+    pub(crate) resource: String,
+    /// The lease's time-to-live: how long the resource stays locked if redlock dies
+    /// [default: 10s]. The lease is extended while CMD runs.
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    pub(crate) ttl: Option<Duration>,
+    /// Keep trying for this long while the resource is held elsewhere or nodes are
+    /// unavailable [default: 0s: one acquisition, up to 4 rounds in about half a second].
+    #[arg(long, short = 'w', value_name = "DURATION", value_parser = duration::parse)]
+    pub(crate) wait: Option<Duration>,
+    /// The grace period between SIGTERM and SIGKILL when the lease is lost. CMD gets SIGTERM
+    /// when only this much validity is left unextended, so SIGKILL lands before the lease
+    /// can pass to anyone else. At most a quarter of the ttl [default: ttl/4, at most 10s].
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    pub(crate) kill_after: Option<Duration>,
+    /// Stop extending after CMD has held the lease this long; CMD is then terminated as if
+    /// the lease were lost [default: 1h].
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    pub(crate) max_hold: Option<Duration>,
+    /// Print nothing when another owner holds the resource (the exit code is still 75), so
+    /// that cron mails only real problems.
+    #[arg(long, short = 'q')]
+    pub(crate) quiet: bool,
+    /// Mint a fencing token on the nodes with the lease and pass it to CMD in the
+    /// environment variable NAME (see docs/fencing.md).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) fence_env: Option<String>,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(crate) command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    #[command(flatten)]
+    pub(crate) nodes: NodeArgs,
+    /// The resource, e.g. nightly-report.
+    pub(crate) resource: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,358 @@
+//! Where each setting comes from: a flag, else `REDLOCK_NODES` (nodes only), else the config
+//! file (`config_file`), else the library's default. Every value remembers its origin, so
+//! that a refused value is reported where it was written (`--ttl`, `REDLOCK_NODES`,
+//! `redlock.toml:3:7`). Node URLs are never printed with their passwords: the library
+//! redacts them in its errors, and nothing here repeats a URL.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::time::Duration;
+
+use redlock::{Error, Redlock};
+
+use crate::args::NodeArgs;
+use crate::config_file;
+use crate::exit::Failure;
+
+/// The environment variable listing the nodes, comma-separated.
+pub(crate) const NODES_ENV: &str = "REDLOCK_NODES";
+
+/// Where a value was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Origin {
+    Flag(&'static str),
+    Env(&'static str),
+    File {
+        path: String,
+        line: usize,
+        column: usize,
+        field: String,
+    },
+}
+
+impl Origin {
+    /// The place alone, for messages that name the field themselves (the library's).
+    pub(crate) fn place(&self) -> String {
+        match self {
+            Self::Flag(name) | Self::Env(name) => (*name).to_owned(),
+            Self::File {
+                path, line, column, ..
+            } => format!("{path}:{line}:{column}"),
+        }
+    }
+}
+
+/// The place and, in a file, the field: `--ttl`, `redlock.toml:3:7: `ttl``.
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Flag(_) | Self::Env(_) => f.write_str(&self.place()),
+            Self::File { field, .. } => write!(f, "{}: `{field}`", self.place()),
+        }
+    }
+}
+
+/// A value and where it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Setting<T> {
+    pub(crate) value: T,
+    pub(crate) origin: Origin,
+}
+
+/// The command-line values that can also come from the config file.
+#[derive(Debug, Default)]
+pub(crate) struct Flags {
+    pub(crate) nodes: Vec<String>,
+    pub(crate) key_prefix: Option<String>,
+    pub(crate) node_timeout: Option<Duration>,
+    pub(crate) ttl: Option<Duration>,
+    pub(crate) wait: Option<Duration>,
+    pub(crate) kill_after: Option<Duration>,
+    pub(crate) max_hold: Option<Duration>,
+}
+
+impl Flags {
+    pub(crate) fn from_node_args(args: &NodeArgs) -> Self {
+        Self {
+            nodes: args.nodes.clone(),
+            key_prefix: args.key_prefix.clone(),
+            node_timeout: args.node_timeout,
+            ..Self::default()
+        }
+    }
+}
+
+/// Every setting, merged; `None` means the default.
+#[derive(Debug, Default)]
+pub(crate) struct Settings {
+    pub(crate) nodes: Vec<Setting<String>>,
+    /// Where the node list as a whole came from (for "no nodes" errors).
+    pub(crate) nodes_origin: Option<Origin>,
+    pub(crate) key_prefix: Option<Setting<String>>,
+    pub(crate) ttl: Option<Setting<Duration>>,
+    pub(crate) node_timeout: Option<Setting<Duration>>,
+    pub(crate) retry_delay: Option<Setting<Duration>>,
+    pub(crate) retry_jitter: Option<Setting<Duration>>,
+    pub(crate) wait: Option<Setting<Duration>>,
+    pub(crate) kill_after: Option<Setting<Duration>>,
+    pub(crate) max_hold: Option<Setting<Duration>>,
+}
+
+/// Merges the sources: `flags` over `env_nodes` (the value of `REDLOCK_NODES`) over `file`
+/// (the config file's settings, or none).
+///
+/// # Errors
+///
+/// A usage failure when `REDLOCK_NODES` is malformed or no source names any node.
+pub(crate) fn gather(
+    flags: Flags,
+    env_nodes: Option<OsString>,
+    file: Settings,
+) -> Result<Settings, Failure> {
+    let mut settings = file;
+    if !flags.nodes.is_empty() {
+        settings.nodes = from_flag("--node", flags.nodes)?;
+        settings.nodes_origin = Some(Origin::Flag("--node"));
+    } else if let Some(list) = env_nodes {
+        let list = list
+            .into_string()
+            .map_err(|_| Failure::usage(format!("{NODES_ENV} is not valid UTF-8")))?;
+        settings.nodes = from_env(&list)?;
+        settings.nodes_origin = Some(Origin::Env(NODES_ENV));
+    }
+    if settings.nodes_origin.is_none() {
+        return Err(Failure::usage(format!(
+            "no nodes: give --node URL (repeatable), set {NODES_ENV}=URL,URL,… or write \
+             `nodes = [\"redis://…\", …]` in a --config file"
+        )));
+    }
+    let flag = |name: &'static str, value: Option<Duration>| {
+        value.map(|value| Setting {
+            value,
+            origin: Origin::Flag(name),
+        })
+    };
+    if let Some(prefix) = flags.key_prefix {
+        settings.key_prefix = Some(Setting {
+            value: prefix,
+            origin: Origin::Flag("--key-prefix"),
+        });
+    }
+    settings.node_timeout = flag("--node-timeout", flags.node_timeout).or(settings.node_timeout);
+    settings.ttl = flag("--ttl", flags.ttl).or(settings.ttl);
+    settings.wait = flag("--wait", flags.wait).or(settings.wait);
+    settings.kill_after = flag("--kill-after", flags.kill_after).or(settings.kill_after);
+    settings.max_hold = flag("--max-hold", flags.max_hold).or(settings.max_hold);
+    Ok(settings)
+}
+
+/// Reads every source named by `args` and the process environment, then merges them with
+/// `flags` on top.
+///
+/// # Errors
+///
+/// As `config_file::load` and [`gather`].
+pub(crate) fn from_sources(args: &NodeArgs, flags: Flags) -> Result<Settings, Failure> {
+    let file = match &args.config {
+        Some(path) => config_file::load(path)?,
+        None => Settings::default(),
+    };
+    gather(flags, std::env::var_os(NODES_ENV), file)
+}
+
+fn from_flag(flag: &'static str, urls: Vec<String>) -> Result<Vec<Setting<String>>, Failure> {
+    urls.into_iter()
+        .enumerate()
+        .map(|(index, url)| {
+            let url = url.trim().to_owned();
+            if url.is_empty() {
+                return Err(Failure::usage(format!(
+                    "{flag}: URL number {} is empty",
+                    index + 1
+                )));
+            }
+            Ok(Setting {
+                value: url,
+                origin: Origin::Flag(flag),
+            })
+        })
+        .collect()
+}
+
+fn from_env(list: &str) -> Result<Vec<Setting<String>>, Failure> {
+    if list.trim().is_empty() {
+        return Err(Failure::usage(format!("{NODES_ENV} is set but empty")));
+    }
+    list.split(',')
+        .enumerate()
+        .map(|(index, url)| {
+            let url = url.trim();
+            if url.is_empty() {
+                return Err(Failure::usage(format!(
+                    "{NODES_ENV}: URL number {} is empty (stray comma?)",
+                    index + 1
+                )));
+            }
+            Ok(Setting {
+                value: url.to_owned(),
+                origin: Origin::Env(NODES_ENV),
+            })
+        })
+        .collect()
+}
+
+impl Settings {
+    /// Builds the client. `max_extensions` is set by commands that keep leases alive.
+    ///
+    /// # Errors
+    ///
+    /// A usage failure naming where the refused value was written.
+    pub(crate) fn client(&self, max_extensions: Option<u32>) -> Result<Redlock, Failure> {
+        let mut builder = Redlock::builder().nodes(self.nodes.iter().map(|n| n.value.clone()));
+        if let Some(ttl) = &self.ttl {
+            builder = builder.ttl(ttl.value);
+        }
+        if let Some(timeout) = &self.node_timeout {
+            builder = builder.node_timeout(timeout.value);
+        }
+        if let Some(prefix) = &self.key_prefix {
+            builder = builder.key_prefix(prefix.value.clone());
+        }
+        if let Some(delay) = &self.retry_delay {
+            builder = builder.retry_delay(delay.value);
+        }
+        if let Some(jitter) = &self.retry_jitter {
+            builder = builder.retry_jitter(jitter.value);
+        }
+        if let Some(max) = max_extensions {
+            builder = builder.max_extensions(max);
+        }
+        let redlock = builder.build().map_err(|e| match e {
+            Error::Config(config) => match self.origin_of(config.field()) {
+                Some(origin) => Failure::usage(format!("{}: {config}", origin.place())),
+                None => Failure::usage(config.to_string()),
+            },
+            other => Failure::new(crate::exit::for_error(&other), other.to_string()),
+        })?;
+        if let Ok(warnings) = redlock.config().validate() {
+            for warning in warnings {
+                eprintln!("redlock: warning: {warning}");
+            }
+        }
+        Ok(redlock)
+    }
+
+    /// Where the library's field `field` (`ttl`, `nodes[2]`, …) was written, if anywhere.
+    fn origin_of(&self, field: &str) -> Option<&Origin> {
+        if let Some(index) = field
+            .strip_prefix("nodes[")
+            .and_then(|rest| rest.strip_suffix(']'))
+            .and_then(|index| index.parse::<usize>().ok())
+        {
+            return self.nodes.get(index).map(|n| &n.origin);
+        }
+        match field {
+            "nodes" => self.nodes_origin.as_ref(),
+            "key_prefix" => self.key_prefix.as_ref().map(|s| &s.origin),
+            "ttl" => self.ttl.as_ref().map(|s| &s.origin),
+            // A derived per-node timeout is refused because of the TTL it derives from.
+            "node_timeout" => self
+                .node_timeout
+                .as_ref()
+                .or(self.ttl.as_ref())
+                .map(|s| &s.origin),
+            "retry_delay" => self.retry_delay.as_ref().map(|s| &s.origin),
+            "retry_jitter" => self.retry_jitter.as_ref().map(|s| &s.origin),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config_file;
+
+    fn file(text: &str) -> Settings {
+        config_file::parse(text, "redlock.toml").unwrap()
+    }
+
+    #[test]
+    fn flags_beat_the_environment_which_beats_the_file() {
+        let text = "nodes = [\"redis://127.0.0.1:1\"]\nttl = \"30s\"\n";
+        let only_file = gather(Flags::default(), None, file(text)).unwrap();
+        assert_eq!(only_file.nodes[0].value, "redis://127.0.0.1:1");
+
+        let env = gather(
+            Flags::default(),
+            Some("redis://127.0.0.1:2, redis://127.0.0.1:3".into()),
+            file(text),
+        )
+        .unwrap();
+        assert_eq!(
+            env.nodes
+                .iter()
+                .map(|n| n.value.as_str())
+                .collect::<Vec<_>>(),
+            ["redis://127.0.0.1:2", "redis://127.0.0.1:3"]
+        );
+        assert_eq!(env.nodes[0].origin, Origin::Env(NODES_ENV));
+        assert_eq!(env.ttl.as_ref().unwrap().value, Duration::from_secs(30));
+
+        let flags = Flags {
+            nodes: vec!["redis://127.0.0.1:4".into()],
+            ttl: Some(Duration::from_secs(5)),
+            ..Flags::default()
+        };
+        let all = gather(flags, Some("redis://127.0.0.1:2".into()), file(text)).unwrap();
+        assert_eq!(all.nodes[0].value, "redis://127.0.0.1:4");
+        assert_eq!(all.nodes[0].origin, Origin::Flag("--node"));
+        let ttl = all.ttl.unwrap();
+        assert_eq!(
+            (ttl.value, ttl.origin),
+            (Duration::from_secs(5), Origin::Flag("--ttl"))
+        );
+    }
+
+    #[test]
+    fn malformed_environment_and_missing_nodes_are_refused() {
+        let err = gather(Flags::default(), None, Settings::default()).unwrap_err();
+        assert!(err.message.starts_with("no nodes"), "{err}");
+        let err = gather(Flags::default(), Some("".into()), Settings::default()).unwrap_err();
+        assert!(err.message.contains("set but empty"), "{err}");
+        let err = gather(
+            Flags::default(),
+            Some("redis://a:1,,redis://b:1".into()),
+            Settings::default(),
+        )
+        .unwrap_err();
+        assert!(err.message.contains("URL number 2 is empty"), "{err}");
+    }
+
+    #[test]
+    fn refused_values_are_reported_where_they_were_written() {
+        let settings =
+            file("nodes = [\"redis://127.0.0.1:1\", \"redis://127.0.0.1:2\", \"nope://x\"]\n");
+        let err = settings.client(None).unwrap_err();
+        assert!(err.message.starts_with("redlock.toml:1:56: "), "{err}");
+        assert!(err.message.contains("`nodes[2]`"), "{err}");
+
+        let settings = file("nodes = [\"redis://127.0.0.1:1\"]\n\nttl = \"1ms\"\n");
+        let err = settings.client(None).unwrap_err();
+        assert!(err.message.starts_with("redlock.toml:3:7: "), "{err}");
+
+        let flags = Flags {
+            nodes: vec!["redis://127.0.0.1:1".into()],
+            ttl: Some(Duration::from_secs(1)),
+            node_timeout: Some(Duration::from_millis(500)),
+            ..Flags::default()
+        };
+        let err = gather(flags, None, Settings::default())
+            .unwrap()
+            .client(None)
+            .unwrap_err();
+        assert!(err.message.starts_with("--node-timeout: "), "{err}");
+    }
+}

@@ -1,0 +1,97 @@
+//! `redlock run` exits as the command did, as `flock(1)` does; signals sent to `redlock`
+//! reach the command; every lease is released before `redlock` exits.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
+
+use common::*;
+use nix::sys::signal::Signal;
+
+#[test]
+fn the_commands_status_is_propagated_and_the_lease_freed_before_exit() {
+    let fleet = fleet(3);
+    let dir = scratch();
+    let not_executable = dir.path().join("data.txt");
+    std::fs::write(&not_executable, "not a program").unwrap();
+    std::fs::set_permissions(&not_executable, std::fs::Permissions::from_mode(0o644)).unwrap();
+
+    let cases: [(&[&str], i32); 6] = [
+        (&["true"], 0),
+        (&["sh", "-c", "exit 7"], 7),
+        (&["sh", "-c", "exit 255"], 255),
+        // Killed by a signal: 128 + its number, as a shell reports it.
+        (&["sh", "-c", "kill -TERM $$"], 143),
+        (&["/nonexistent/redlock-test-command"], 127),
+        (&[not_executable.to_str().unwrap()], 126),
+    ];
+    for (command, expected) in cases {
+        let mut redlock = redlock();
+        redlock.arg("run");
+        for url in fleet.urls() {
+            redlock.args(["--node", &url]);
+        }
+        redlock.args(["--resource", "job", "--"]).args(command);
+        let done = finish(&mut redlock);
+        assert_eq!(done.code, Some(expected), "{command:?}: {}", done.text());
+        // Checked at once, not eventually: a cron job's next run must find it free (and
+        // the next case is that run).
+        assert_free(&fleet, "redlock:job");
+    }
+}
+
+#[test]
+fn a_signal_to_redlock_reaches_the_command_which_decides_the_status() {
+    let fleet = fleet(3);
+    let files = Files::new();
+    let script = format!(
+        "trap 'echo TERM >> \"$LINES\"; exit 5' TERM; echo started >> \"$LINES\"; {WAIT_FOR_GO}"
+    );
+    let mut command = run_sh(&fleet, &["--resource", "job"], &script);
+    files.env(&mut command);
+    let running = Running::start(&mut command);
+    assert!(eventually(HANG, || lines(&files.lines) == ["started"]));
+
+    running.signal(Signal::SIGTERM);
+    let done = running.finish();
+    assert_eq!(done.code, Some(5), "{}", done.text());
+    assert_eq!(lines(&files.lines), ["started", "TERM"]);
+    assert_free(&fleet, "redlock:job");
+}
+
+#[test]
+fn a_signal_while_waiting_stops_without_running_the_command() {
+    let fleet = fleet(3);
+    let files = Files::new();
+    let mut holder = run_sh(
+        &fleet,
+        &["--resource", "job"],
+        &format!("echo held >> \"$LINES\"; {WAIT_FOR_GO}"),
+    );
+    files.env(&mut holder);
+    let holder = Running::start(&mut holder);
+    assert!(eventually(HANG, || lines(&files.lines) == ["held"]));
+
+    let mut waiter = run_sh(
+        &fleet,
+        &["--resource", "job", "--wait", "20s"],
+        "echo ran >> \"$LINES\"",
+    );
+    files.env(&mut waiter);
+    let waiter = Running::start(&mut waiter);
+    std::thread::sleep(Duration::from_millis(300));
+    waiter.signal(Signal::SIGINT);
+    let interrupted = waiter.finish();
+    assert_eq!(interrupted.code, Some(130), "{}", interrupted.text());
+    assert!(
+        interrupted.stderr.contains("interrupted by SIGINT"),
+        "{}",
+        interrupted.text()
+    );
+
+    files.go();
+    assert_eq!(holder.finish().code, Some(0));
+    assert_eq!(lines(&files.lines), ["held"]);
+}

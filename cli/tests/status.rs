@@ -1,0 +1,173 @@
+//! `redlock status`: each node's holder, TTL and fence counter, and whether a quorum holds
+//! the resource; `--fence-env` hands the lease's fencing token to the command.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+mod common;
+
+use common::*;
+use redlock_fleet::RedisFleet;
+
+fn status(fleet: &RedisFleet, resource: &str) -> Finished {
+    let mut command = redlock();
+    command.arg("status").arg(resource);
+    for url in fleet.urls() {
+        command.args(["--node", &url]);
+    }
+    finish(&mut command)
+}
+
+/// The row of `address` in a status table.
+fn row<'a>(out: &'a str, address: &str) -> Vec<&'a str> {
+    let line = out
+        .lines()
+        .find(|line| line.starts_with(address))
+        .unwrap_or_else(|| panic!("no row for {address}:\n{out}"));
+    line.split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect()
+}
+
+/// Milliseconds in a TTL cell such as `9s 870ms`.
+fn millis(cell: &str) -> u64 {
+    humantime_ms(cell).unwrap_or_else(|| panic!("not a TTL: {cell:?}"))
+}
+
+fn humantime_ms(cell: &str) -> Option<u64> {
+    let mut total = 0;
+    for part in cell.split_whitespace() {
+        let (digits, unit) = part.split_at(part.find(|c: char| !c.is_ascii_digit())?);
+        let n: u64 = digits.parse().ok()?;
+        total += match unit {
+            "ms" => n,
+            "s" => n * 1_000,
+            "m" => n * 60_000,
+            _ => return None,
+        };
+    }
+    Some(total)
+}
+
+#[test]
+fn status_shows_holder_ttl_and_fence_while_held_and_free_after() {
+    let fleet = fleet(5);
+    let files = Files::new();
+    let script = format!("echo \"$FENCE\" >> \"$LINES\"; {WAIT_FOR_GO}");
+    let mut command = run_sh(
+        &fleet,
+        &[
+            "--resource",
+            "nightly-report",
+            "--ttl",
+            "10s",
+            "--fence-env",
+            "FENCE",
+        ],
+        &script,
+    );
+    files.env(&mut command);
+    let running = Running::start(&mut command);
+    assert!(eventually(HANG, || lines(&files.lines).len() == 1));
+    // The first lease on fresh nodes carries token 1.
+    assert_eq!(lines(&files.lines), ["1"]);
+
+    let held = status(&fleet, "nightly-report");
+    assert_eq!(held.code, Some(0), "{}", held.text());
+    let out = &held.stdout;
+    assert!(out.contains("key redlock:nightly-report"), "{out}");
+    // The lease's token, as the nodes store it.
+    let token = (0..5)
+        .find_map(|node| {
+            let keys = fleet
+                .keys_with_prefix(node, "redlock:nightly-report")
+                .unwrap();
+            keys.into_iter()
+                .find(|(key, _)| key == "redlock:nightly-report")
+                .and_then(|(_, value)| value)
+        })
+        .expect("the lease's key on some node");
+    let short = &token[..8];
+    let rows: Vec<Vec<&str>> = (0..5)
+        .map(|node| row(out, &format!("127.0.0.1:{}", fleet.port(node))))
+        .collect();
+    assert!(rows.iter().all(|c| c[1] == short || c[1] == "-"), "{out}");
+    let holding = rows.iter().filter(|c| c[1] == short).count();
+    assert!(holding >= 3, "{out}");
+    for cells in rows.iter().filter(|c| c[1] == short) {
+        let ttl = millis(cells[2]);
+        assert!(ttl > 5_000 && ttl <= 10_000, "{out}");
+    }
+    assert!(
+        out.contains(&format!(
+            "held by {short} on {holding} of 5 nodes (quorum 3)"
+        )),
+        "{out}"
+    );
+    // The grant needs a quorum at the new counter; a straggling raise may still be on its
+    // way to the others (or have timed out on a loaded machine).
+    assert!(rows.iter().all(|c| c[3] == "1" || c[3] == "-"), "{out}");
+    assert!(rows.iter().filter(|c| c[3] == "1").count() >= 3, "{out}");
+
+    files.go();
+    assert_eq!(running.finish().code, Some(0));
+    let free = status(&fleet, "nightly-report");
+    assert_eq!(free.code, Some(1), "{}", free.text());
+    assert!(
+        free.stdout.contains("free: no node holds `nightly-report`"),
+        "{}",
+        free.text()
+    );
+    // Fence counters outlive leases by design.
+    let kept = (0..5)
+        .map(|node| row(&free.stdout, &format!("127.0.0.1:{}", fleet.port(node))))
+        .filter(|cells| cells[1..] == ["-", "-", "1"])
+        .count();
+    assert!(kept >= 3, "{}", free.text());
+}
+
+#[test]
+fn status_says_unknown_when_too_few_nodes_answer() {
+    let mut fleet = fleet(5);
+    for node in [0, 1, 2] {
+        fleet.kill(node).unwrap();
+    }
+    let unknown = status(&fleet, "report");
+    assert_eq!(unknown.code, Some(69), "{}", unknown.text());
+    let down = format!("127.0.0.1:{}", fleet.port(0));
+    assert!(
+        row(&unknown.stdout, &down)[1].starts_with("unreachable"),
+        "{}",
+        unknown.text()
+    );
+    assert!(
+        unknown
+            .stdout
+            .contains("unknown: only 2 of 5 nodes answered"),
+        "{}",
+        unknown.text()
+    );
+}
+
+#[test]
+fn status_does_not_call_a_minority_of_keys_held() {
+    let fleet = fleet(3);
+    // A leftover key on one node, as a crashed holder or a failed round can leave.
+    let mut node = fleet.connect(0).unwrap();
+    let token = "0123456789abcdef0123456789abcdef";
+    let _: () = redis::cmd("SET")
+        .arg("redlock:report")
+        .arg(token)
+        .arg("PX")
+        .arg(60_000)
+        .query(&mut node)
+        .unwrap();
+    let partial = status(&fleet, "report");
+    assert_eq!(partial.code, Some(1), "{}", partial.text());
+    assert!(
+        partial
+            .stdout
+            .contains("not held: 01234567 is on 1 of 3 nodes"),
+        "{}",
+        partial.text()
+    );
+}
