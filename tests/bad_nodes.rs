@@ -329,7 +329,7 @@ async fn scripts_forbidden_by_acl() {
     let redlock = quick(fleet.urls())
         .with_ttl(Duration::from_secs(2))
         .unwrap();
-    // Warm the connections and the script cache before the ACL change.
+    // Warm the connections before the ACL change.
     redlock.acquire("warm").await.unwrap().release().await;
     // The release returns at a quorum: let the last node's release land before the ACL
     // change, or it would fail too and leave a key.
@@ -401,6 +401,44 @@ async fn scripts_forbidden_by_acl() {
     let one_round = redlock.with_retry(RetryPolicy::no_retry()).unwrap();
     let (result, _) = acquire_timed(&one_round, "contended").await;
     assert!(matches!(result, Err(Error::Taken { .. })), "{result:?}");
+}
+
+/// The permissions `docs/operations.md` lists are enough for every operation: plain and
+/// fenced leases, extension, release, multi-resource leases and the restart check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_documented_least_permissions_suffice() {
+    let fleet = fleet(3);
+    for i in 0..3 {
+        let mut c = fleet.connect(i).unwrap();
+        let _: () = redis::cmd("ACL")
+            .arg(&["SETUSER", "locker", "on", ">locker-secret", "~redlock:*"][..])
+            .arg(
+                &[
+                    "+set", "+get", "+del", "+pexpire", "+exists", "+eval", "+info",
+                ][..],
+            )
+            .query(&mut c)
+            .unwrap();
+    }
+    let urls = (0..3).map(|i| {
+        let port = fleet.addr(i).port();
+        format!("redis://locker:locker-secret@127.0.0.1:{port}")
+    });
+    let redlock = quick(urls);
+
+    let mut lease = redlock.acquire("job").await.unwrap();
+    lease.extend().await.unwrap();
+    assert!(lease.release().await.is_quorum_free());
+    let fenced = redlock
+        .with_fencing(redlock::client::Fencing::Quorum)
+        .unwrap();
+    let lease = fenced.acquire("job").await.unwrap();
+    assert_eq!(lease.fence(), Some(1));
+    assert!(lease.release().await.is_quorum_free());
+    let mut lease = redlock.acquire_many(["a", "b"]).await.unwrap();
+    lease.extend().await.unwrap();
+    assert!(lease.release().await.is_quorum_free());
+    assert_no_lock_keys(&fleet).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

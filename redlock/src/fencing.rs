@@ -21,10 +21,10 @@
 //!
 //! Tokens travel as decimal numbers and are compared in Lua, exactly up to 2⁵³.
 
-use std::sync::LazyLock;
-
 use redis::aio::ConnectionLike;
-use redis::{RedisResult, Script, ToRedisArgs, Value};
+use redis::{RedisResult, ToRedisArgs, Value};
+
+use crate::lua::LuaScript;
 
 /// Writes `ARGV[2]` to `KEYS[1]` unless `ARGV[1]` is below the token in `KEYS[2]`; registers
 /// the token. Returns `{1, token}` when written, `{0, highest}` when rejected.
@@ -55,8 +55,9 @@ end
 return {1, redis.call('GET', KEYS[1])}
 ";
 
-static WRITE: LazyLock<Script> = LazyLock::new(|| Script::new(WRITE_SOURCE));
-static READ: LazyLock<Script> = LazyLock::new(|| Script::new(READ_SOURCE));
+// Sent whole with `EVAL`: one command per access, whatever the target's script cache holds.
+static WRITE: LuaScript = LuaScript::new(WRITE_SOURCE);
+static READ: LuaScript = LuaScript::new(READ_SOURCE);
 
 /// What a fenced write did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,11 +150,10 @@ impl FencedKey {
         value: impl ToRedisArgs,
     ) -> RedisResult<FencedWrite> {
         let reply: Value = WRITE
-            .key(&self.key)
-            .key(&self.fence_key)
+            .eval(&[&self.key, &self.fence_key])
             .arg(token)
             .arg(value)
-            .invoke_async(connection)
+            .query_async(connection)
             .await?;
         match reply {
             Value::Array(items) => match items.as_slice() {
@@ -179,10 +179,9 @@ impl FencedKey {
         token: u64,
     ) -> RedisResult<FencedRead> {
         let reply: Value = READ
-            .key(&self.key)
-            .key(&self.fence_key)
+            .eval(&[&self.key, &self.fence_key])
             .arg(token)
-            .invoke_async(connection)
+            .query_async(connection)
             .await?;
         match reply {
             Value::Array(items) => match items.as_slice() {

@@ -50,6 +50,8 @@ pub mod client;
 mod error;
 #[cfg(feature = "tokio")]
 pub mod fencing;
+#[cfg(feature = "tokio")]
+mod lua;
 
 #[cfg(feature = "tokio")]
 pub use client::{Lease, Redlock, RedlockBuilder};

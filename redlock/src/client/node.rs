@@ -175,11 +175,10 @@ impl Node {
             }
             Command::SetIfAbsentReadFence { key, token, ttl } => {
                 let value: Value = scripts::ACQUIRE_FENCED
-                    .key(key.as_str())
-                    .key(key.fence_key())
+                    .eval(&[key.as_str(), &key.fence_key()])
                     .arg(&token.to_hex()[..])
                     .arg(millis(*ttl))
-                    .invoke_async(&mut connection)
+                    .query_async(&mut connection)
                     .await
                     .map_err(classify)?;
                 match value {
@@ -199,11 +198,10 @@ impl Node {
             }
             Command::RaiseFence { key, token, fence } => {
                 let value: Value = scripts::RAISE_FENCE
-                    .key(key.as_str())
-                    .key(key.fence_key())
+                    .eval(&[key.as_str(), &key.fence_key()])
                     .arg(&token.to_hex()[..])
                     .arg(*fence)
-                    .invoke_async(&mut connection)
+                    .query_async(&mut connection)
                     .await
                     .map_err(classify)?;
                 match value {
@@ -217,22 +215,20 @@ impl Node {
             }
             Command::ReleaseIfOwner { key, token } => {
                 let value: Value = scripts::RELEASE
-                    .key(key.as_str())
+                    .eval(&[key.as_str()])
                     .arg(&token.to_hex()[..])
-                    .invoke_async(&mut connection)
+                    .query_async(&mut connection)
                     .await
                     .map_err(classify)?;
                 owner_reply(value, Reply::Released, "release")
             }
             Command::SetAllIfAbsent { keys, token, ttl } => {
-                let mut invocation = scripts::ACQUIRE_ALL.prepare_invoke();
-                for key in keys.iter() {
-                    invocation.key(key.as_str());
-                }
-                let value: Value = invocation
+                let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
+                let value: Value = scripts::ACQUIRE_ALL
+                    .eval(&keys)
                     .arg(&token.to_hex()[..])
                     .arg(millis(*ttl))
-                    .invoke_async(&mut connection)
+                    .query_async(&mut connection)
                     .await
                     .map_err(classify)?;
                 match value {
@@ -242,36 +238,32 @@ impl Node {
                 }
             }
             Command::ReleaseAllIfOwner { keys, token } => {
-                let mut invocation = scripts::RELEASE_ALL.prepare_invoke();
-                for key in keys.iter() {
-                    invocation.key(key.as_str());
-                }
-                let value: Value = invocation
+                let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
+                let value: Value = scripts::RELEASE_ALL
+                    .eval(&keys)
                     .arg(&token.to_hex()[..])
-                    .invoke_async(&mut connection)
+                    .query_async(&mut connection)
                     .await
                     .map_err(classify)?;
                 owner_reply(value, Reply::Released, "multi-key release")
             }
             Command::ExtendAllIfOwner { keys, token, ttl } => {
-                let mut invocation = scripts::EXTEND_ALL.prepare_invoke();
-                for key in keys.iter() {
-                    invocation.key(key.as_str());
-                }
-                let value: Value = invocation
+                let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
+                let value: Value = scripts::EXTEND_ALL
+                    .eval(&keys)
                     .arg(&token.to_hex()[..])
                     .arg(millis(*ttl))
-                    .invoke_async(&mut connection)
+                    .query_async(&mut connection)
                     .await
                     .map_err(classify)?;
                 owner_reply(value, Reply::Extended, "multi-key extend")
             }
             Command::ExtendIfOwner { key, token, ttl } => {
                 let value: Value = scripts::EXTEND
-                    .key(key.as_str())
+                    .eval(&[key.as_str()])
                     .arg(&token.to_hex()[..])
                     .arg(millis(*ttl))
-                    .invoke_async(&mut connection)
+                    .query_async(&mut connection)
                     .await
                     .map_err(classify)?;
                 owner_reply(value, Reply::Extended, "extend")

@@ -1,12 +1,10 @@
 //! The Lua scripts that make release and extension conditional on ownership.
 //!
 //! Each runs atomically on the node, so no other client can slip in between the check and
-//! the change. `redis::Script` sends `EVALSHA` and falls back to loading the script when the
-//! node answers `NOSCRIPT` (a node that restarted has an empty script cache).
+//! the change. They are sent with `EVAL`, one command per request (see [`crate::lua`] for
+//! why not `EVALSHA`).
 
-use std::sync::LazyLock;
-
-use redis::Script;
+use crate::lua::LuaScript;
 
 /// Deletes the key only if it holds our token.
 ///
@@ -142,11 +140,10 @@ end
 return 1
 ";
 
-pub(crate) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_SOURCE));
-pub(crate) static ACQUIRE_ALL: LazyLock<Script> = LazyLock::new(|| Script::new(ACQUIRE_ALL_SOURCE));
-pub(crate) static RELEASE_ALL: LazyLock<Script> = LazyLock::new(|| Script::new(RELEASE_ALL_SOURCE));
-pub(crate) static EXTEND_ALL: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_ALL_SOURCE));
-pub(crate) static ACQUIRE_FENCED: LazyLock<Script> =
-    LazyLock::new(|| Script::new(ACQUIRE_FENCED_SOURCE));
-pub(crate) static RAISE_FENCE: LazyLock<Script> = LazyLock::new(|| Script::new(RAISE_FENCE_SOURCE));
-pub(crate) static EXTEND: LazyLock<Script> = LazyLock::new(|| Script::new(EXTEND_SOURCE));
+pub(crate) static RELEASE: LuaScript = LuaScript::new(RELEASE_SOURCE);
+pub(crate) static EXTEND: LuaScript = LuaScript::new(EXTEND_SOURCE);
+pub(crate) static ACQUIRE_FENCED: LuaScript = LuaScript::new(ACQUIRE_FENCED_SOURCE);
+pub(crate) static RAISE_FENCE: LuaScript = LuaScript::new(RAISE_FENCE_SOURCE);
+pub(crate) static ACQUIRE_ALL: LuaScript = LuaScript::new(ACQUIRE_ALL_SOURCE);
+pub(crate) static RELEASE_ALL: LuaScript = LuaScript::new(RELEASE_ALL_SOURCE);
+pub(crate) static EXTEND_ALL: LuaScript = LuaScript::new(EXTEND_ALL_SOURCE);
