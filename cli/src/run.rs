@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use redlock::Redlock;
-use redlock::client::{Fencing, KeepAlive, KeptLease, LeaseSignal, ReleaseReport};
+use redlock::client::{Fencing, KeepAlive, LeaseSignal};
 
 use crate::args::RunArgs;
 use crate::child::{self, Child};
@@ -122,7 +122,24 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, Failure> {
     let mut incoming = Incoming::install()
         .map_err(|e| Failure::new(OS_ERROR, format!("cannot catch signals: {e}")))?;
 
-    let lease = match acquire(&redlock, &args.resource, plan.wait, &mut incoming).await {
+    // Connections open now rather than inside the first round's per-node timeout.
+    redlock.connect().await;
+    let outcome = hold(&redlock, &args, &plan, &mut incoming).await;
+    // Released leases and failed acquisitions leave their slower nodes' requests running in
+    // the background: let them land before the process exits, or their keys stay until the
+    // TTL.
+    redlock.settle().await;
+    outcome
+}
+
+/// Takes the lease, runs the command under it and releases the lease; returns the exit code.
+async fn hold(
+    redlock: &Redlock,
+    args: &RunArgs,
+    plan: &Plan,
+    incoming: &mut Incoming,
+) -> Result<u8, Failure> {
+    let lease = match acquire(redlock, &args.resource, plan.wait, incoming).await {
         Ok(lease) => lease,
         Err(refused) if args.quiet && refused.code == exit::TEMP_FAIL => {
             return Err(Failure::silent(refused.code));
@@ -139,13 +156,13 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, Failure> {
     let mut child = match child::spawn(&args.command, env) {
         Ok(child) => child,
         Err(failure) => {
-            release(kept, &redlock).await;
+            kept.release().await;
             return Err(failure);
         }
     };
 
-    let ending = supervise(&mut child, &signal, &plan, &mut incoming).await;
-    let report = release(kept, &redlock).await;
+    let ending = supervise(&mut child, &signal, plan, incoming).await;
+    let report = kept.release().await;
     let resource = &args.resource;
     match ending? {
         Ending::Finished(status) => {
@@ -172,17 +189,6 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, Failure> {
             Ok(LEASE_LOST)
         }
     }
-}
-
-/// Releases the lease. `release` returns once a quorum of nodes is free; the other
-/// nodes' answers arrive within the per-node timeout, from requests that would die with
-/// the process: give them that long to land, so that no key is left behind needlessly.
-async fn release(kept: KeptLease, redlock: &Redlock) -> ReleaseReport {
-    let report = kept.release().await;
-    if report.pending() > 0 {
-        tokio::time::sleep(redlock.config().node_timeout().saturating_mul(2)).await;
-    }
-    report
 }
 
 fn check_env_name(name: &str) -> Result<(), Failure> {

@@ -283,6 +283,7 @@ impl RedlockBuilder {
         Ok(Redlock {
             shared: Arc::new(Shared {
                 nodes: nodes.into(),
+                background: super::flight::Background::default(),
                 addresses,
                 key_prefix: self.key_prefix.into(),
                 clock: Clock::new(),

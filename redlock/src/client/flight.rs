@@ -11,7 +11,9 @@
 //!   *lane*: a command starts only once the previous command of the same lease to that node
 //!   has finished. The node's connection is ordered, so the node executes them in order too.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
@@ -19,8 +21,70 @@ use futures::channel::oneshot;
 use futures::future::{BoxFuture, Shared};
 use futures::stream::{FuturesUnordered, StreamExt};
 
+use tokio::sync::Notify;
+
 use super::node::Node;
 use crate::core::{NodeFailure, Reply, RequestId, Transmit};
+
+/// The client's work still running in the background (stragglers of finished operations,
+/// releases of dropped leases), counted so that a process can wait for it before it exits.
+#[derive(Clone, Default)]
+pub(crate) struct Background(Arc<BackgroundState>);
+
+#[derive(Default)]
+struct BackgroundState {
+    running: AtomicUsize,
+    idle: Notify,
+}
+
+/// Counts one background task as finished when dropped: when it completes, and also when
+/// the runtime shuts down and drops it unfinished.
+struct Running(Background);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let state = &(self.0).0;
+        if state.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            state.idle.notify_waiters();
+        }
+    }
+}
+
+impl Background {
+    /// Runs `work` on `runtime`, counted until it finishes.
+    pub(crate) fn spawn(
+        &self,
+        runtime: &tokio::runtime::Handle,
+        work: impl Future<Output = ()> + Send + 'static,
+    ) {
+        self.0.running.fetch_add(1, Ordering::AcqRel);
+        let running = Running(self.clone());
+        runtime.spawn(async move {
+            work.await;
+            drop(running);
+        });
+    }
+
+    /// Background tasks not finished yet.
+    pub(crate) fn running(&self) -> usize {
+        self.0.running.load(Ordering::Acquire)
+    }
+
+    /// Returns once nothing runs in the background.
+    pub(crate) async fn settled(&self) {
+        loop {
+            // Registered before the count is read, so a task finishing in between still
+            // wakes this waiter.
+            let idle = self.0.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.running() == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
 
 /// A finished request.
 pub(crate) struct Completion {
@@ -51,15 +115,22 @@ impl Lanes {
 /// The requests of one operation (acquire, extend or release).
 pub(crate) struct Flight {
     nodes: Arc<[Node]>,
+    background: Background,
     timeout: Duration,
     lanes: Lanes,
     pending: FuturesUnordered<BoxFuture<'static, Completion>>,
 }
 
 impl Flight {
-    pub(crate) fn new(nodes: Arc<[Node]>, timeout: Duration, lanes: Lanes) -> Self {
+    pub(crate) fn new(
+        nodes: Arc<[Node]>,
+        background: Background,
+        timeout: Duration,
+        lanes: Lanes,
+    ) -> Self {
         Self {
             nodes,
+            background,
             timeout,
             lanes,
             pending: FuturesUnordered::new(),
@@ -130,7 +201,12 @@ impl Flight {
 impl Default for Flight {
     /// A flight with no nodes and nothing in it.
     fn default() -> Self {
-        Self::new(Arc::from(Vec::new()), Duration::ZERO, Lanes::default())
+        Self::new(
+            Arc::from(Vec::new()),
+            Background::default(),
+            Duration::ZERO,
+            Lanes::default(),
+        )
     }
 }
 
@@ -144,7 +220,10 @@ impl Drop for Flight {
         }
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                runtime.spawn(async move { while pending.next().await.is_some() {} });
+                self.background.spawn(
+                    &runtime,
+                    async move { while pending.next().await.is_some() {} },
+                )
             }
             Err(_) => tracing::warn!(
                 requests = pending.len(),

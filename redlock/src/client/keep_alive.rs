@@ -51,6 +51,12 @@ impl KeepAlive {
     }
 
     /// Stops extending once the lease has been held this long.
+    ///
+    /// The client's [`max_extensions`](crate::RedlockBuilder::max_extensions) (default 100)
+    /// ends the hold too, whichever comes first. With the default threshold a lease is
+    /// extended about every two thirds of its TTL, so 100 extensions of a 30 s lease last
+    /// about 33 minutes, not the default hour: for long holds, raise `max_extensions` to at
+    /// least `max_hold / (TTL × 2/3)`.
     #[must_use]
     pub fn max_hold(mut self, max_hold: Duration) -> Self {
         self.max_hold = max_hold;

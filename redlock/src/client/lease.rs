@@ -150,6 +150,7 @@ impl Lease {
         );
         let mut flight = Flight::new(
             shared.nodes.clone(),
+            shared.background.clone(),
             config.node_timeout(),
             self.lanes.clone(),
         );
@@ -228,7 +229,12 @@ async fn release(redlock: &Redlock, target: &Target, token: Token, lanes: Lanes)
     let shared = &redlock.shared;
     let config = &redlock.config;
     let mut machine = Release::new(config, target.clone(), token, shared.clock.now());
-    let mut flight = Flight::new(shared.nodes.clone(), config.node_timeout(), lanes);
+    let mut flight = Flight::new(
+        shared.nodes.clone(),
+        shared.background.clone(),
+        config.node_timeout(),
+        lanes,
+    );
     drive(&mut machine, &mut flight, &shared.clock)
         .await
         .unwrap_or_else(|| ReleaseReport { nodes: Vec::new() })
@@ -261,7 +267,8 @@ impl Drop for Lease {
         let target = self.target.clone();
         let token = self.token;
         let lanes = std::mem::take(&mut self.lanes);
-        runtime.spawn(async move {
+        let background = redlock.shared.background.clone();
+        background.spawn(&runtime, async move {
             release(&redlock, &target, token, lanes).await;
         });
     }

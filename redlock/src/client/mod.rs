@@ -17,6 +17,7 @@
 
 mod builder;
 mod clock;
+mod connect;
 mod drive;
 mod fence;
 mod flight;
@@ -33,6 +34,7 @@ use std::sync::Arc;
 use rand::TryRng;
 
 pub use builder::{DEFAULT_CONNECT_TIMEOUT, RedlockBuilder};
+pub use connect::ConnectReport;
 pub use fence::{FenceFuture, FenceSource, Fencing};
 pub use keep_alive::{KeepAlive, KeptLease, LeaseLost, LeaseSignal};
 pub use lease::Lease;
@@ -40,7 +42,7 @@ pub use telemetry::Stats;
 
 use self::clock::Clock;
 use self::drive::drive;
-use self::flight::{Flight, Lanes};
+use self::flight::{Background, Flight, Lanes};
 use self::node::Node;
 use self::telemetry::Telemetry;
 use crate::core::{
@@ -90,6 +92,7 @@ pub struct Redlock {
 /// What every handle of one client shares.
 struct Shared {
     nodes: Arc<[Node]>,
+    background: Background,
     addresses: Arc<[Arc<str>]>,
     key_prefix: Arc<str>,
     clock: Clock,
@@ -325,6 +328,7 @@ impl Redlock {
             machine: Acquire::new(config, target, random_token()?, shared.clock.now()),
             flight: Flight::new(
                 shared.nodes.clone(),
+                shared.background.clone(),
                 config.node_timeout(),
                 Lanes::new(shared.nodes.len()),
             ),

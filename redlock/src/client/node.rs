@@ -16,6 +16,7 @@ pub(crate) struct Node {
     client: redis::Client,
     config: ConnectionManagerConfig,
     connection: OnceLock<ConnectionManager>,
+    connect_timeout: Duration,
     restarts: Option<RestartWatch>,
 }
 
@@ -69,6 +70,7 @@ impl Node {
             client,
             config,
             connection: OnceLock::new(),
+            connect_timeout,
             restarts,
         }
     }
@@ -86,6 +88,26 @@ impl Node {
             ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone())
                 .map_err(classify)?;
         Ok(self.connection.get_or_init(|| connection).clone())
+    }
+
+    /// Opens the connection (and checks for a restart) ahead of the first command, within
+    /// the connect timeout plus `request_timeout`.
+    pub(crate) async fn connect(&self, request_timeout: Duration) -> Result<(), NodeFailure> {
+        let open = async {
+            let mut connection = self.connection()?;
+            if let Some(watch) = &self.restarts
+                && watch.needs_check()
+            {
+                return self.check_restart(watch, &mut connection).await;
+            }
+            redis::cmd("PING")
+                .query_async::<()>(&mut connection)
+                .await
+                .map_err(classify)
+        };
+        tokio::time::timeout(self.connect_timeout + request_timeout, open)
+            .await
+            .unwrap_or(Err(NodeFailure::TimedOut))
     }
 
     /// Runs one command. The caller bounds it with the per-node timeout.
