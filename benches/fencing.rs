@@ -44,7 +44,7 @@ fn fencing(c: &mut Criterion) {
     group.finish();
 
     // Nothing may be left behind (the fence counter lives forever by design).
-    runtime.block_on(tokio::time::sleep(Duration::from_millis(200)));
+    runtime.block_on(plain.settle());
     for node in 0..fleet.len() {
         let keys = fleet
             .keys_with_prefix(node, "redlock:")

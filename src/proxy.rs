@@ -351,7 +351,11 @@ where
     };
     let writer = async move {
         while let Some((deliver_at, chunk)) = queue.recv().await {
-            tokio::time::sleep_until(deliver_at).await;
+            // Only when there is a delay: tokio rounds a timer up to its next millisecond
+            // tick, so sleeping until "now" would add up to a millisecond to every chunk.
+            if deliver_at > Instant::now() {
+                tokio::time::sleep_until(deliver_at).await;
+            }
             wait_until_flowing(&mut control, direction).await;
             to.write_all(&chunk).await?;
             handle

@@ -16,10 +16,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
-use futures::channel::oneshot;
-use futures::future::{BoxFuture, Shared};
+use std::sync::atomic::AtomicBool;
+use std::task::{Context, Poll};
+
+use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
+use futures::task::AtomicWaker;
 
 use tokio::sync::Notify;
 
@@ -92,11 +94,46 @@ pub(crate) struct Completion {
     pub(crate) result: Result<Reply, NodeFailure>,
 }
 
-type Gate = Shared<oneshot::Receiver<()>>;
+/// Opens when a command of a lane has finished (or was dropped unfinished). Only the lane's
+/// next command ever waits on it, so one waker slot is enough.
+#[derive(Default)]
+struct Gate {
+    open: AtomicBool,
+    waiter: AtomicWaker,
+}
+
+impl Gate {
+    fn is_open(&self) -> bool {
+        self.open.load(Ordering::Acquire)
+    }
+
+    fn poll_open(&self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.is_open() {
+            return Poll::Ready(());
+        }
+        // Registered before the second look, so an opening in between still wakes us.
+        self.waiter.register(cx.waker());
+        if self.is_open() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// Opens its gate when dropped: when the command finishes, times out or is cancelled.
+struct OpensOnDrop(Arc<Gate>);
+
+impl Drop for OpensOnDrop {
+    fn drop(&mut self) {
+        self.0.open.store(true, Ordering::Release);
+        self.0.waiter.wake();
+    }
+}
 
 /// For each node, a gate that opens when the lease's last command to that node finished.
 #[derive(Clone, Default)]
-pub(crate) struct Lanes(Vec<Option<Gate>>);
+pub(crate) struct Lanes(Vec<Option<Arc<Gate>>>);
 
 impl Lanes {
     pub(crate) fn new(nodes: usize) -> Self {
@@ -104,7 +141,7 @@ impl Lanes {
     }
 
     /// Installs `gate` as node `index`'s last command; returns the one it follows.
-    fn push(&mut self, index: usize, gate: Gate) -> Option<Gate> {
+    fn push(&mut self, index: usize, gate: Arc<Gate>) -> Option<Arc<Gate>> {
         if self.0.len() <= index {
             self.0.resize(index + 1, None);
         }
@@ -141,14 +178,18 @@ impl Flight {
     /// per-node timeout.
     pub(crate) fn send(&mut self, transmit: Transmit) {
         let index = transmit.node.index();
-        let (done, gate) = oneshot::channel::<()>();
-        let previous = self.lanes.push(index, gate.shared());
+        let gate = Arc::new(Gate::default());
+        let done = OpensOnDrop(Arc::clone(&gate));
+        // A previous command that has already finished needs no waiting (the common case).
+        let previous = self
+            .lanes
+            .push(index, gate)
+            .filter(|previous| !previous.is_open());
         let nodes = Arc::clone(&self.nodes);
         let timeout = self.timeout;
         self.pending.push(Box::pin(async move {
             if let Some(previous) = previous {
-                // Cancelled or finished, either way the previous command is done.
-                let _ = previous.await;
+                std::future::poll_fn(|cx| previous.poll_open(cx)).await;
             }
             let result = match nodes.get(index) {
                 None => Err(NodeFailure::Protocol(format!("no node #{index}"))),

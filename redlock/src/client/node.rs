@@ -1,5 +1,6 @@
 //! One Redis node: its connection and the translation of core commands into Redis calls.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -31,14 +32,17 @@ pub(crate) struct Node {
 /// extension (releases still go out) and counts as a failure.
 struct RestartWatch {
     quarantine: Duration,
+    /// Whether the next command must check the `run_id` first. Atomic, like `quarantined`,
+    /// because every command reads it and it is almost always false.
+    check: AtomicBool,
+    /// Whether `state.quarantined_until` may lie in the future.
+    quarantined: AtomicBool,
     state: Mutex<RestartState>,
 }
 
 #[derive(Default)]
 struct RestartState {
     run_id: Option<String>,
-    /// Whether the next command must check the `run_id` first.
-    check: bool,
     quarantined_until: Option<Instant>,
 }
 
@@ -60,10 +64,9 @@ impl Node {
             .set_number_of_retries(0);
         let restarts = restart_quarantine.map(|quarantine| RestartWatch {
             quarantine,
-            state: Mutex::new(RestartState {
-                check: true,
-                ..RestartState::default()
-            }),
+            check: AtomicBool::new(true),
+            quarantined: AtomicBool::new(false),
+            state: Mutex::new(RestartState::default()),
         });
         Self {
             address,
@@ -176,7 +179,6 @@ impl Node {
         command: &Command,
         connection: &mut ConnectionManager,
     ) -> Result<Reply, NodeFailure> {
-        let mut connection = connection.clone();
         match command {
             Command::SetIfAbsent { key, token, ttl } => {
                 let value: Value = redis::cmd("SET")
@@ -185,7 +187,7 @@ impl Node {
                     .arg("NX")
                     .arg("PX")
                     .arg(millis(*ttl))
-                    .query_async(&mut connection)
+                    .query_async(connection)
                     .await
                     .map_err(classify)?;
                 match value {
@@ -200,7 +202,7 @@ impl Node {
                     .eval(&[key.as_str(), &key.fence_key()])
                     .arg(&token.to_hex()[..])
                     .arg(millis(*ttl))
-                    .query_async(&mut connection)
+                    .query_async(connection)
                     .await
                     .map_err(classify)?;
                 match value {
@@ -223,7 +225,7 @@ impl Node {
                     .eval(&[key.as_str(), &key.fence_key()])
                     .arg(&token.to_hex()[..])
                     .arg(*fence)
-                    .query_async(&mut connection)
+                    .query_async(connection)
                     .await
                     .map_err(classify)?;
                 match value {
@@ -239,7 +241,7 @@ impl Node {
                 let value: Value = scripts::RELEASE
                     .eval(&[key.as_str()])
                     .arg(&token.to_hex()[..])
-                    .query_async(&mut connection)
+                    .query_async(connection)
                     .await
                     .map_err(classify)?;
                 owner_reply(value, Reply::Released, "release")
@@ -250,7 +252,7 @@ impl Node {
                     .eval(&keys)
                     .arg(&token.to_hex()[..])
                     .arg(millis(*ttl))
-                    .query_async(&mut connection)
+                    .query_async(connection)
                     .await
                     .map_err(classify)?;
                 match value {
@@ -264,7 +266,7 @@ impl Node {
                 let value: Value = scripts::RELEASE_ALL
                     .eval(&keys)
                     .arg(&token.to_hex()[..])
-                    .query_async(&mut connection)
+                    .query_async(connection)
                     .await
                     .map_err(classify)?;
                 owner_reply(value, Reply::Released, "multi-key release")
@@ -275,7 +277,7 @@ impl Node {
                     .eval(&keys)
                     .arg(&token.to_hex()[..])
                     .arg(millis(*ttl))
-                    .query_async(&mut connection)
+                    .query_async(connection)
                     .await
                     .map_err(classify)?;
                 owner_reply(value, Reply::Extended, "multi-key extend")
@@ -285,7 +287,7 @@ impl Node {
                     .eval(&[key.as_str()])
                     .arg(&token.to_hex()[..])
                     .arg(millis(*ttl))
-                    .query_async(&mut connection)
+                    .query_async(connection)
                     .await
                     .map_err(classify)?;
                 owner_reply(value, Reply::Extended, "extend")
@@ -303,19 +305,23 @@ impl RestartWatch {
     }
 
     fn needs_check(&self) -> bool {
-        self.lock().check
+        self.check.load(Ordering::Acquire)
     }
 
     fn flag(&self) {
-        self.lock().check = true;
+        self.check.store(true, Ordering::Release);
     }
 
     fn quarantine_left(&self) -> Option<Duration> {
+        if !self.quarantined.load(Ordering::Acquire) {
+            return None;
+        }
         let mut state = self.lock();
         let until = state.quarantined_until?;
         let left = until.saturating_duration_since(Instant::now());
         if left.is_zero() {
             state.quarantined_until = None;
+            self.quarantined.store(false, Ordering::Release);
             None
         } else {
             Some(left)
@@ -324,7 +330,7 @@ impl RestartWatch {
 
     fn checked(&self, run_id: Option<String>, uptime: Duration, address: &str) {
         let mut state = self.lock();
-        state.check = false;
+        self.check.store(false, Ordering::Release);
         let Some(run_id) = run_id else { return };
         if state.run_id.as_ref().is_some_and(|known| *known != run_id) {
             let left = self.quarantine.saturating_sub(uptime);
@@ -335,6 +341,7 @@ impl RestartWatch {
                     "node restarted; not counted toward a quorum until a TTL has passed"
                 );
                 state.quarantined_until = Some(Instant::now() + left);
+                self.quarantined.store(true, Ordering::Release);
             }
         }
         state.run_id = Some(run_id);
