@@ -47,7 +47,12 @@ impl Floor {
     pub async fn connect(urls: &[String], decide: Decide) -> Self {
         let mut connections = Vec::new();
         for url in urls {
-            let client = redis::Client::open(url.as_str()).expect("a node URL");
+            // TCP_NODELAY, as the client under test sets it: the floor measures the same
+            // transport, not redis-rs's default of Nagle's algorithm on.
+            let info =
+                redis::IntoConnectionInfo::into_connection_info(url.as_str()).expect("a node URL");
+            let tcp = info.tcp_settings().clone().set_nodelay(true);
+            let client = redis::Client::open(info.set_tcp_settings(tcp)).expect("a node URL");
             connections.push(
                 client
                     .get_multiplexed_async_connection()

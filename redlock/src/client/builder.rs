@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use redis::IntoConnectionInfo;
+
 use super::clock::Clock;
 use super::node::Node;
 use super::redact::redact_url;
@@ -13,6 +15,14 @@ use crate::error::Error;
 
 /// The connection-establishment timeout used when none is set.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// `TCP_NODELAY` on: a lock request is a few dozen bytes that must leave at once. redis-rs
+/// leaves Nagle's algorithm on by default, which holds a small write back while an earlier
+/// one is unacknowledged: a lease's release can wait for the delayed ACK of its `SET`.
+fn with_nodelay(info: redis::ConnectionInfo) -> redis::ConnectionInfo {
+    let tcp = info.tcp_settings().clone().set_nodelay(true);
+    info.set_tcp_settings(tcp)
+}
 
 enum NodeSource {
     Url(String),
@@ -124,7 +134,11 @@ impl RedlockBuilder {
         self
     }
 
-    /// Adds a node from a ready `redis::Client`.
+    /// Adds a node from a ready `redis::Client` (for TLS with custom certificates, say).
+    ///
+    /// The client is used as it is, TCP settings included: nodes given by URL get
+    /// `TCP_NODELAY`, which redis-rs leaves off by default, and a lock client wants it too
+    /// (`ConnectionInfo::set_tcp_settings` with `TcpSettings::set_nodelay(true)`).
     #[must_use]
     pub fn node_client(mut self, client: redis::Client) -> Self {
         self.nodes.push(NodeSource::Client(Box::new(client)));
@@ -225,12 +239,17 @@ impl RedlockBuilder {
             let field = format!("nodes[{index}]");
             let client = match source {
                 NodeSource::Client(client) => *client,
-                NodeSource::Url(url) => redis::Client::open(url.as_str()).map_err(|e| {
-                    ConfigError::new(
-                        field.clone(),
-                        format!("`{}` is not a usable Redis URL: {e}", redact_url(&url)),
-                    )
-                })?,
+                NodeSource::Url(url) => url
+                    .as_str()
+                    .into_connection_info()
+                    .map(with_nodelay)
+                    .and_then(redis::Client::open)
+                    .map_err(|e| {
+                        ConfigError::new(
+                            field.clone(),
+                            format!("`{}` is not a usable Redis URL: {e}", redact_url(&url)),
+                        )
+                    })?,
             };
             if self.connect_timeout.is_zero() {
                 return Err(
@@ -313,6 +332,18 @@ mod tests {
             Err(Error::Config(e)) => e.field().to_owned(),
             other => panic!("expected a configuration error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn nodes_given_by_url_send_small_writes_at_once() {
+        let redlock = three().build().unwrap();
+        assert!(redlock.shared.nodes.iter().all(Node::nodelay));
+        let client = redis::Client::open("redis://127.0.0.1:4").unwrap();
+        let redlock = Redlock::builder().node_client(client).build().unwrap();
+        assert!(
+            !redlock.shared.nodes[0].nodelay(),
+            "a ready client is used as it is"
+        );
     }
 
     #[test]

@@ -78,6 +78,12 @@ impl Node {
         }
     }
 
+    /// Whether the node's TCP connection sends small writes at once.
+    #[cfg(test)]
+    pub(crate) fn nodelay(&self) -> bool {
+        self.client.get_connection_info().tcp_settings().nodelay()
+    }
+
     /// The node's `host:port` (or socket path), without credentials.
     pub(crate) fn address(&self) -> &Arc<str> {
         &self.address
