@@ -13,8 +13,30 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use redlock::Redlock;
+use redlock_fleet::RedisFleet;
 use redlock_fleet::proxy::{Direction, FaultProxy};
 use support::floor::{Decide, Floor};
+
+/// Stops node 4 for one contender's measurement. Each contender gets its own pause: over
+/// thousands of iterations a stopped node is sent megabytes that wait in socket buffers, and
+/// once those are full a request's timeout can cut it before redis-rs writes it (then it is
+/// never sent). Resuming between contenders drains the buffers, so no contender runs against
+/// buffers another one filled.
+fn stop_if(fleet: &mut RedisFleet, paused: bool) {
+    if paused {
+        fleet.pause(4).expect("pause a node");
+    }
+}
+
+/// Ends a contender's measurement: resumes node 4 if it was stopped, lets the queued
+/// commands run and counts the contender's keys on every node (while a leaked key would
+/// still be there: the TTL is shorter than the whole benchmark).
+fn end_phase(fleet: &mut RedisFleet, paused: bool, prefix: &str, what: &str) {
+    if paused {
+        fleet.resume(4).expect("resume the node");
+    }
+    support::assert_clean(fleet, prefix, what);
+}
 
 fn tail(c: &mut Criterion) {
     let mut fleet = support::fleet(5);
@@ -52,14 +74,13 @@ fn tail(c: &mut Criterion) {
             "slow_20ms" => proxies[4]
                 .handle()
                 .set_latency(Direction::ToClient, Duration::from_millis(20)),
-            "paused" => {
-                proxies[4]
-                    .handle()
-                    .set_latency(Direction::ToClient, Duration::ZERO);
-                fleet.pause(4).expect("pause a node");
-            }
+            "paused" => proxies[4]
+                .handle()
+                .set_latency(Direction::ToClient, Duration::ZERO),
             _ => {}
         }
+        let paused = condition == "paused";
+        stop_if(&mut fleet, paused);
         group.bench_function(BenchmarkId::new("ours", condition), |b| {
             b.iter(|| {
                 runtime.block_on(async {
@@ -67,11 +88,15 @@ fn tail(c: &mut Criterion) {
                 })
             });
         });
+        end_phase(&mut fleet, paused, "bench-ours:", "ours");
+        stop_if(&mut fleet, paused);
         group.bench_function(BenchmarkId::new("floor_quorum", condition), |b| {
             b.iter(|| {
                 runtime.block_on(async { assert!(floor.acquire_release("bench-floor:tail").await) })
             });
         });
+        end_phase(&mut fleet, paused, "bench-floor:", "floor");
+        stop_if(&mut fleet, paused);
         // rslock waits for every node: a paused node costs it the driver's response timeout.
         group.sample_size(if condition == "healthy" { 100 } else { 10 });
         group.bench_function(BenchmarkId::new("rslock", condition), |b| {
@@ -86,6 +111,8 @@ fn tail(c: &mut Criterion) {
             });
         });
         group.sample_size(100);
+        end_phase(&mut fleet, paused, "bench-rslock:", "rslock");
+        stop_if(&mut fleet, paused);
         // Percentiles of ours, which criterion does not report.
         let mut samples: Vec<Duration> = (0..500)
             .map(|_| {
@@ -101,12 +128,9 @@ fn tail(c: &mut Criterion) {
             "ours, {condition}: p50 {:?}, p99 {:?}, max {:?} over 500 acquire+release",
             samples[250], samples[495], samples[499]
         );
+        end_phase(&mut fleet, paused, "bench-ours:", "ours");
     }
     group.finish();
-    fleet.resume(4).expect("resume the node");
-    support::assert_clean(&fleet, "bench-ours:", "ours");
-    support::assert_clean(&fleet, "bench-floor:", "floor");
-    support::assert_clean(&fleet, "bench-rslock:", "rslock");
     drop(proxies);
 }
 
