@@ -193,9 +193,15 @@ impl Flight {
             }
             let result = match nodes.get(index) {
                 None => Err(NodeFailure::Protocol(format!("no node #{index}"))),
-                Some(node) => tokio::time::timeout(timeout, node.execute(&transmit.command))
-                    .await
-                    .unwrap_or(Err(NodeFailure::TimedOut)),
+                Some(node) => {
+                    let result = tokio::time::timeout(timeout, node.execute(&transmit.command))
+                        .await
+                        .unwrap_or(Err(NodeFailure::TimedOut));
+                    if let Err(failure) = &result {
+                        tracing::debug!(node = %node.address(), error = %failure, "node request failed");
+                    }
+                    result
+                }
             };
             // Opens the gate of the next command to this node.
             drop(done);

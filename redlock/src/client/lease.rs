@@ -3,6 +3,8 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use super::Redlock;
 use super::drive::drive;
 use super::flight::{Flight, Lanes};
@@ -138,6 +140,11 @@ impl Lease {
     /// Dropping the future leaves the lease as it was; commands already sent finish in the
     /// background and at most push the keys' expiry further.
     pub async fn extend(&mut self) -> Result<Duration, Error> {
+        let span = tracing::debug_span!("extend", resource = %self.target.describe());
+        self.extend_rounds().instrument(span).await
+    }
+
+    async fn extend_rounds(&mut self) -> Result<Duration, Error> {
         let shared = &self.redlock.shared;
         let config = &self.redlock.config;
         let mut machine = Extend::new(
@@ -213,7 +220,10 @@ impl Lease {
             .telemetry
             .released(self.granted_at.elapsed(), expired);
         let lanes = std::mem::take(&mut self.lanes);
-        let report = release(&self.redlock, &self.target, self.token, lanes).await;
+        let span = tracing::debug_span!("release", resource = self.resource());
+        let report = release(&self.redlock, &self.target, self.token, lanes)
+            .instrument(span)
+            .await;
         tracing::debug!(
             resource = self.resource(),
             released = report.released(),

@@ -14,6 +14,45 @@
 //! on every node from a detached task bounded by the per-node timeout. Dropping a [`Lease`]
 //! without [`release`](Lease::release) spawns a best-effort release and logs a warning.
 //! Nothing ever blocks the runtime.
+//!
+//! # Observability
+//!
+//! [`Redlock::stats`] returns a [`Stats`] snapshot; with the `metrics` feature the same
+//! figures go to the `metrics` facade. Metric names (all counters but the two histograms, in seconds):
+//!
+//! | name | what |
+//! |---|---|
+//! | `redlock_rounds_total` | acquisition rounds run |
+//! | `redlock_acquisitions_total` | leases granted |
+//! | `redlock_contention_total` | rounds lost because another owner held the resource |
+//! | `redlock_no_quorum_total` | acquisitions that failed for lack of answering nodes |
+//! | `redlock_acquire_failures_total` | acquisitions that failed, for any reason |
+//! | `redlock_extensions_total` | successful extensions |
+//! | `redlock_extension_failures_total` | failed extensions |
+//! | `redlock_expirations_total` | leases whose validity ended before they were released |
+//! | `redlock_releases_total` | releases |
+//! | `redlock_acquire_seconds` | time from the `acquire` call to the grant (histogram) |
+//! | `redlock_hold_seconds` | time from the grant to the release (histogram) |
+//!
+//! Through `tracing` (targets under `redlock`: `RUST_LOG=redlock=debug` with an env filter),
+//! with field names that stay stable:
+//!
+//! | span or event | level | fields |
+//! |---|---|---|
+//! | spans `acquire`, `extend`, `release` (around each operation; node events nest in them) | debug | `resource` |
+//! | `lease acquired` | debug | `resource`, `attempt`, `validity_ms`, `fence` (when the lease carries a token) |
+//! | `acquisition round failed; retrying`, `acquisition failed` | debug | `resource`, `attempt`, `reason` |
+//! | `node request failed` (a timeout, refusal, I/O or protocol error) | debug | `node`, `error` |
+//! | `lease extended` | debug | `resource`, `extensions`, `validity_ms` |
+//! | `lease extension failed` | debug | `resource`, `reason` |
+//! | `lease released` | debug | `resource`, `released`, `not_held` |
+//! | `lease lost` (a kept-alive lease) | warn | `resource`, `reason` |
+//! | `node restarted; not counted toward a quorum until a TTL has passed` | warn | `node`, `quarantine_ms` |
+//! | `lease dropped without release(); releasing it in the background` | warn | `resource` |
+//! | `weak Redlock configuration` (at build time) | warn | `warning` |
+//!
+//! `node` is the node's address (`host:port` or socket path, never a password); `resource`
+//! is the resource name, or the names of a multi-resource lease.
 
 mod builder;
 mod clock;
@@ -32,6 +71,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use rand::TryRng;
+use tracing::Instrument;
 
 pub use builder::{DEFAULT_CONNECT_TIMEOUT, RedlockBuilder};
 pub use connect::ConnectReport;
@@ -320,6 +360,11 @@ impl Redlock {
     }
 
     async fn acquire_with(&self, target: Target, config: &LockConfig) -> Result<Lease, Error> {
+        let span = tracing::debug_span!("acquire", resource = %target.describe());
+        self.acquire_rounds(target, config).instrument(span).await
+    }
+
+    async fn acquire_rounds(&self, target: Target, config: &LockConfig) -> Result<Lease, Error> {
         let shared = &self.shared;
         let described = target.describe();
         let resource = described.as_str();

@@ -1,21 +1,6 @@
 //! What the client counts: a [`Stats`] snapshot for everyone, and the same figures through
-//! the `metrics` facade with the `metrics` feature.
-//!
-//! Metric names (all counters but the two histograms, in seconds):
-//!
-//! | name | what |
-//! |---|---|
-//! | `redlock_rounds_total` | acquisition rounds run |
-//! | `redlock_acquisitions_total` | leases granted |
-//! | `redlock_contention_total` | rounds lost because another owner held the resource |
-//! | `redlock_no_quorum_total` | acquisitions that failed for lack of answering nodes |
-//! | `redlock_acquire_failures_total` | acquisitions that failed, for any reason |
-//! | `redlock_extensions_total` | successful extensions |
-//! | `redlock_extension_failures_total` | failed extensions |
-//! | `redlock_expirations_total` | leases whose validity ended before they were released |
-//! | `redlock_releases_total` | releases |
-//! | `redlock_acquire_seconds` | time from the `acquire` call to the grant (histogram) |
-//! | `redlock_hold_seconds` | time from the grant to the release (histogram) |
+//! the `metrics` facade with the `metrics` feature. The metric names and the `tracing`
+//! fields are listed in the client module's documentation (Observability).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

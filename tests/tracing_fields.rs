@@ -1,0 +1,155 @@
+//! The `tracing` spans and events keep the field names the documentation promises
+//! (`redlock::client` telemetry table): `resource`, `node`, `attempt`, `validity_ms`.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+
+/// A span opened or an event emitted, with its fields as text.
+#[derive(Debug, Clone)]
+struct Record {
+    /// The span's name, or the event's message.
+    name: String,
+    /// For an event: the span it was emitted in.
+    within: Option<String>,
+    fields: BTreeMap<String, String>,
+}
+
+/// Whether `target` is the library's (not, say, the test fleet's `redlock_fleet`).
+fn ours(target: &str) -> bool {
+    target == "redlock" || target.starts_with("redlock::")
+}
+
+/// Keeps every span and event of the `redlock` targets.
+#[derive(Clone, Default)]
+struct Captured {
+    spans: Arc<Mutex<Vec<Record>>>,
+    events: Arc<Mutex<Vec<Record>>>,
+}
+
+struct Fields<'a>(&'a mut BTreeMap<String, String>);
+
+impl Visit for Fields<'_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Captured {
+    fn on_new_span(&self, attrs: &Attributes<'_>, _id: &Id, _ctx: Context<'_, S>) {
+        if !ours(attrs.metadata().target()) {
+            return;
+        }
+        let mut fields = BTreeMap::new();
+        attrs.record(&mut Fields(&mut fields));
+        self.spans.lock().unwrap().push(Record {
+            name: attrs.metadata().name().to_owned(),
+            within: None,
+            fields,
+        });
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        if !ours(event.metadata().target()) {
+            return;
+        }
+        let mut fields = BTreeMap::new();
+        event.record(&mut Fields(&mut fields));
+        let name = fields.remove("message").unwrap_or_default();
+        let within = ctx.event_span(event).map(|span| span.name().to_owned());
+        self.events.lock().unwrap().push(Record {
+            name,
+            within,
+            fields,
+        });
+    }
+}
+
+impl Captured {
+    fn event(&self, message: &str) -> Record {
+        let events = self.events.lock().unwrap();
+        events
+            .iter()
+            .find(|e| e.name == message)
+            .cloned()
+            .unwrap_or_else(|| panic!("no event {message:?} in {events:#?}"))
+    }
+
+    fn span(&self, name: &str) -> Record {
+        let spans = self.spans.lock().unwrap();
+        spans
+            .iter()
+            .find(|s| s.name == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no span {name:?} in {spans:#?}"))
+    }
+}
+
+fn has(record: &Record, names: &[&str]) {
+    for name in names {
+        assert!(
+            record.fields.contains_key(*name),
+            "{:?} lacks `{name}`: {record:?}",
+            record.name
+        );
+    }
+}
+
+// The current-thread runtime keeps every task on the thread where the subscriber is set.
+#[tokio::test]
+async fn spans_and_events_carry_the_documented_fields() {
+    let captured = Captured::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(captured.clone()));
+    let mut fleet = fleet(5);
+    fleet.kill(4).unwrap();
+    let redlock = builder(&fleet).build().unwrap();
+
+    let mut lease = redlock.acquire("observed").await.unwrap();
+    lease.extend().await.unwrap();
+    lease.release().await;
+
+    for name in ["acquire", "extend", "release"] {
+        let span = captured.span(name);
+        assert_eq!(span.fields["resource"], "observed", "{span:?}");
+    }
+    let acquired = captured.event("lease acquired");
+    // `fence` is recorded only for a lease that carries a token.
+    has(&acquired, &["resource", "attempt", "validity_ms"]);
+    assert_eq!(acquired.fields["attempt"], "1");
+    assert_eq!(acquired.within.as_deref(), Some("acquire"));
+    let validity: u64 = acquired.fields["validity_ms"].parse().unwrap();
+    assert!(validity > 9_000 && validity < 10_000, "{acquired:?}");
+
+    // The dead node shows up by address (no password), inside the operation's span.
+    let failed = captured.event("node request failed");
+    has(&failed, &["node", "error"]);
+    assert_eq!(failed.fields["node"], fleet.addr(4).to_string());
+    assert_eq!(failed.within.as_deref(), Some("acquire"));
+
+    has(
+        &captured.event("lease extended"),
+        &["resource", "extensions", "validity_ms"],
+    );
+    let released = captured.event("lease released");
+    has(&released, &["resource", "released", "not_held"]);
+    // The release returns once a quorum let go; node 4 is dead.
+    let count: usize = released.fields["released"].parse().unwrap();
+    assert!((3..=4).contains(&count), "{released:?}");
+    redlock.settle().await;
+    assert_no_lock_keys(&fleet).await;
+}
