@@ -8,6 +8,8 @@ mod child;
 mod config_file;
 mod duration;
 mod exit;
+#[cfg(test)]
+mod fuzz_tests;
 mod run;
 mod settings;
 mod signals;
