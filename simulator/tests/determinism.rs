@@ -62,3 +62,34 @@ fn tracing_does_not_change_the_run() {
     assert_eq!(traced.history, quiet.history);
     assert_eq!(traced.report.events, quiet.report.events);
 }
+
+/// A sweep spreads its runs over threads and collects them by index: the same sweep on one
+/// thread and on four gives the same CSV, byte for byte (noise included).
+#[test]
+fn a_sweep_does_not_depend_on_the_number_of_threads() {
+    use redlock_sim::sweep::{Knob, SweepSpec, sweep};
+
+    let scenario = load("rl-09-client-clock-slow-2pc.toml");
+    let spec = |threads| SweepSpec {
+        knob: Knob::ClientClockSlow,
+        target: None,
+        values: vec![0.0, 1.0, 1.25, 1.5, 2.0],
+        seeds: 6,
+        first_seed: 7,
+        noise: true,
+        threshold: None,
+        threads,
+    };
+    let one = sweep(&scenario, &spec(1), &|_, _| {}).unwrap();
+    let four = sweep(&scenario, &spec(4), &|_, _| {}).unwrap();
+    assert_eq!(one.runs.len(), 30);
+    assert!(
+        one.csv() == four.csv(),
+        "one thread:\n{}\nfour threads:\n{}",
+        one.csv(),
+        four.csv()
+    );
+    // Not a constant: the noise and the clock error change what happens across the range.
+    let violated: Vec<f64> = one.points.iter().map(|p| p.violated[0]).collect();
+    assert!(violated[0] == 0.0 && violated[4] > 0.0, "{violated:?}");
+}
