@@ -32,8 +32,9 @@ struct Measured {
     elements: Option<f64>,
 }
 
-/// Results by `group/function/value` (criterion's full id).
-struct Results(BTreeMap<String, Measured>);
+/// Results by `group/function/value` (criterion's full id), and the interleaved ratios of
+/// `benches/paired.rs` when it ran.
+struct Results(BTreeMap<String, Measured>, Option<Value>);
 
 impl Results {
     /// Reads every `new/` result under `root`.
@@ -73,7 +74,23 @@ impl Results {
             )
             .into());
         }
-        Ok(Self(found))
+        let paired = root.join("paired").join("ratios.json");
+        let paired = if paired.exists() {
+            Some(read_json(&paired)?)
+        } else {
+            None
+        };
+        Ok(Self(found, paired))
+    }
+
+    /// An interleaved ratio: (median, first quartile, third quartile).
+    fn paired(&self, key: &str) -> Option<(f64, f64, f64)> {
+        let ratio = self.1.as_ref()?.get(key)?;
+        Some((
+            ratio["median"].as_f64()?,
+            ratio["q1"].as_f64()?,
+            ratio["q3"].as_f64()?,
+        ))
     }
 
     fn get(&self, id: &str) -> Option<Measured> {
@@ -241,10 +258,12 @@ fn other_table(results: &Results, out: &mut String) {
     );
 }
 
-/// A target: its text, the measured ratio and the bound it must meet.
+/// A target: its text, the ratio measured by criterion (contenders one after another), the
+/// key of its interleaved measurement, and the bound it must meet.
 struct Target {
     text: &'static str,
     ratio: Option<f64>,
+    paired: Option<&'static str>,
     at_most: Option<f64>,
     at_least: Option<f64>,
 }
@@ -263,6 +282,7 @@ fn targets(results: &Results) -> Vec<Target> {
                 us("acquire_release/ours_mt/5"),
                 us("acquire_release/floor_quorum_mt/5"),
             ),
+            paired: Some("ours_floor_mt"),
             at_most: Some(1.1),
             at_least: None,
         },
@@ -272,6 +292,7 @@ fn targets(results: &Results) -> Vec<Target> {
                 us("acquire_release/ours_ct/5"),
                 us("acquire_release/floor_quorum_ct/5"),
             ),
+            paired: Some("ours_floor_ct"),
             at_most: Some(1.1),
             at_least: None,
         },
@@ -281,6 +302,7 @@ fn targets(results: &Results) -> Vec<Target> {
                 us("acquire_release/rslock_mt/5"),
                 us("acquire_release/ours_mt/5"),
             ),
+            paired: Some("rslock_ours_mt"),
             at_most: None,
             at_least: Some(1.3),
         },
@@ -290,6 +312,7 @@ fn targets(results: &Results) -> Vec<Target> {
                 us("unhealthy_node/ours/slow_20ms"),
                 us("unhealthy_node/floor_quorum/healthy"),
             ),
+            paired: Some("slow_ours_floor_healthy"),
             at_most: Some(1.2),
             at_least: None,
         },
@@ -299,18 +322,21 @@ fn targets(results: &Results) -> Vec<Target> {
                 us("unhealthy_node/ours/paused"),
                 us("unhealthy_node/floor_quorum/healthy"),
             ),
+            paired: Some("paused_ours_floor_healthy"),
             at_most: Some(1.2),
             at_least: None,
         },
         Target {
             text: "throughput at 64 tasks, ours ÷ wait-all floor",
             ratio: ratio(rate("throughput/ours/64"), rate("throughput/floor_all/64")),
+            paired: Some("throughput_ours_floor_all"),
             at_most: None,
             at_least: Some(1.0),
         },
         Target {
             text: "throughput at 64 tasks, ours ÷ rslock",
             ratio: ratio(rate("throughput/ours/64"), rate("throughput/rslock/64")),
+            paired: Some("throughput_ours_rslock"),
             at_most: None,
             at_least: Some(1.5),
         },
@@ -320,12 +346,14 @@ fn targets(results: &Results) -> Vec<Target> {
                 rate("contended_16_workers/ours"),
                 rate("contended_16_workers/rslock"),
             ),
+            paired: None,
             at_most: None,
             at_least: Some(2.0),
         },
         Target {
             text: "simulator, million events/s (one core)",
             ratio: rate("simulator/events_rl18").map(|r| r / 1e6),
+            paired: None,
             at_most: None,
             at_least: Some(2.0),
         },
@@ -333,9 +361,19 @@ fn targets(results: &Results) -> Vec<Target> {
 }
 
 fn targets_table(results: &Results, out: &mut String) {
-    out.push_str("Targets:\n\n| target | measured | bound | met |\n|---|---:|---:|---|\n");
+    out.push_str(
+        "Targets. *One after another*: the ratio of criterion's medians below, each \
+         contender measured in its own phase. *Interleaved*: `benches/paired.rs`, the \
+         contenders taking turns in blocks of 100 operations (or one burst of 64 tasks), 40 \
+         rounds; the median of the per-round ratios, with its quartiles. The verdict uses the \
+         interleaved ratio where there is one.\n\n\
+         | target | one after another | interleaved (quartiles) | bound | met |\n\
+         |---|---:|---:|---:|---|\n",
+    );
     for target in targets(results) {
-        let (bound, met) = match (target.at_most, target.at_least, target.ratio) {
+        let paired = target.paired.and_then(|key| results.paired(key));
+        let judged = paired.map(|(median, _, _)| median).or(target.ratio);
+        let (bound, met) = match (target.at_most, target.at_least, judged) {
             (Some(max), _, Some(r)) => (format!("≤ {max}"), r <= max),
             (_, Some(min), Some(r)) => (format!("≥ {min}"), r >= min),
             (Some(max), _, None) => (format!("≤ {max}"), false),
@@ -343,18 +381,49 @@ fn targets_table(results: &Results, out: &mut String) {
             (None, None, _) => (String::new(), false),
         };
         let measured = cell(target.ratio, 2);
-        let verdict = match (target.ratio, met) {
+        let interleaved = paired.map_or_else(
+            || "-".to_owned(),
+            |(median, q1, q3)| format!("{median:.2} ({q1:.2}–{q3:.2})"),
+        );
+        let verdict = match (judged, met) {
             (None, _) => "not measured",
             (_, true) => "yes",
             (_, false) => "**no**",
         };
         let _ = writeln!(
             out,
-            "| {} | {measured} | {bound} | {verdict} |",
+            "| {} | {measured} | {interleaved} | {bound} | {verdict} |",
             target.text
         );
     }
     out.push('\n');
+    let context = [
+        (
+            "the floor with node 4 slow ÷ the floor healthy",
+            "slow_floor_floor_healthy",
+        ),
+        (
+            "the floor with node 4 paused ÷ the floor healthy",
+            "paused_floor_floor_healthy",
+        ),
+        (
+            "ours ÷ the floor, both with node 4 slow",
+            "slow_ours_floor_slow",
+        ),
+        (
+            "ours ÷ the floor, both with node 4 paused",
+            "paused_ours_floor_paused",
+        ),
+    ];
+    if context.iter().any(|(_, key)| results.paired(key).is_some()) {
+        out.push_str("Interleaved, for context:\n\n| ratio | median (quartiles) |\n|---|---:|\n");
+        for (text, key) in context {
+            if let Some((median, q1, q3)) = results.paired(key) {
+                let _ = writeln!(out, "| {text} | {median:.2} ({q1:.2}–{q3:.2}) |");
+            }
+        }
+        out.push('\n');
+    }
 }
 
 /// Latency against N, on a log scale (redlock-rs is an order of magnitude slower).

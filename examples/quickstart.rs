@@ -80,9 +80,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.pending(),
     );
 
+    // What the client counted (the same figures go to `metrics` with that feature).
+    let stats = redlock.stats();
+    println!(
+        "stats: {} round(s), {} lease(s), {} contended round(s), {} failed acquisition(s), \
+         {} extension(s), {} release(s), {} expired, acquire mean {:?} max {:?}, hold mean {:?}",
+        stats.rounds,
+        stats.acquisitions,
+        stats.contention,
+        stats.acquire_failures,
+        stats.extensions,
+        stats.releases,
+        stats.expirations,
+        stats.acquire_latency_mean(),
+        stats.acquire_latency_max,
+        stats.hold_time_mean(),
+    );
+
     if let Some(fleet) = &_fleet {
-        // Stragglers finish within a per-node timeout; then no lock key may remain.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // The slower nodes' requests finish in the background; then no lock key may remain.
+        redlock.settle().await;
         let left = fleet.count_keys(redlock.key_prefix())?;
         println!("lock keys left on the nodes: {left}");
         if left != 0 {

@@ -1,0 +1,419 @@
+//! The target ratios, measured in interleaved blocks.
+//!
+//! Criterion measures one contender after another, and on a shared, virtualised machine the
+//! noise changes between those phases: two runs of `benches/latency.rs` can disagree on a
+//! ratio by 30 % or more. Here the contenders take turns in short blocks (100 acquire +
+//! release each, or one burst of 64 tasks), round after round, on the same nodes; each round
+//! gives one ratio per pair, and the median over the rounds is reported with its quartiles.
+//! A burst of noise then lands on one round, not on one contender.
+//!
+//! Writes `target/criterion/paired/ratios.json`, which `examples/bench_report.rs` reads.
+//!
+//! ```text
+//! cargo bench --bench paired
+//! ```
+
+mod support;
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use redlock::Redlock;
+use redlock_fleet::RedisFleet;
+use redlock_fleet::proxy::{Direction, FaultProxy, ProxyHandle};
+use serde_json::json;
+use support::floor::{Decide, Floor};
+
+/// Rounds per comparison.
+const ROUNDS: usize = 40;
+/// Acquire + release per latency block.
+const BLOCK: u32 = 100;
+/// Concurrent tasks, and acquire + release per task, in a throughput block.
+const TASKS: usize = 64;
+const PER_TASK: usize = 20;
+
+type Block<'a> = Box<dyn FnMut() -> Duration + 'a>;
+
+/// Runs `contenders` in turn, `ROUNDS` times after one warm-up round; returns each one's
+/// block times.
+fn interleave(contenders: &mut [(&str, Block<'_>)]) -> BTreeMap<String, Vec<Duration>> {
+    for (_, block) in contenders.iter_mut() {
+        block();
+    }
+    let mut times: BTreeMap<String, Vec<Duration>> = BTreeMap::new();
+    for _ in 0..ROUNDS {
+        for (name, block) in contenders.iter_mut() {
+            let took = block();
+            times.entry((*name).to_owned()).or_default().push(took);
+        }
+    }
+    times
+}
+
+/// Median and quartiles of the per-round ratios `a / b`.
+fn ratio(times: &BTreeMap<String, Vec<Duration>>, a: &str, b: &str) -> serde_json::Value {
+    let mut ratios: Vec<f64> = times[a]
+        .iter()
+        .zip(&times[b])
+        .map(|(x, y)| x.as_secs_f64() / y.as_secs_f64())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
+    println!(
+        "{a} ÷ {b}: median {:.2} (quartiles {:.2}–{:.2}) over {} rounds",
+        at(0.5),
+        at(0.25),
+        at(0.75),
+        ratios.len()
+    );
+    json!({ "median": at(0.5), "q1": at(0.25), "q3": at(0.75), "rounds": ratios.len() })
+}
+
+/// Median time of one operation, in µs, for the log.
+fn per_op_micros(times: &[Duration], ops: u32) -> f64 {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    sorted[sorted.len() / 2].as_secs_f64() * 1e6 / f64::from(ops)
+}
+
+/// Times `BLOCK` runs of `op` on `runtime`.
+fn latency_block<'a, F, Fut>(runtime: &'a tokio::runtime::Runtime, op: F) -> Block<'a>
+where
+    F: Fn() -> Fut + 'a,
+    Fut: Future<Output = ()>,
+{
+    Box::new(move || {
+        let started = Instant::now();
+        for _ in 0..BLOCK {
+            runtime.block_on(op());
+        }
+        started.elapsed()
+    })
+}
+
+fn ours(urls: &[String]) -> Redlock {
+    Redlock::builder()
+        .nodes(urls.iter().cloned())
+        .ttl(support::TTL)
+        .key_prefix("bench-ours:")
+        .build()
+        .expect("a client")
+}
+
+async fn ours_once(redlock: &Redlock, resource: &str) {
+    redlock
+        .acquire(resource)
+        .await
+        .expect("acquire")
+        .release()
+        .await;
+}
+
+async fn rslock_once(rslock: &rslock::LockManager, key: &str) {
+    let lock = rslock.lock(key, support::TTL).await.expect("rslock");
+    rslock.unlock(&lock).await;
+}
+
+/// Uncontended acquire + release at N = 5, both runtime flavours.
+fn latency(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>) {
+    let urls = fleet.urls();
+    let mt = support::multi_thread();
+    let ours_mt = mt.block_on(async { ours(&urls) });
+    let floor_mt = mt.block_on(Floor::connect(&urls, Decide::Quorum));
+    let rslock = rslock::LockManager::new(urls.clone());
+    mt.block_on(ours_mt.connect());
+    let times = interleave(&mut [
+        (
+            "ours_mt",
+            latency_block(&mt, || ours_once(&ours_mt, "paired")),
+        ),
+        (
+            "floor_quorum_mt",
+            latency_block(&mt, || floor_mt.acquire_release("bench-floor:paired")),
+        ),
+        (
+            "rslock_mt",
+            latency_block(&mt, || rslock_once(&rslock, "bench-rslock:paired")),
+        ),
+    ]);
+    for (name, t) in &times {
+        println!(
+            "{name}: {:.0} µs per acquire + release",
+            per_op_micros(t, BLOCK)
+        );
+    }
+    out.insert(
+        "ours_floor_mt".into(),
+        ratio(&times, "ours_mt", "floor_quorum_mt"),
+    );
+    out.insert(
+        "rslock_ours_mt".into(),
+        ratio(&times, "rslock_mt", "ours_mt"),
+    );
+
+    let ct = support::current_thread();
+    let ours_ct = ct.block_on(async { ours(&urls) });
+    let floor_ct = ct.block_on(Floor::connect(&urls, Decide::Quorum));
+    ct.block_on(ours_ct.connect());
+    let times = interleave(&mut [
+        (
+            "ours_ct",
+            latency_block(&ct, || ours_once(&ours_ct, "paired")),
+        ),
+        (
+            "floor_quorum_ct",
+            latency_block(&ct, || floor_ct.acquire_release("bench-floor:paired")),
+        ),
+    ]);
+    for (name, t) in &times {
+        println!(
+            "{name}: {:.0} µs per acquire + release",
+            per_op_micros(t, BLOCK)
+        );
+    }
+    out.insert(
+        "ours_floor_ct".into(),
+        ratio(&times, "ours_ct", "floor_quorum_ct"),
+    );
+}
+
+/// Times one burst: `TASKS` tasks, each running `op` `PER_TASK` times on its own resource.
+fn burst_block<'a, F, Fut>(runtime: &'a tokio::runtime::Runtime, op: F) -> Block<'a>
+where
+    F: Fn(usize) -> Fut + 'a,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    Box::new(move || {
+        let started = Instant::now();
+        runtime.block_on(async {
+            let tasks: Vec<_> = (0..TASKS).map(|task| tokio::spawn(op(task))).collect();
+            for task in tasks {
+                task.await.expect("a task");
+            }
+        });
+        started.elapsed()
+    })
+}
+
+/// 64 tasks on distinct resources, N = 5; a ratio of times is the inverse ratio of rates.
+fn throughput(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>) {
+    let urls = fleet.urls();
+    let runtime = support::multi_thread();
+    let ours_client = runtime.block_on(async { ours(&urls) });
+    runtime.block_on(ours_client.connect());
+    let floor = Arc::new(runtime.block_on(Floor::connect(&urls, Decide::All)));
+    let rslock = Arc::new(rslock::LockManager::new(urls));
+    let times = interleave(&mut [
+        (
+            "ours",
+            burst_block(&runtime, |task| {
+                let ours = ours_client.clone();
+                async move {
+                    for _ in 0..PER_TASK {
+                        ours_once(&ours, &format!("paired-{task}")).await;
+                    }
+                }
+            }),
+        ),
+        (
+            "floor_all",
+            burst_block(&runtime, |task| {
+                let floor = Arc::clone(&floor);
+                async move {
+                    for _ in 0..PER_TASK {
+                        floor
+                            .acquire_release(&format!("bench-floor:paired-{task}"))
+                            .await;
+                    }
+                }
+            }),
+        ),
+        (
+            "rslock",
+            burst_block(&runtime, |task| {
+                let rslock = Arc::clone(&rslock);
+                async move {
+                    for _ in 0..PER_TASK {
+                        rslock_once(&rslock, &format!("bench-rslock:paired-{task}")).await;
+                    }
+                }
+            }),
+        ),
+    ]);
+    let ops = u32::try_from(TASKS * PER_TASK).unwrap_or(u32::MAX);
+    for (name, t) in &times {
+        println!(
+            "{name}: {:.0} acquire + release per second at {TASKS} tasks",
+            1e6 / per_op_micros(t, ops)
+        );
+    }
+    // Rate ratio ours ÷ other = time ratio other ÷ ours.
+    out.insert(
+        "throughput_ours_floor_all".into(),
+        ratio(&times, "floor_all", "ours"),
+    );
+    out.insert(
+        "throughput_ours_rslock".into(),
+        ratio(&times, "rslock", "ours"),
+    );
+}
+
+/// What is wrong with node 4 during a block.
+#[derive(Clone, Copy)]
+enum Fault {
+    /// Its replies 20 ms late (through its proxy).
+    Slow,
+    /// Stopped (`SIGSTOP`); resumed after the block, which drains what was queued for it.
+    Paused,
+}
+
+/// `block` with node 4's fault on: set before, cleared after.
+fn faulted<'a>(
+    fault: Fault,
+    fleet: &'a RefCell<RedisFleet>,
+    proxy: &'a ProxyHandle,
+    mut block: Block<'a>,
+) -> Block<'a> {
+    Box::new(move || {
+        match fault {
+            Fault::Slow => proxy.set_latency(Direction::ToClient, Duration::from_millis(20)),
+            Fault::Paused => fleet.borrow_mut().pause(4).expect("pause a node"),
+        }
+        let took = block();
+        match fault {
+            Fault::Slow => proxy.set_latency(Direction::ToClient, Duration::ZERO),
+            Fault::Paused => fleet.borrow_mut().resume(4).expect("resume the node"),
+        }
+        took
+    })
+}
+
+/// One of five nodes slow or paused, against the healthy floor, every node behind a proxy.
+fn tail(out: &mut BTreeMap<String, serde_json::Value>) {
+    let fleet = RefCell::new(support::fleet(5));
+    let runtime = support::multi_thread();
+    let proxies: Vec<FaultProxy> = runtime.block_on(async {
+        let mut proxies = Vec::new();
+        for node in 0..5 {
+            let address = fleet.borrow().addr(node);
+            proxies.push(FaultProxy::start(address).await.expect("a proxy"));
+        }
+        proxies
+    });
+    let urls: Vec<String> = proxies.iter().map(FaultProxy::url).collect();
+    let ours_client = runtime.block_on(async { ours(&urls) });
+    runtime.block_on(ours_client.connect());
+    let floor = runtime.block_on(Floor::connect(&urls, Decide::Quorum));
+    let slow = proxies[4].handle();
+    let times = interleave(&mut [
+        (
+            "floor_healthy",
+            latency_block(&runtime, || floor.acquire_release("bench-floor:tail")),
+        ),
+        (
+            "ours_healthy",
+            latency_block(&runtime, || ours_once(&ours_client, "tail")),
+        ),
+        (
+            "ours_slow",
+            faulted(
+                Fault::Slow,
+                &fleet,
+                &slow,
+                latency_block(&runtime, || ours_once(&ours_client, "tail")),
+            ),
+        ),
+        (
+            "floor_slow",
+            faulted(
+                Fault::Slow,
+                &fleet,
+                &slow,
+                latency_block(&runtime, || floor.acquire_release("bench-floor:tail")),
+            ),
+        ),
+        (
+            "ours_paused",
+            faulted(
+                Fault::Paused,
+                &fleet,
+                &slow,
+                latency_block(&runtime, || ours_once(&ours_client, "tail")),
+            ),
+        ),
+        (
+            "floor_paused",
+            faulted(
+                Fault::Paused,
+                &fleet,
+                &slow,
+                latency_block(&runtime, || floor.acquire_release("bench-floor:tail")),
+            ),
+        ),
+    ]);
+    for (name, t) in &times {
+        println!(
+            "{name}: {:.0} µs per acquire + release",
+            per_op_micros(t, BLOCK)
+        );
+    }
+    out.insert(
+        "slow_ours_floor_healthy".into(),
+        ratio(&times, "ours_slow", "floor_healthy"),
+    );
+    out.insert(
+        "paused_ours_floor_healthy".into(),
+        ratio(&times, "ours_paused", "floor_healthy"),
+    );
+    out.insert(
+        "slow_floor_floor_healthy".into(),
+        ratio(&times, "floor_slow", "floor_healthy"),
+    );
+    out.insert(
+        "paused_floor_floor_healthy".into(),
+        ratio(&times, "floor_paused", "floor_healthy"),
+    );
+    out.insert(
+        "slow_ours_floor_slow".into(),
+        ratio(&times, "ours_slow", "floor_slow"),
+    );
+    out.insert(
+        "paused_ours_floor_paused".into(),
+        ratio(&times, "ours_paused", "floor_paused"),
+    );
+    let fleet = fleet.into_inner();
+    support::assert_clean(&fleet, "bench-ours:", "ours (tail)");
+    support::assert_clean(&fleet, "bench-floor:", "floor (tail)");
+    drop(proxies);
+}
+
+fn main() {
+    // `cargo bench` passes `--bench` (and any filter); `cargo test --benches` does not run
+    // benchmarks, so without `--bench` this only checks that it starts.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let mut out = BTreeMap::new();
+    let fleet = support::fleet(5);
+    latency(&fleet, &mut out);
+    throughput(&fleet, &mut out);
+    support::assert_clean(&fleet, "bench-ours:", "ours");
+    support::assert_clean(&fleet, "bench-floor:", "floor");
+    support::assert_clean(&fleet, "bench-rslock:", "rslock");
+    drop(fleet);
+    tail(&mut out);
+
+    let dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| PathBuf::from("target"), PathBuf::from)
+        .join("criterion")
+        .join("paired");
+    std::fs::create_dir_all(&dir).expect("create the output directory");
+    let file = dir.join("ratios.json");
+    let text = serde_json::to_string_pretty(&out).expect("JSON");
+    std::fs::write(&file, text).expect("write the ratios");
+    println!("wrote {}", file.display());
+}
