@@ -57,9 +57,13 @@ impl Floor {
                 redis::IntoConnectionInfo::into_connection_info(url.as_str()).expect("a node URL");
             let tcp = info.tcp_settings().clone().set_nodelay(true);
             let client = redis::Client::open(info.set_tcp_settings(tcp)).expect("a node URL");
+            // No response timeout in redis-rs either (its default is 500 ms): a request it
+            // cuts before writing it is never sent, and a lost release leaves its key. The
+            // rounds have their own deadline.
+            let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
             connections.push(
                 client
-                    .get_multiplexed_async_connection()
+                    .get_multiplexed_async_connection_with_config(&config)
                     .await
                     .expect("connect"),
             );
