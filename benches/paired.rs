@@ -38,20 +38,58 @@ const PER_TASK: usize = 20;
 
 type Block<'a> = Box<dyn FnMut() -> Duration + 'a>;
 
-/// Runs `contenders` in turn, `ROUNDS` times after one warm-up round; returns each one's
-/// block times.
-fn interleave(contenders: &mut [(&str, Block<'_>)]) -> BTreeMap<String, Vec<Duration>> {
+/// Runs `contenders` in turn, `ROUNDS` times after one warm-up round, starting each round
+/// with the next contender so that none always follows the same one; `after_round` runs
+/// between rounds (untimed). Returns each one's block times.
+fn interleave(
+    contenders: &mut [(&str, Block<'_>)],
+    after_round: &mut dyn FnMut(),
+) -> BTreeMap<String, Vec<Duration>> {
     for (_, block) in contenders.iter_mut() {
         block();
     }
+    after_round();
     let mut times: BTreeMap<String, Vec<Duration>> = BTreeMap::new();
-    for _ in 0..ROUNDS {
-        for (name, block) in contenders.iter_mut() {
+    let count = contenders.len();
+    for round in 0..ROUNDS {
+        for turn in 0..count {
+            let (name, block) = &mut contenders[(round + turn) % count];
             let took = block();
             times.entry((*name).to_owned()).or_default().push(took);
         }
+        after_round();
     }
     times
+}
+
+/// The key prefixes of the contenders.
+const PREFIXES: [&str; 3] = ["bench-ours:", "bench-floor:", "bench-rslock:"];
+
+/// Lets `runtime` finish its background requests, then fails the benchmark if a contender
+/// left a key. Run after every round, well within the TTL, so a leaked key cannot expire
+/// unseen.
+fn settle_and_check(runtime: &tokio::runtime::Runtime, fleet: &RedisFleet) {
+    let left = || -> Vec<(&str, usize)> {
+        PREFIXES
+            .iter()
+            .map(|prefix| (*prefix, support::leftover_keys(fleet, prefix)))
+            .filter(|(_, left)| *left > 0)
+            .collect()
+    };
+    for wait in [100, 500] {
+        runtime.block_on(tokio::time::sleep(Duration::from_millis(wait)));
+        if left().is_empty() {
+            return;
+        }
+    }
+    panic!("keys left behind after a round: {:?}", left());
+}
+
+/// The `q` quantile of sorted `values`, interpolated between neighbours.
+fn quantile(values: &[f64], q: f64) -> f64 {
+    let at = (values.len() - 1) as f64 * q;
+    let (low, high) = (at.floor() as usize, at.ceil() as usize);
+    values[low] + (values[high] - values[low]) * (at - low as f64)
 }
 
 /// Median and quartiles of the per-round ratios `a / b`.
@@ -62,15 +100,16 @@ fn ratio(times: &BTreeMap<String, Vec<Duration>>, a: &str, b: &str) -> serde_jso
         .map(|(x, y)| x.as_secs_f64() / y.as_secs_f64())
         .collect();
     ratios.sort_by(f64::total_cmp);
-    let at = |q: f64| ratios[((ratios.len() - 1) as f64 * q).round() as usize];
+    let (median, q1, q3) = (
+        quantile(&ratios, 0.5),
+        quantile(&ratios, 0.25),
+        quantile(&ratios, 0.75),
+    );
     println!(
-        "{a} ÷ {b}: median {:.2} (quartiles {:.2}–{:.2}) over {} rounds",
-        at(0.5),
-        at(0.25),
-        at(0.75),
+        "{a} ÷ {b}: median {median:.2} (quartiles {q1:.2}–{q3:.2}) over {} rounds",
         ratios.len()
     );
-    json!({ "median": at(0.5), "q1": at(0.25), "q3": at(0.75), "rounds": ratios.len() })
+    json!({ "median": median, "q1": q1, "q3": q3, "rounds": ratios.len() })
 }
 
 /// Median time of one operation, in µs, for the log.
@@ -126,20 +165,23 @@ fn latency(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>) {
     let floor_mt = mt.block_on(Floor::connect(&urls, Decide::Quorum));
     let rslock = rslock::LockManager::new(urls.clone());
     mt.block_on(ours_mt.connect());
-    let times = interleave(&mut [
-        (
-            "ours_mt",
-            latency_block(&mt, || ours_once(&ours_mt, "paired")),
-        ),
-        (
-            "floor_quorum_mt",
-            latency_block(&mt, || floor_mt.acquire_release("bench-floor:paired")),
-        ),
-        (
-            "rslock_mt",
-            latency_block(&mt, || rslock_once(&rslock, "bench-rslock:paired")),
-        ),
-    ]);
+    let times = interleave(
+        &mut [
+            (
+                "ours_mt",
+                latency_block(&mt, || ours_once(&ours_mt, "paired")),
+            ),
+            (
+                "floor_quorum_mt",
+                latency_block(&mt, || floor_mt.acquire_release("bench-floor:paired")),
+            ),
+            (
+                "rslock_mt",
+                latency_block(&mt, || rslock_once(&rslock, "bench-rslock:paired")),
+            ),
+        ],
+        &mut || settle_and_check(&mt, fleet),
+    );
     for (name, t) in &times {
         println!(
             "{name}: {:.0} µs per acquire + release",
@@ -159,16 +201,19 @@ fn latency(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>) {
     let ours_ct = ct.block_on(async { ours(&urls) });
     let floor_ct = ct.block_on(Floor::connect(&urls, Decide::Quorum));
     ct.block_on(ours_ct.connect());
-    let times = interleave(&mut [
-        (
-            "ours_ct",
-            latency_block(&ct, || ours_once(&ours_ct, "paired")),
-        ),
-        (
-            "floor_quorum_ct",
-            latency_block(&ct, || floor_ct.acquire_release("bench-floor:paired")),
-        ),
-    ]);
+    let times = interleave(
+        &mut [
+            (
+                "ours_ct",
+                latency_block(&ct, || ours_once(&ours_ct, "paired")),
+            ),
+            (
+                "floor_quorum_ct",
+                latency_block(&ct, || floor_ct.acquire_release("bench-floor:paired")),
+            ),
+        ],
+        &mut || settle_and_check(&ct, fleet),
+    );
     for (name, t) in &times {
         println!(
             "{name}: {:.0} µs per acquire + release",
@@ -207,43 +252,46 @@ fn throughput(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>)
     runtime.block_on(ours_client.connect());
     let floor = Arc::new(runtime.block_on(Floor::connect(&urls, Decide::All)));
     let rslock = Arc::new(rslock::LockManager::new(urls));
-    let times = interleave(&mut [
-        (
-            "ours",
-            burst_block(&runtime, |task| {
-                let ours = ours_client.clone();
-                async move {
-                    for _ in 0..PER_TASK {
-                        ours_once(&ours, &format!("paired-{task}")).await;
+    let times = interleave(
+        &mut [
+            (
+                "ours",
+                burst_block(&runtime, |task| {
+                    let ours = ours_client.clone();
+                    async move {
+                        for _ in 0..PER_TASK {
+                            ours_once(&ours, &format!("paired-{task}")).await;
+                        }
                     }
-                }
-            }),
-        ),
-        (
-            "floor_all",
-            burst_block(&runtime, |task| {
-                let floor = Arc::clone(&floor);
-                async move {
-                    for _ in 0..PER_TASK {
-                        floor
-                            .acquire_release(&format!("bench-floor:paired-{task}"))
-                            .await;
+                }),
+            ),
+            (
+                "floor_all",
+                burst_block(&runtime, |task| {
+                    let floor = Arc::clone(&floor);
+                    async move {
+                        for _ in 0..PER_TASK {
+                            floor
+                                .acquire_release(&format!("bench-floor:paired-{task}"))
+                                .await;
+                        }
                     }
-                }
-            }),
-        ),
-        (
-            "rslock",
-            burst_block(&runtime, |task| {
-                let rslock = Arc::clone(&rslock);
-                async move {
-                    for _ in 0..PER_TASK {
-                        rslock_once(&rslock, &format!("bench-rslock:paired-{task}")).await;
+                }),
+            ),
+            (
+                "rslock",
+                burst_block(&runtime, |task| {
+                    let rslock = Arc::clone(&rslock);
+                    async move {
+                        for _ in 0..PER_TASK {
+                            rslock_once(&rslock, &format!("bench-rslock:paired-{task}")).await;
+                        }
                     }
-                }
-            }),
-        ),
-    ]);
+                }),
+            ),
+        ],
+        &mut || settle_and_check(&runtime, fleet),
+    );
     let ops = u32::try_from(TASKS * PER_TASK).unwrap_or(u32::MAX);
     for (name, t) in &times {
         println!(
@@ -286,7 +334,11 @@ fn faulted<'a>(
         let took = block();
         match fault {
             Fault::Slow => proxy.set_latency(Direction::ToClient, Duration::ZERO),
-            Fault::Paused => fleet.borrow_mut().resume(4).expect("resume the node"),
+            Fault::Paused => {
+                fleet.borrow_mut().resume(4).expect("resume the node");
+                // Let node 4 work through what was queued for it before the next block.
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
         took
     })
@@ -309,52 +361,55 @@ fn tail(out: &mut BTreeMap<String, serde_json::Value>) {
     runtime.block_on(ours_client.connect());
     let floor = runtime.block_on(Floor::connect(&urls, Decide::Quorum));
     let slow = proxies[4].handle();
-    let times = interleave(&mut [
-        (
-            "floor_healthy",
-            latency_block(&runtime, || floor.acquire_release("bench-floor:tail")),
-        ),
-        (
-            "ours_healthy",
-            latency_block(&runtime, || ours_once(&ours_client, "tail")),
-        ),
-        (
-            "ours_slow",
-            faulted(
-                Fault::Slow,
-                &fleet,
-                &slow,
-                latency_block(&runtime, || ours_once(&ours_client, "tail")),
-            ),
-        ),
-        (
-            "floor_slow",
-            faulted(
-                Fault::Slow,
-                &fleet,
-                &slow,
+    let times = interleave(
+        &mut [
+            (
+                "floor_healthy",
                 latency_block(&runtime, || floor.acquire_release("bench-floor:tail")),
             ),
-        ),
-        (
-            "ours_paused",
-            faulted(
-                Fault::Paused,
-                &fleet,
-                &slow,
+            (
+                "ours_healthy",
                 latency_block(&runtime, || ours_once(&ours_client, "tail")),
             ),
-        ),
-        (
-            "floor_paused",
-            faulted(
-                Fault::Paused,
-                &fleet,
-                &slow,
-                latency_block(&runtime, || floor.acquire_release("bench-floor:tail")),
+            (
+                "ours_slow",
+                faulted(
+                    Fault::Slow,
+                    &fleet,
+                    &slow,
+                    latency_block(&runtime, || ours_once(&ours_client, "tail")),
+                ),
             ),
-        ),
-    ]);
+            (
+                "floor_slow",
+                faulted(
+                    Fault::Slow,
+                    &fleet,
+                    &slow,
+                    latency_block(&runtime, || floor.acquire_release("bench-floor:tail")),
+                ),
+            ),
+            (
+                "ours_paused",
+                faulted(
+                    Fault::Paused,
+                    &fleet,
+                    &slow,
+                    latency_block(&runtime, || ours_once(&ours_client, "tail")),
+                ),
+            ),
+            (
+                "floor_paused",
+                faulted(
+                    Fault::Paused,
+                    &fleet,
+                    &slow,
+                    latency_block(&runtime, || floor.acquire_release("bench-floor:tail")),
+                ),
+            ),
+        ],
+        &mut || settle_and_check(&runtime, &fleet.borrow()),
+    );
     for (name, t) in &times {
         println!(
             "{name}: {:.0} µs per acquire + release",
@@ -394,7 +449,14 @@ fn tail(out: &mut BTreeMap<String, serde_json::Value>) {
 fn main() {
     // `cargo bench` passes `--bench` (and any filter); `cargo test --benches` does not run
     // benchmarks, so without `--bench` this only checks that it starts.
-    if !std::env::args().any(|a| a == "--bench") {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--bench") {
+        return;
+    }
+    // `cargo bench <filter>`: run only if the filter names this benchmark.
+    if let Some(filter) = args.iter().find(|a| !a.starts_with('-'))
+        && !"paired".contains(filter.as_str())
+    {
         return;
     }
     let mut out = BTreeMap::new();

@@ -2,14 +2,16 @@
 //! ratios and latency chart of `docs/benchmarks.md`.
 //!
 //! ```text
-//! cargo bench -p redlock-fleet                                # measure (about 10 minutes)
+//! cargo bench -p redlock-fleet                                # measure (a quarter of an hour)
 //! cargo run --example bench_report                            # print the report
 //! cargo run --example bench_report -- --write docs/benchmarks.md
 //! ```
 //!
 //! With `--write FILE`, the text between `<!-- results:begin -->` and `<!-- results:end -->`
 //! in FILE is replaced and the chart goes to `img/bench-latency.svg` beside it. Every figure
-//! is a median of one run of `cargo bench`.
+//! is a median of one run of `cargo bench`. The interleaved ratios of `benches/paired.rs`
+//! are used only when they are at least as recent as the oldest criterion result (the same
+//! run, or a later one).
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -40,6 +42,7 @@ impl Results {
     /// Reads every `new/` result under `root`.
     fn load(root: &Path) -> Result<Self> {
         let mut found = BTreeMap::new();
+        let mut oldest: Option<std::time::SystemTime> = None;
         let mut pending = vec![root.to_path_buf()];
         while let Some(dir) = pending.pop() {
             for entry in std::fs::read_dir(&dir)? {
@@ -47,6 +50,8 @@ impl Results {
                 if path.is_dir() {
                     pending.push(path);
                 } else if path.ends_with("new/benchmark.json") {
+                    let modified = std::fs::metadata(&path)?.modified()?;
+                    oldest = Some(oldest.map_or(modified, |o| o.min(modified)));
                     let folder = path.parent().ok_or("a result file has a folder")?;
                     let benchmark = read_json(&path)?;
                     let estimates = read_json(&folder.join("estimates.json"))?;
@@ -75,7 +80,11 @@ impl Results {
             .into());
         }
         let paired = root.join("paired").join("ratios.json");
-        let paired = if paired.exists() {
+        let fresh = |path: &Path| -> bool {
+            let modified = std::fs::metadata(path).and_then(|m| m.modified());
+            matches!((modified, oldest), (Ok(m), Some(o)) if m >= o)
+        };
+        let paired = if fresh(&paired) {
             Some(read_json(&paired)?)
         } else {
             None
@@ -364,9 +373,9 @@ fn targets_table(results: &Results, out: &mut String) {
     out.push_str(
         "Targets. *One after another*: the ratio of criterion's medians below, each \
          contender measured in its own phase. *Interleaved*: `benches/paired.rs`, the \
-         contenders taking turns in blocks of 100 operations (or one burst of 64 tasks), 40 \
-         rounds; the median of the per-round ratios, with its quartiles. The verdict uses the \
-         interleaved ratio where there is one.\n\n\
+         contenders taking turns in short blocks, round after round; the median of the \
+         per-round ratios, with its quartiles. The verdict uses the interleaved ratio where \
+         there is one.\n\n\
          | target | one after another | interleaved (quartiles) | bound | met |\n\
          |---|---:|---:|---:|---|\n",
     );
@@ -382,7 +391,7 @@ fn targets_table(results: &Results, out: &mut String) {
         };
         let measured = cell(target.ratio, 2);
         let interleaved = paired.map_or_else(
-            || "-".to_owned(),
+            || cell(None, 2),
             |(median, q1, q3)| format!("{median:.2} ({q1:.2}–{q3:.2})"),
         );
         let verdict = match (judged, met) {

@@ -140,8 +140,14 @@ fn assert_placed(message: &str, text: &str) -> Result<(), TestCaseError> {
         .map_err(|_| TestCaseError::fail(format!("error without a column: {message}")))?;
     let lines = text.matches('\n').count() + 1;
     prop_assert!(
-        (1..=lines).contains(&line) && column >= 1,
+        (1..=lines).contains(&line),
         "line {line} of {lines}: {message}"
+    );
+    // Columns count bytes from 1; one past the line's end points at its end.
+    let width = text.split('\n').nth(line - 1).map_or(0, str::len);
+    prop_assert!(
+        (1..=width + 1).contains(&column),
+        "column {column} of a {width}-byte line: {message}"
     );
     Ok(())
 }

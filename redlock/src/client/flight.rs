@@ -24,6 +24,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use futures::task::AtomicWaker;
 
 use tokio::sync::Notify;
+use tracing::Instrument;
 
 use super::node::Node;
 use crate::core::{NodeFailure, Reply, RequestId, Transmit};
@@ -61,10 +62,15 @@ impl Background {
     ) {
         self.0.running.fetch_add(1, Ordering::AcqRel);
         let running = Running(self.clone());
-        runtime.spawn(async move {
-            work.await;
-            drop(running);
-        });
+        // In the span of the operation that started the work, so that a slow node's
+        // failure, logged once the operation has returned, is still attributed to it.
+        runtime.spawn(
+            async move {
+                work.await;
+                drop(running);
+            }
+            .in_current_span(),
+        );
     }
 
     /// Background tasks not finished yet.

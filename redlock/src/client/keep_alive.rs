@@ -300,7 +300,7 @@ async fn keep(
                     Err(e) => {
                         // A failed extension deletes nothing: try again shortly while
                         // validity remains.
-                        tracing::debug!(resource = lease.resource(), error = %e, "extension failed; retrying");
+                        tracing::debug!(resource = %lease.described(), error = %e, "extension failed; retrying");
                         last_failure = Some(e.to_string());
                         next_try = Some(Instant::now() + node_timeout.saturating_mul(2));
                     }
@@ -317,7 +317,7 @@ async fn keep(
             }
         }
     };
-    tracing::warn!(resource = lease.resource(), %reason, "lease lost");
+    tracing::warn!(resource = %lease.described(), %reason, "lease lost");
     state.send_modify(|s| s.lost = Some(reason));
     // Free whatever keys are left at once; the handle's release gets this report.
     let report = lease.release().await;

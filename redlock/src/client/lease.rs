@@ -74,6 +74,11 @@ impl Lease {
         self.target.keys()[0].resource()
     }
 
+    /// Every resource name, comma-separated: what log lines and errors call the lease.
+    pub(crate) fn described(&self) -> String {
+        self.target.describe()
+    }
+
     /// Every resource the lease holds, sorted.
     pub fn resources(&self) -> impl Iterator<Item = &str> {
         self.target.keys().iter().map(|k| k.resource())
@@ -220,12 +225,12 @@ impl Lease {
             .telemetry
             .released(self.granted_at.elapsed(), expired);
         let lanes = std::mem::take(&mut self.lanes);
-        let span = tracing::debug_span!("release", resource = self.resource());
+        let span = tracing::debug_span!("release", resource = %self.described());
         let report = release(&self.redlock, &self.target, self.token, lanes)
             .instrument(span)
             .await;
         tracing::debug!(
-            resource = self.resource(),
+            resource = %self.described(),
             released = report.released(),
             not_held = report.not_held(),
             "lease released"
@@ -256,16 +261,16 @@ impl Drop for Lease {
             return;
         }
         self.released = true;
-        let resource = self.resource().to_owned();
+        let resource = self.described();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(
-                resource,
+                resource = %resource,
                 "lease dropped without release() outside a tokio runtime; its keys expire with their TTL"
             );
             return;
         };
         tracing::warn!(
-            resource,
+            resource = %resource,
             "lease dropped without release(); releasing it in the background"
         );
         let expired = !self.is_valid();

@@ -39,16 +39,19 @@
 //!
 //! | span or event | level | fields |
 //! |---|---|---|
-//! | spans `acquire`, `extend`, `release` (around each operation; node events nest in them) | debug | `resource` |
-//! | `lease acquired` | debug | `resource`, `attempt`, `validity_ms`, `fence` (when the lease carries a token) |
+//! | spans `acquire`, `extend`, `release` (around each operation; its node events nest in it, also those of requests that finish in the background) | debug | `resource` |
+//! | `lease acquired` | debug | `resource`, `attempt`, `validity_ms`, `fence` (a quorum-minted token; one from a `FenceSource` is minted after this event) |
 //! | `acquisition round failed; retrying`, `acquisition failed` | debug | `resource`, `attempt`, `reason` |
 //! | `node request failed` (a timeout, refusal, I/O or protocol error) | debug | `node`, `error` |
 //! | `lease extended` | debug | `resource`, `extensions`, `validity_ms` |
 //! | `lease extension failed` | debug | `resource`, `reason` |
 //! | `lease released` | debug | `resource`, `released`, `not_held` |
+//! | `extension failed; retrying` (a kept-alive lease) | debug | `resource`, `error` |
 //! | `lease lost` (a kept-alive lease) | warn | `resource`, `reason` |
 //! | `node restarted; not counted toward a quorum until a TTL has passed` | warn | `node`, `quarantine_ms` |
 //! | `lease dropped without release(); releasing it in the background` | warn | `resource` |
+//! | `lease dropped without release() outside a tokio runtime; …` | warn | `resource` |
+//! | `no tokio runtime to finish in-flight lock requests; …` | warn | `requests` |
 //! | `weak Redlock configuration` (at build time) | warn | `warning` |
 //!
 //! `node` is the node's address (`host:port` or socket path, never a password); `resource`
