@@ -45,7 +45,20 @@ pub fn leftover_keys(fleet: &RedisFleet, prefix: &str) -> usize {
         .sum()
 }
 
-/// Waits for background requests to land, then asserts that no key of `prefix` is left.
+/// Waits for background requests to land, then reports how many keys of another
+/// contender's `prefix` are left. Not a failure: the floor and the peers are references,
+/// and the floor (no per-node ordering of a lease's commands) has been seen to leave keys
+/// behind an unhealthy node (`docs/benchmarks.md`).
+pub fn report_clean(fleet: &RedisFleet, prefix: &str, what: &str) {
+    std::thread::sleep(Duration::from_millis(300));
+    match leftover_keys(fleet, prefix) {
+        0 => println!("{what}: 0 keys left behind"),
+        left => println!("{what}: {left} key(s) left behind"),
+    }
+}
+
+/// Waits for background requests to land, then asserts that no key of `prefix` (this
+/// crate's client) is left.
 pub fn assert_clean(fleet: &RedisFleet, prefix: &str, what: &str) {
     std::thread::sleep(Duration::from_millis(300));
     let left = leftover_keys(fleet, prefix);
