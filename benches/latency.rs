@@ -12,7 +12,6 @@ mod support;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use redlock::Redlock;
 use support::floor::{Decide, Floor};
 
 const SIZES: [usize; 4] = [1, 3, 5, 7];
@@ -30,14 +29,7 @@ fn latency(c: &mut Criterion) {
     ] {
         for n in SIZES {
             let nodes = &urls[..n];
-            let ours = runtime.block_on(async {
-                Redlock::builder()
-                    .nodes(nodes.iter().cloned())
-                    .ttl(support::TTL)
-                    .key_prefix("bench-ours:")
-                    .build()
-                    .expect("a client")
-            });
+            let ours = runtime.block_on(async { support::ours(nodes) });
             // Connect (and learn each node's run_id) before measuring.
             runtime.block_on(async {
                 ours.connect().await;

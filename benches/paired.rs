@@ -22,7 +22,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redlock::Redlock;
 use redlock_fleet::RedisFleet;
 use redlock_fleet::proxy::{Direction, FaultProxy, ProxyHandle};
 use serde_json::json;
@@ -135,34 +134,11 @@ where
     })
 }
 
-fn ours(urls: &[String]) -> Redlock {
-    Redlock::builder()
-        .nodes(urls.iter().cloned())
-        .ttl(support::TTL)
-        .key_prefix("bench-ours:")
-        .build()
-        .expect("a client")
-}
-
-async fn ours_once(redlock: &Redlock, resource: &str) {
-    redlock
-        .acquire(resource)
-        .await
-        .expect("acquire")
-        .release()
-        .await;
-}
-
-async fn rslock_once(rslock: &rslock::LockManager, key: &str) {
-    let lock = rslock.lock(key, support::TTL).await.expect("rslock");
-    rslock.unlock(&lock).await;
-}
-
 /// Uncontended acquire + release at N = 5, both runtime flavours.
 fn latency(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>) {
     let urls = fleet.urls();
     let mt = support::multi_thread();
-    let ours_mt = mt.block_on(async { ours(&urls) });
+    let ours_mt = mt.block_on(async { support::ours(&urls) });
     let floor_mt = mt.block_on(Floor::connect(&urls, Decide::Quorum));
     let rslock = rslock::LockManager::new(urls.clone());
     mt.block_on(ours_mt.connect());
@@ -170,7 +146,7 @@ fn latency(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>) {
         &mut [
             (
                 "ours_mt",
-                latency_block(&mt, || ours_once(&ours_mt, "paired")),
+                latency_block(&mt, || support::ours_once(&ours_mt, "paired")),
             ),
             (
                 "floor_quorum_mt",
@@ -178,7 +154,7 @@ fn latency(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>) {
             ),
             (
                 "rslock_mt",
-                latency_block(&mt, || rslock_once(&rslock, "bench-rslock:paired")),
+                latency_block(&mt, || support::rslock_once(&rslock, "bench-rslock:paired")),
             ),
         ],
         &mut || settle_and_check(&mt, fleet),
@@ -199,14 +175,14 @@ fn latency(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>) {
     );
 
     let ct = support::current_thread();
-    let ours_ct = ct.block_on(async { ours(&urls) });
+    let ours_ct = ct.block_on(async { support::ours(&urls) });
     let floor_ct = ct.block_on(Floor::connect(&urls, Decide::Quorum));
     ct.block_on(ours_ct.connect());
     let times = interleave(
         &mut [
             (
                 "ours_ct",
-                latency_block(&ct, || ours_once(&ours_ct, "paired")),
+                latency_block(&ct, || support::ours_once(&ours_ct, "paired")),
             ),
             (
                 "floor_quorum_ct",
@@ -249,7 +225,7 @@ where
 fn throughput(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>) {
     let urls = fleet.urls();
     let runtime = support::multi_thread();
-    let ours_client = runtime.block_on(async { ours(&urls) });
+    let ours_client = runtime.block_on(async { support::ours(&urls) });
     runtime.block_on(ours_client.connect());
     let floor = Arc::new(runtime.block_on(Floor::connect(&urls, Decide::All)));
     let rslock = Arc::new(rslock::LockManager::new(urls));
@@ -261,7 +237,7 @@ fn throughput(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>)
                     let ours = ours_client.clone();
                     async move {
                         for _ in 0..PER_TASK {
-                            ours_once(&ours, &format!("paired-{task}")).await;
+                            support::ours_once(&ours, &format!("paired-{task}")).await;
                         }
                     }
                 }),
@@ -285,7 +261,8 @@ fn throughput(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>)
                     let rslock = Arc::clone(&rslock);
                     async move {
                         for _ in 0..PER_TASK {
-                            rslock_once(&rslock, &format!("bench-rslock:paired-{task}")).await;
+                            support::rslock_once(&rslock, &format!("bench-rslock:paired-{task}"))
+                                .await;
                         }
                     }
                 }),
@@ -349,16 +326,9 @@ fn faulted<'a>(
 fn tail(out: &mut BTreeMap<String, serde_json::Value>) {
     let fleet = RefCell::new(support::fleet(5));
     let runtime = support::multi_thread();
-    let proxies: Vec<FaultProxy> = runtime.block_on(async {
-        let mut proxies = Vec::new();
-        for node in 0..5 {
-            let address = fleet.borrow().addr(node);
-            proxies.push(FaultProxy::start(address).await.expect("a proxy"));
-        }
-        proxies
-    });
+    let proxies = support::proxies(&runtime, &fleet.borrow());
     let urls: Vec<String> = proxies.iter().map(FaultProxy::url).collect();
-    let ours_client = runtime.block_on(async { ours(&urls) });
+    let ours_client = runtime.block_on(async { support::ours(&urls) });
     runtime.block_on(ours_client.connect());
     let floor = runtime.block_on(Floor::connect(&urls, Decide::Quorum));
     let slow = proxies[4].handle();
@@ -370,7 +340,7 @@ fn tail(out: &mut BTreeMap<String, serde_json::Value>) {
             ),
             (
                 "ours_healthy",
-                latency_block(&runtime, || ours_once(&ours_client, "tail")),
+                latency_block(&runtime, || support::ours_once(&ours_client, "tail")),
             ),
             (
                 "ours_slow",
@@ -378,7 +348,7 @@ fn tail(out: &mut BTreeMap<String, serde_json::Value>) {
                     Fault::Slow,
                     &fleet,
                     &slow,
-                    latency_block(&runtime, || ours_once(&ours_client, "tail")),
+                    latency_block(&runtime, || support::ours_once(&ours_client, "tail")),
                 ),
             ),
             (
@@ -396,7 +366,7 @@ fn tail(out: &mut BTreeMap<String, serde_json::Value>) {
                     Fault::Paused,
                     &fleet,
                     &slow,
-                    latency_block(&runtime, || ours_once(&ours_client, "tail")),
+                    latency_block(&runtime, || support::ours_once(&ours_client, "tail")),
                 ),
             ),
             (
@@ -417,30 +387,20 @@ fn tail(out: &mut BTreeMap<String, serde_json::Value>) {
             per_op_micros(t, BLOCK)
         );
     }
-    out.insert(
-        "slow_ours_floor_healthy".into(),
-        ratio(&times, "ours_slow", "floor_healthy"),
-    );
-    out.insert(
-        "paused_ours_floor_healthy".into(),
-        ratio(&times, "ours_paused", "floor_healthy"),
-    );
-    out.insert(
-        "slow_floor_floor_healthy".into(),
-        ratio(&times, "floor_slow", "floor_healthy"),
-    );
-    out.insert(
-        "paused_floor_floor_healthy".into(),
-        ratio(&times, "floor_paused", "floor_healthy"),
-    );
-    out.insert(
-        "slow_ours_floor_slow".into(),
-        ratio(&times, "ours_slow", "floor_slow"),
-    );
-    out.insert(
-        "paused_ours_floor_paused".into(),
-        ratio(&times, "ours_paused", "floor_paused"),
-    );
+    for (key, a, b) in [
+        ("slow_ours_floor_healthy", "ours_slow", "floor_healthy"),
+        ("paused_ours_floor_healthy", "ours_paused", "floor_healthy"),
+        ("slow_floor_floor_healthy", "floor_slow", "floor_healthy"),
+        (
+            "paused_floor_floor_healthy",
+            "floor_paused",
+            "floor_healthy",
+        ),
+        ("slow_ours_floor_slow", "ours_slow", "floor_slow"),
+        ("paused_ours_floor_paused", "ours_paused", "floor_paused"),
+    ] {
+        out.insert(key.into(), ratio(&times, a, b));
+    }
     let fleet = fleet.into_inner();
     support::assert_clean(&fleet, "bench-ours:", "ours (tail)");
     drop(proxies);

@@ -12,7 +12,6 @@ mod support;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use redlock::Redlock;
 use redlock_fleet::RedisFleet;
 use redlock_fleet::proxy::{Direction, FaultProxy};
 use support::floor::{Decide, Floor};
@@ -45,20 +44,9 @@ fn end_phase(fleet: &mut RedisFleet, paused: bool, prefix: &str, what: &str) {
 fn tail(c: &mut Criterion) {
     let mut fleet = support::fleet(5);
     let runtime = support::multi_thread();
-    let proxies: Vec<FaultProxy> = runtime.block_on(async {
-        let mut proxies = Vec::new();
-        for node in 0..5 {
-            proxies.push(FaultProxy::start(fleet.addr(node)).await.expect("a proxy"));
-        }
-        proxies
-    });
+    let proxies = support::proxies(&runtime, &fleet);
     let urls: Vec<String> = proxies.iter().map(FaultProxy::url).collect();
-    let ours = Redlock::builder()
-        .nodes(urls.clone())
-        .ttl(support::TTL)
-        .key_prefix("bench-ours:")
-        .build()
-        .expect("a client");
+    let ours = support::ours(&urls);
     let floor = runtime.block_on(Floor::connect(&urls, Decide::Quorum));
     let rslock = rslock::LockManager::new(urls);
     runtime.block_on(async {
@@ -86,11 +74,7 @@ fn tail(c: &mut Criterion) {
         let paused = condition == "paused";
         stop_if(&mut fleet, paused);
         group.bench_function(BenchmarkId::new("ours", condition), |b| {
-            b.iter(|| {
-                runtime.block_on(async {
-                    ours.acquire("tail").await.expect("acquire").release().await
-                })
-            });
+            b.iter(|| runtime.block_on(support::ours_once(&ours, "tail")));
         });
         end_phase(&mut fleet, paused, "bench-ours:", "ours");
         stop_if(&mut fleet, paused);
@@ -102,15 +86,7 @@ fn tail(c: &mut Criterion) {
         // rslock waits for every node: a paused node costs it the driver's response timeout.
         group.sample_size(if condition == "healthy" { 100 } else { 10 });
         group.bench_function(BenchmarkId::new("rslock", condition), |b| {
-            b.iter(|| {
-                runtime.block_on(async {
-                    let lock = rslock
-                        .lock("bench-rslock:tail", support::TTL)
-                        .await
-                        .expect("rslock");
-                    rslock.unlock(&lock).await;
-                })
-            });
+            b.iter(|| runtime.block_on(support::rslock_once(&rslock, "bench-rslock:tail")));
         });
         group.sample_size(100);
         end_phase(&mut fleet, paused, "bench-rslock:", "rslock");
@@ -119,9 +95,7 @@ fn tail(c: &mut Criterion) {
         let mut samples: Vec<Duration> = (0..500)
             .map(|_| {
                 let started = Instant::now();
-                runtime.block_on(async {
-                    ours.acquire("tail").await.expect("acquire").release().await
-                });
+                runtime.block_on(support::ours_once(&ours, "tail"));
                 started.elapsed()
             })
             .collect();

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use redlock::Redlock;
 use redlock::core::RetryPolicy;
 use support::floor::{Decide, Floor};
 
@@ -23,12 +22,7 @@ fn parallel(c: &mut Criterion) {
     let fleet = support::fleet(5);
     let runtime = support::multi_thread();
     let urls = fleet.urls();
-    let ours = Redlock::builder()
-        .nodes(urls.clone())
-        .ttl(support::TTL)
-        .key_prefix("bench-ours:")
-        .build()
-        .expect("a client");
+    let ours = support::ours(&urls);
     let floor = Arc::new(runtime.block_on(Floor::connect(&urls, Decide::All)));
     let rslock = Arc::new(rslock::LockManager::new(urls));
     runtime.block_on(async { ours.acquire("warm").await.expect("warm-up").release().await });
@@ -133,12 +127,7 @@ fn contended(c: &mut Criterion) {
     let runtime = support::multi_thread();
     let urls = fleet.urls();
     // Both retry quickly: up to 2 ms of jitter between rounds, no fixed delay.
-    let ours = Redlock::builder()
-        .nodes(urls.clone())
-        .ttl(support::TTL)
-        .key_prefix("bench-ours:")
-        .build()
-        .expect("a client")
+    let ours = support::ours(&urls)
         .with_retry(RetryPolicy::new(
             100_000,
             Duration::ZERO,

@@ -7,7 +7,9 @@ pub mod floor;
 
 use std::time::Duration;
 
+use redlock::Redlock;
 use redlock_fleet::RedisFleet;
+use redlock_fleet::proxy::FaultProxy;
 
 /// The TTL every contender uses.
 pub const TTL: Duration = Duration::from_secs(10);
@@ -32,6 +34,44 @@ pub fn current_thread() -> tokio::runtime::Runtime {
 /// A fleet of `n` nodes; panics with the fixture's explanation when redis-server is missing.
 pub fn fleet(n: usize) -> RedisFleet {
     RedisFleet::start(n).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// This crate's client over `urls`, as every benchmark configures it: the common TTL and
+/// its own key prefix.
+pub fn ours(urls: &[String]) -> Redlock {
+    Redlock::builder()
+        .nodes(urls.iter().cloned())
+        .ttl(TTL)
+        .key_prefix("bench-ours:")
+        .build()
+        .expect("a client")
+}
+
+/// One acquire + release of `resource` with this crate's client.
+pub async fn ours_once(redlock: &Redlock, resource: &str) {
+    redlock
+        .acquire(resource)
+        .await
+        .expect("acquire")
+        .release()
+        .await;
+}
+
+/// One lock + unlock of `key` with `rslock`.
+pub async fn rslock_once(rslock: &rslock::LockManager, key: &str) {
+    let lock = rslock.lock(key, TTL).await.expect("rslock");
+    rslock.unlock(&lock).await;
+}
+
+/// A fault proxy in front of every node of `fleet`, started on `runtime`.
+pub fn proxies(runtime: &tokio::runtime::Runtime, fleet: &RedisFleet) -> Vec<FaultProxy> {
+    runtime.block_on(async {
+        let mut proxies = Vec::new();
+        for node in 0..fleet.len() {
+            proxies.push(FaultProxy::start(fleet.addr(node)).await.expect("a proxy"));
+        }
+        proxies
+    })
 }
 
 /// Keys with `prefix` left on all running nodes (fence counters excluded).
