@@ -293,6 +293,7 @@ async fn serve(mut client: TcpStream, upstream: SocketAddr, handle: ProxyHandle)
             Direction::ToServer,
             &handle,
             control.clone(),
+            generation,
         );
         let replies = pump(
             server_read,
@@ -300,15 +301,25 @@ async fn serve(mut client: TcpStream, upstream: SocketAddr, handle: ProxyHandle)
             Direction::ToClient,
             &handle,
             control.clone(),
+            generation,
         );
         let ended = control.wait_for(|c| c.generation != generation || c.closed);
         tokio::select! {
             // A reset wins over bytes released in the same instant (a reset then a heal must
-            // not let held bytes through).
+            // not let held bytes through; the writers check that too, for the case where
+            // they run before this task sees the reset).
             biased;
             _ = ended => {}
-            _ = async { tokio::try_join!(requests, replies) } => return,
+            _ = async { tokio::try_join!(requests, replies) } => {}
         }
+    }
+    let over = {
+        let c = control.borrow();
+        c.generation != generation || c.closed
+    };
+    if !over {
+        // Both directions ended on their own: each side already saw the other's close.
+        return;
     }
     // A reset: RST rather than FIN, and whatever was held is gone with the connection.
     let _ = client.set_zero_linger();
@@ -316,13 +327,15 @@ async fn serve(mut client: TcpStream, upstream: SocketAddr, handle: ProxyHandle)
 }
 
 /// Copies one direction: a reader stamps each chunk with its delivery time, a writer
-/// delivers chunks in order once that time has come and the direction is not held.
+/// delivers chunks in order once that time has come and the direction is not held. The
+/// connection belongs to `generation`: once a reset moves past it, nothing more is written.
 async fn pump<R, W>(
     mut from: R,
     mut to: W,
     direction: Direction,
     handle: &ProxyHandle,
     mut control: watch::Receiver<Control>,
+    generation: u64,
 ) -> io::Result<()>
 where
     R: AsyncRead + Unpin,
@@ -356,7 +369,7 @@ where
             if deliver_at > Instant::now() {
                 tokio::time::sleep_until(deliver_at).await;
             }
-            wait_until_flowing(&mut control, direction).await;
+            wait_until_flowing(&mut control, direction, generation).await?;
             to.write_all(&chunk).await?;
             handle
                 .counters
@@ -364,15 +377,38 @@ where
                 .fetch_add(chunk.len() as u64, Ordering::Relaxed);
         }
         // The end of the stream is held like any byte.
-        wait_until_flowing(&mut control, direction).await;
+        wait_until_flowing(&mut control, direction, generation).await?;
         to.shutdown().await
     };
     tokio::try_join!(reader, writer).map(|_| ())
 }
 
-async fn wait_until_flowing(control: &mut watch::Receiver<Control>, direction: Direction) {
-    // The sender lives as long as the proxy's handle; if it is gone, nothing holds us.
-    let _ = control
-        .wait_for(|c| c.closed || !c.faults.holds(direction))
-        .await;
+/// Waits until `direction` may flow. Fails once the connection is over (a reset, or the
+/// proxy's end), even if the faults were healed in the same instant: the writer can observe
+/// a reset and a heal together before the connection's task sees the reset, and the held
+/// bytes must go with the connection rather than through.
+async fn wait_until_flowing(
+    control: &mut watch::Receiver<Control>,
+    direction: Direction,
+    generation: u64,
+) -> io::Result<()> {
+    let over = |c: &Control| c.closed || c.generation != generation;
+    // The sender lives as long as the proxy's handle; if it is gone, the proxy is gone too.
+    let Ok(current) = control
+        .wait_for(|c| over(c) || !c.faults.holds(direction))
+        .await
+    else {
+        return Err(connection_over());
+    };
+    if over(&current) {
+        return Err(connection_over());
+    }
+    Ok(())
+}
+
+fn connection_over() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "the proxy reset the connection",
+    )
 }
