@@ -5,7 +5,6 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::time::Duration;
 
 use common::*;
 use nix::sys::signal::Signal;
@@ -79,9 +78,16 @@ fn a_signal_while_waiting_stops_without_running_the_command() {
         &["--resource", "job", "--wait", "20s"],
         "echo ran >> \"$LINES\"",
     );
+    let mut inspector = fleet.connect(0).unwrap();
+    let before = connected_clients(&mut inspector);
     files.env(&mut waiter);
     let waiter = Running::start(&mut waiter);
-    std::thread::sleep(Duration::from_millis(300));
+    // `redlock run` connects to the nodes only after it catches signals: once its connection
+    // shows, a SIGINT is its to handle (before that, it would simply kill the process).
+    assert!(
+        eventually(HANG, || connected_clients(&mut inspector) > before),
+        "the waiter never connected"
+    );
     waiter.signal(Signal::SIGINT);
     let interrupted = waiter.finish();
     assert_eq!(interrupted.code, Some(130), "{}", interrupted.text());

@@ -196,6 +196,16 @@ impl Files {
     }
 }
 
+/// How many clients node `index` has connected, counted over `inspector`, a connection of
+/// the test's own that stays open so that it counts the same every time.
+pub fn connected_clients(inspector: &mut redis::Connection) -> usize {
+    let list: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query(inspector)
+        .expect("list the clients");
+    list.lines().count()
+}
+
 /// Lock keys (not fence counters, which live forever by design) on all running nodes.
 pub fn lock_keys(fleet: &RedisFleet, prefix: &str) -> Vec<(String, Option<String>)> {
     (0..fleet.len())
