@@ -47,6 +47,19 @@ async fn read_within(stream: &mut TcpStream, n: usize, within: Duration) -> Opti
         })
 }
 
+/// Asserts that `stream` closes (end of stream or an error such as a reset) within a second,
+/// with no byte arriving first. `side` names the stream in the failure message.
+async fn assert_closes_at_once(stream: &mut TcpStream, side: &str) {
+    let mut buffer = [0; 8];
+    let closed = tokio::time::timeout(Duration::from_secs(1), stream.read(&mut buffer))
+        .await
+        .unwrap_or_else(|_| panic!("{side} did not close at once"));
+    assert!(
+        matches!(closed, Ok(0) | Err(_)),
+        "{side}: {closed:?} ({buffer:?})"
+    );
+}
+
 /// How long `bytes` take from `from` to `to`.
 async fn transit(from: &mut TcpStream, to: &mut TcpStream, bytes: &[u8]) -> Duration {
     let started = Instant::now();
@@ -181,15 +194,8 @@ async fn a_reset_closes_every_connection_and_new_ones_work() {
     faults.reset_connections();
     faults.heal();
 
-    let mut buffer = [0; 8];
-    let closed = tokio::time::timeout(Duration::from_secs(1), client.read(&mut buffer))
-        .await
-        .expect("the client side closes at once");
-    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
-    let closed = tokio::time::timeout(Duration::from_secs(1), server.read(&mut buffer))
-        .await
-        .expect("the server side closes at once");
-    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    assert_closes_at_once(&mut client, "the client side").await;
+    assert_closes_at_once(&mut server, "the server side").await;
 
     let (mut client, mut server) = connect(&proxy, &listener).await;
     assert!(transit(&mut client, &mut server, b"fresh").await < HELD_FOR);
@@ -209,15 +215,7 @@ async fn a_reset_then_a_heal_never_lets_held_bytes_through() {
         client.write_all(b"held").await.unwrap();
         faults.reset_connections();
         faults.heal();
-        let mut buffer = [0; 4];
-        let closed = tokio::time::timeout(Duration::from_secs(1), server.read(&mut buffer))
-            .await
-            .expect("the server side closes at once");
-        assert!(
-            matches!(closed, Ok(0) | Err(_)),
-            "attempt {attempt}: {closed:?} ({:?})",
-            &buffer
-        );
+        assert_closes_at_once(&mut server, &format!("attempt {attempt}: the server side")).await;
     }
 }
 
@@ -236,11 +234,7 @@ async fn a_connection_to_a_node_that_is_down_closes_at_once() {
             return;
         }
     };
-    let mut buffer = [0; 8];
-    let closed = tokio::time::timeout(Duration::from_secs(1), client.read(&mut buffer))
-        .await
-        .expect("closed at once");
-    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    assert_closes_at_once(&mut client, "the client side").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -248,11 +242,7 @@ async fn dropping_the_proxy_closes_its_connections() {
     let (proxy, _listener, mut client, _server) = connected().await;
     let address = proxy.local_addr();
     drop(proxy);
-    let mut buffer = [0; 8];
-    let closed = tokio::time::timeout(Duration::from_secs(1), client.read(&mut buffer))
-        .await
-        .expect("closed at once");
-    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    assert_closes_at_once(&mut client, "the client side").await;
     // The listener goes with the accepting task, which the runtime drops soon after.
     let refused = eventually(Duration::from_secs(2), || async {
         TcpStream::connect(address).await.is_err()
