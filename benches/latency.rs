@@ -33,18 +33,13 @@ fn latency(c: &mut Criterion) {
             // Connect (and learn each node's run_id) before measuring.
             runtime.block_on(async {
                 ours.connect().await;
-                ours.acquire("warm").await.expect("warm-up").release().await;
+                support::ours_once(&ours, "warm").await;
             });
             group.bench_with_input(
                 BenchmarkId::new(format!("ours_{flavour}"), n),
                 &n,
                 |b, _| {
-                    b.iter(|| {
-                        runtime.block_on(async {
-                            let lease = ours.acquire("latency").await.expect("acquire");
-                            lease.release().await
-                        })
-                    });
+                    b.iter(|| runtime.block_on(support::ours_once(&ours, "latency")));
                 },
             );
             for (name, decide) in [("floor_quorum", Decide::Quorum), ("floor_all", Decide::All)] {
@@ -72,23 +67,9 @@ fn latency(c: &mut Criterion) {
     let runtime = support::multi_thread();
     for n in SIZES {
         let rslock = rslock::LockManager::new(urls[..n].to_vec());
-        runtime.block_on(async {
-            let lock = rslock
-                .lock("bench-rslock:warm", support::TTL)
-                .await
-                .expect("rslock warm-up");
-            rslock.unlock(&lock).await;
-        });
+        runtime.block_on(support::rslock_once(&rslock, "bench-rslock:warm"));
         group.bench_with_input(BenchmarkId::new("rslock_mt", n), &n, |b, _| {
-            b.iter(|| {
-                runtime.block_on(async {
-                    let lock = rslock
-                        .lock("bench-rslock:latency", support::TTL)
-                        .await
-                        .expect("rslock");
-                    rslock.unlock(&lock).await;
-                })
-            });
+            b.iter(|| runtime.block_on(support::rslock_once(&rslock, "bench-rslock:latency")));
         });
     }
     support::report_clean(&fleet, "bench-rslock:", "rslock");

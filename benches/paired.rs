@@ -119,6 +119,16 @@ fn per_op_micros(times: &[Duration], ops: u32) -> f64 {
     sorted[sorted.len() / 2].as_secs_f64() * 1e6 / f64::from(ops)
 }
 
+/// Logs each contender's median time per acquire + release over blocks of `BLOCK`.
+fn print_per_op(times: &BTreeMap<String, Vec<Duration>>) {
+    for (name, t) in times {
+        println!(
+            "{name}: {:.0} µs per acquire + release",
+            per_op_micros(t, BLOCK)
+        );
+    }
+}
+
 /// Times `BLOCK` runs of `op` on `runtime`.
 fn latency_block<'a, F, Fut>(runtime: &'a tokio::runtime::Runtime, op: F) -> Block<'a>
 where
@@ -159,12 +169,7 @@ fn latency(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>) {
         ],
         &mut || settle_and_check(&mt, fleet),
     );
-    for (name, t) in &times {
-        println!(
-            "{name}: {:.0} µs per acquire + release",
-            per_op_micros(t, BLOCK)
-        );
-    }
+    print_per_op(&times);
     out.insert(
         "ours_floor_mt".into(),
         ratio(&times, "ours_mt", "floor_quorum_mt"),
@@ -191,12 +196,7 @@ fn latency(fleet: &RedisFleet, out: &mut BTreeMap<String, serde_json::Value>) {
         ],
         &mut || settle_and_check(&ct, fleet),
     );
-    for (name, t) in &times {
-        println!(
-            "{name}: {:.0} µs per acquire + release",
-            per_op_micros(t, BLOCK)
-        );
-    }
+    print_per_op(&times);
     out.insert(
         "ours_floor_ct".into(),
         ratio(&times, "ours_ct", "floor_quorum_ct"),
@@ -381,12 +381,7 @@ fn tail(out: &mut BTreeMap<String, serde_json::Value>) {
         ],
         &mut || settle_and_check(&runtime, &fleet.borrow()),
     );
-    for (name, t) in &times {
-        println!(
-            "{name}: {:.0} µs per acquire + release",
-            per_op_micros(t, BLOCK)
-        );
-    }
+    print_per_op(&times);
     for (key, a, b) in [
         ("slow_ours_floor_healthy", "ours_slow", "floor_healthy"),
         ("paused_ours_floor_healthy", "ours_paused", "floor_healthy"),

@@ -50,12 +50,8 @@ fn tail(c: &mut Criterion) {
     let floor = runtime.block_on(Floor::connect(&urls, Decide::Quorum));
     let rslock = rslock::LockManager::new(urls);
     runtime.block_on(async {
-        ours.acquire("warm").await.expect("warm-up").release().await;
-        let lock = rslock
-            .lock("bench-rslock:warm", support::TTL)
-            .await
-            .expect("rslock warm-up");
-        rslock.unlock(&lock).await;
+        support::ours_once(&ours, "warm").await;
+        support::rslock_once(&rslock, "bench-rslock:warm").await;
     });
 
     let mut group = c.benchmark_group("unhealthy_node");

@@ -25,7 +25,7 @@ fn parallel(c: &mut Criterion) {
     let ours = support::ours(&urls);
     let floor = Arc::new(runtime.block_on(Floor::connect(&urls, Decide::All)));
     let rslock = Arc::new(rslock::LockManager::new(urls));
-    runtime.block_on(async { ours.acquire("warm").await.expect("warm-up").release().await });
+    runtime.block_on(support::ours_once(&ours, "warm"));
 
     let mut group = c.benchmark_group("throughput");
     group.warm_up_time(Duration::from_secs(1));
@@ -43,11 +43,7 @@ fn parallel(c: &mut Criterion) {
                                 tokio::spawn(async move {
                                     let resource = format!("t{t}");
                                     for _ in 0..PER_TASK {
-                                        ours.acquire(&resource)
-                                            .await
-                                            .expect("acquire")
-                                            .release()
-                                            .await;
+                                        support::ours_once(&ours, &resource).await;
                                     }
                                 })
                             })
@@ -95,11 +91,7 @@ fn parallel(c: &mut Criterion) {
                                 tokio::spawn(async move {
                                     let key = format!("bench-rslock:t{t}");
                                     for _ in 0..PER_TASK {
-                                        let lock = rslock
-                                            .lock(key.as_str(), support::TTL)
-                                            .await
-                                            .expect("rslock");
-                                        rslock.unlock(&lock).await;
+                                        support::rslock_once(&rslock, &key).await;
                                     }
                                 })
                             })
@@ -137,7 +129,7 @@ fn contended(c: &mut Criterion) {
     let mut rslock = rslock::LockManager::new(urls);
     rslock.set_retry(100_000, Duration::from_millis(2));
     let rslock = Arc::new(rslock);
-    runtime.block_on(async { ours.acquire("warm").await.expect("warm-up").release().await });
+    runtime.block_on(support::ours_once(&ours, "warm"));
 
     let mut group = c.benchmark_group("contended_16_workers");
     group.sample_size(10);
@@ -155,11 +147,7 @@ fn contended(c: &mut Criterion) {
                             tokio::spawn(async move {
                                 let mut done = 0u64;
                                 while Instant::now() < deadline {
-                                    ours.acquire("contended")
-                                        .await
-                                        .expect("acquire")
-                                        .release()
-                                        .await;
+                                    support::ours_once(&ours, "contended").await;
                                     done += 1;
                                 }
                                 done
@@ -190,11 +178,7 @@ fn contended(c: &mut Criterion) {
                             tokio::spawn(async move {
                                 let mut done = 0u64;
                                 while Instant::now() < deadline {
-                                    let lock = rslock
-                                        .lock("bench-rslock:contended", support::TTL)
-                                        .await
-                                        .expect("rslock");
-                                    rslock.unlock(&lock).await;
+                                    support::rslock_once(&rslock, "bench-rslock:contended").await;
                                     done += 1;
                                 }
                                 done
