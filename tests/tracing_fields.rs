@@ -81,12 +81,7 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Captured {
 
 impl Captured {
     fn event(&self, message: &str) -> Record {
-        let events = self.events.lock().unwrap();
-        events
-            .iter()
-            .find(|e| e.name == message)
-            .cloned()
-            .unwrap_or_else(|| panic!("no event {message:?} in {events:#?}"))
+        first_named(&self.events, "event", message)
     }
 
     fn events_where(&self, wanted: impl Fn(&Record) -> bool) -> Vec<Record> {
@@ -95,13 +90,18 @@ impl Captured {
     }
 
     fn span(&self, name: &str) -> Record {
-        let spans = self.spans.lock().unwrap();
-        spans
-            .iter()
-            .find(|s| s.name == name)
-            .cloned()
-            .unwrap_or_else(|| panic!("no span {name:?} in {spans:#?}"))
+        first_named(&self.spans, "span", name)
     }
+}
+
+/// The first record called `name`; `kind` ("span" or "event") names the list when it has none.
+fn first_named(records: &Mutex<Vec<Record>>, kind: &str, name: &str) -> Record {
+    let records = records.lock().unwrap();
+    records
+        .iter()
+        .find(|r| r.name == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {kind} {name:?} in {records:#?}"))
 }
 
 fn has(record: &Record, names: &[&str]) {
