@@ -43,7 +43,7 @@ const RESOURCE: &str = "stock-sync:warehouse-42";
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Our own nodes unless some are configured; the fleets stop them when dropped.
-    let (lock_urls, target_url, _fleets) = match std::env::var("REDLOCK_NODES") {
+    let (lock_urls, target_url, fleets) = match std::env::var("REDLOCK_NODES") {
         Ok(list) => {
             let urls: Vec<String> = list.split(',').map(str::to_owned).collect();
             let target = urls[0].clone();
@@ -59,11 +59,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     // Every lease of this handle carries a fencing token minted on the lock nodes.
-    let redlock = Redlock::builder()
+    let mut builder = Redlock::builder()
         .nodes(lock_urls)
-        .ttl(Duration::from_secs(5))
-        .build()?
-        .with_fencing(Fencing::Quorum)?;
+        .ttl(Duration::from_secs(5));
+    if fleets.is_some() {
+        // These nodes were started a moment ago by this program and never held a lease: no
+        // restart to guard against. Against a real fleet the restart quarantine stays on (a
+        // node is left out of quorums until it has run for a TTL).
+        builder = builder.restart_quarantine(None);
+    }
+    let redlock = builder.build()?.with_fencing(Fencing::Quorum)?;
     let mut target = redis::Client::open(target_url)?
         .get_multiplexed_async_connection()
         .await?;

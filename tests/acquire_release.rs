@@ -153,7 +153,7 @@ async fn unix_socket_nodes_and_custom_prefix() {
             ..FleetOptions::default()
         },
     );
-    let redlock = Redlock::builder()
+    let redlock = fresh(Redlock::builder())
         .nodes((0..3).map(|i| fleet.unix_url(i)))
         .key_prefix("jobs/")
         .build()
@@ -179,19 +179,44 @@ async fn password_protected_nodes() {
     let fleet = fleet_with(3, options);
     let url = |i: usize, password: &str| format!("redis://:{password}@127.0.0.1:{}", fleet.port(i));
 
-    let good = Redlock::builder()
+    let good = fresh(Redlock::builder())
         .nodes((0..3).map(|i| url(i, "hunter2-secret")))
         .build()
         .unwrap();
     good.acquire("guarded").await.unwrap().release().await;
 
-    let bad = Redlock::builder()
+    // A wrong password is not a passing condition: no retry is spent on it (the default
+    // policy would allow three), and the error says so.
+    let bad = fresh(Redlock::builder())
         .nodes((0..3).map(|i| url(i, "wrong-password")))
-        .retry_count(0)
         .build()
         .unwrap();
     let err = bad.acquire("guarded").await.unwrap_err();
-    assert!(matches!(err, Error::NoQuorum { .. }), "{err:?}");
+    assert!(matches!(err, Error::Denied { attempts: 1, .. }), "{err:?}");
+    assert!(!err.is_retryable(), "{err}");
+    assert_eq!(bad.stats().rounds, 1);
+    // Without a password at all, the same.
+    let anonymous = fresh(Redlock::builder())
+        .nodes((0..3).map(|i| format!("redis://127.0.0.1:{}", fleet.port(i))))
+        .build()
+        .unwrap();
+    let err = anonymous.acquire("guarded").await.unwrap_err();
+    assert!(matches!(err, Error::Denied { .. }), "{err:?}");
+    // One refusing node among answering ones is not a denial: the others decide.
+    let mixed = fresh(Redlock::builder())
+        .nodes((0..3).map(|i| {
+            url(
+                i,
+                if i == 0 {
+                    "wrong-password"
+                } else {
+                    "hunter2-secret"
+                },
+            )
+        }))
+        .build()
+        .unwrap();
+    mixed.acquire("guarded").await.unwrap().release().await;
     let text = format!("{err} {err:?} {bad:?}");
     assert!(!text.contains("wrong-password"), "password leaked: {text}");
     assert!(!text.contains("hunter2-secret"), "password leaked: {text}");

@@ -155,9 +155,22 @@ const CASES: &[Case] = &[
     refused("retry jitter past the maximum", "retry_jitter", |b| {
         b.retry_jitter(MAX_RETRY_DELAY + Duration::from_nanos(1))
     }),
-    // max_extensions
-    ok("no extension allowed", |b| b.max_extensions(0)),
-    ok("u32::MAX extensions", |b| b.max_extensions(u32::MAX)),
+    // max_hold
+    refused("longest hold zero", "max_hold", |b| {
+        b.max_hold(Duration::ZERO)
+    }),
+    ok("longest hold 1 ns", |b| b.max_hold(Duration::from_nanos(1))),
+    ok("longest hold Duration::MAX", |b| b.max_hold(Duration::MAX)),
+    // restart_quarantine
+    ok("no restart quarantine (persistent nodes)", |b| {
+        b.restart_quarantine(None)
+    }),
+    ok("restart quarantine zero", |b| {
+        b.restart_quarantine(Some(Duration::ZERO))
+    }),
+    ok("restart quarantine Duration::MAX", |b| {
+        b.restart_quarantine(Some(Duration::MAX))
+    }),
     // key_prefix
     ok("empty key prefix", |b| b.key_prefix("")),
     ok("key prefix of 256 bytes", |b| b.key_prefix("p".repeat(256))),

@@ -61,13 +61,14 @@ async fn start(impostor: Impostor) -> SocketAddr {
     address
 }
 
-/// Checks that `err` is the error for bad nodes at `addresses`: a `NoQuorum` on one line
-/// naming each of them, none with a reply, and enough of them failed to explain it (the
-/// round stops as soon as a quorum is out of reach, so the last may still be pending).
+/// Checks that `err` is the error for bad nodes at `addresses`: a `NoQuorum` (or, for nodes
+/// that refuse this client, a `Denied`) on one line naming each of them, none with a reply,
+/// and enough of them failed to explain it (the round stops as soon as a quorum is out of
+/// reach, so the last may still be pending).
 fn assert_names_bad_nodes(case: &str, err: &Error, addresses: &[String]) {
     assert!(
-        matches!(err, Error::NoQuorum { .. }),
-        "{case}: expected NoQuorum, got {err:?}"
+        matches!(err, Error::NoQuorum { .. } | Error::Denied { .. }),
+        "{case}: expected NoQuorum or Denied, got {err:?}"
     );
     let text = err.to_string();
     assert!(!text.contains('\n'), "{case}: not one line: {text:?}");
@@ -112,7 +113,7 @@ async fn acquire_timed(
 }
 
 fn quick(urls: impl IntoIterator<Item = String>) -> Redlock {
-    Redlock::builder()
+    fresh(Redlock::builder())
         .nodes(urls)
         .retry_count(1)
         .retry_delay(Duration::from_millis(5))
@@ -225,6 +226,11 @@ async fn a_wrong_password_names_the_nodes_and_never_shows() {
         let err = result.unwrap_err();
         let addresses: Vec<String> = (0..3).map(|i| fleet.addr(i).to_string()).collect();
         assert_names_bad_nodes(case, &err, &addresses);
+        // Refused credentials are final: no retry is spent on them.
+        assert!(
+            matches!(err, Error::Denied { attempts: 1, .. }) && !err.is_retryable(),
+            "{case}: {err:?}"
+        );
         let text = format!("{err} {err:?} {redlock:?}");
         assert!(
             !text.contains("wrong-battery"),
@@ -238,7 +244,7 @@ async fn a_wrong_password_names_the_nodes_and_never_shows() {
         let refused = err
             .nodes()
             .unwrap()
-            .count(|s| matches!(s, NodeStatus::Failed(NodeFailure::Server(_))));
+            .count(|s| matches!(s, NodeStatus::Failed(NodeFailure::Denied(_))));
         assert!(refused >= 2, "{case}: {err}");
         println!("{case}: {err}");
     }
@@ -355,6 +361,7 @@ async fn scripts_forbidden_by_acl() {
         started.elapsed()
     );
     assert!(matches!(err, Error::ExtendFailed { .. }), "{err:?}");
+    assert!(!err.is_retryable(), "refused on every node: {err}");
     let text = err.to_string();
     for address in &addresses {
         assert!(text.contains(address), "{address} not named: {text}");
@@ -366,7 +373,7 @@ async fn scripts_forbidden_by_acl() {
         "a failed extension leaves the lease as it was"
     );
 
-    // The release reports a server error per node, in configuration order
+    // The release reports a refusal (NOPERM) per node, in configuration order
     // (`Redlock::node_addresses`), and the keys stay until their TTL.
     let started = Instant::now();
     let report = lease.release().await;
@@ -377,7 +384,7 @@ async fn scripts_forbidden_by_acl() {
     );
     assert_eq!(report.failed(), 3, "{report:?}");
     for status in &report.nodes {
-        let NodeStatus::Failed(NodeFailure::Server(detail)) = status else {
+        let NodeStatus::Failed(NodeFailure::Denied(detail)) = status else {
             panic!("{report:?}")
         };
         assert!(detail.to_lowercase().contains("noperm"), "{detail}");
@@ -456,6 +463,10 @@ async fn set_forbidden_by_acl() {
     let err = result.unwrap_err();
     let addresses: Vec<String> = (0..3).map(|i| fleet.addr(i).to_string()).collect();
     assert_names_bad_nodes("SET forbidden", &err, &addresses);
+    assert!(
+        matches!(err, Error::Denied { attempts: 1, .. }) && !err.is_retryable(),
+        "{err:?}"
+    );
     assert!(err.to_string().to_lowercase().contains("noperm"), "{err}");
     println!("SET forbidden: {err}");
 }

@@ -71,7 +71,7 @@ async fn restart_under_a_bare_majority(
         FaultProxy::start(fleet.addr(3)).await.unwrap(),
         FaultProxy::start(fleet.addr(4)).await.unwrap(),
     ];
-    let first = Redlock::builder()
+    let first = fresh(Redlock::builder())
         .nodes([fleet.url(0), fleet.url(1), fleet.url(2)])
         .nodes(partitioned.iter().map(FaultProxy::url))
         .ttl(TTL)

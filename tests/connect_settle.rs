@@ -65,7 +65,7 @@ async fn settle_lets_a_short_lived_process_leave_no_key_behind() {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let redlock = Redlock::builder().nodes(urls).build().unwrap();
+            let redlock = fresh(Redlock::builder()).nodes(urls).build().unwrap();
             connected.send(redlock.connect().await.connected()).unwrap();
             on_paused.recv().unwrap();
             // Measured from before the request to node 4 was sent: its timeout cannot have

@@ -91,11 +91,11 @@ async fn extension_never_recreates_a_key_and_a_failed_one_deletes_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn extension_renews_validity_up_to_its_limit() {
+async fn extension_renews_validity_up_to_the_longest_hold() {
     let fleet = fleet(3);
     let redlock = builder(&fleet)
         .ttl(Duration::from_millis(500))
-        .max_extensions(2)
+        .max_hold(Duration::from_millis(600))
         .build()
         .unwrap();
     let mut lease = redlock.acquire("renewed").await.unwrap();
@@ -112,13 +112,15 @@ async fn extension_renews_validity_up_to_its_limit() {
     let pttl: i64 = redis::cmd("PTTL").arg(lease.key()).query(&mut c).unwrap();
     assert!(pttl > 400, "PTTL {pttl}");
 
-    lease.extend().await.unwrap();
+    // Past the longest hold (600 ms after the grant) nothing more is sent.
+    tokio::time::sleep(Duration::from_millis(320)).await;
     let err = lease.extend().await.unwrap_err();
     assert!(
-        matches!(err, Error::ExtensionLimit { limit: 2, .. }),
+        matches!(err, Error::HoldLimit { max_hold, .. } if max_hold == Duration::from_millis(600)),
         "{err:?}"
     );
-    assert_eq!(lease.extensions(), 2);
+    assert!(!err.is_retryable());
+    assert_eq!(lease.extensions(), 1);
     lease.release().await;
     assert_no_lock_keys(&fleet).await;
 }

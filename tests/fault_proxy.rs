@@ -260,7 +260,7 @@ async fn a_redlock_client_meets_each_fault_through_the_proxies() {
     for i in 0..3 {
         proxies.push(FaultProxy::start(fleet.addr(i)).await.unwrap());
     }
-    let redlock = redlock::Redlock::builder()
+    let redlock = fresh(redlock::Redlock::builder())
         .nodes(proxies.iter().map(FaultProxy::url))
         .retry_count(0)
         .build()

@@ -281,3 +281,35 @@ async fn an_external_source_mints_the_tokens_and_its_failure_releases_the_lease(
     lease.release().await;
     assert_no_lock_keys(&fleet).await;
 }
+
+/// A token source that answers only after the lease's validity ended (a stall that the
+/// timeout around it cannot preempt, as a blocked thread would) does not get its lease
+/// handed out: the acquisition fails and releases it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_that_arrives_after_the_validity_is_refused() {
+    #[derive(Debug)]
+    struct Stalled;
+    impl FenceSource for Stalled {
+        fn next_fence<'a>(&'a self, _resource: &'a str) -> FenceFuture<'a> {
+            Box::pin(async {
+                // Blocks the thread past the 200 ms lease, then answers at once.
+                std::thread::sleep(Duration::from_millis(300));
+                Ok(7)
+            })
+        }
+    }
+    let fleet = fleet(3);
+    let redlock = builder(&fleet)
+        .ttl(Duration::from_millis(200))
+        .retry_count(0)
+        .build()
+        .unwrap()
+        .with_fencing(Fencing::Source(Arc::new(Stalled)))
+        .unwrap();
+    let result = redlock.acquire("late").await;
+    match result {
+        Err(Error::Fence { reason, .. }) => assert!(reason.contains("after"), "{reason}"),
+        other => panic!("expected a refused token, got {other:?}"),
+    }
+    assert_no_lock_keys(&fleet).await;
+}

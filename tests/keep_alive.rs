@@ -139,7 +139,8 @@ async fn the_hold_limit_ends_the_lease_and_signalled_work_sees_it() {
         .ttl(Duration::from_millis(300))
         .build()
         .unwrap()
-        .with_keep_alive(KeepAlive::default().max_hold(Duration::from_millis(500)));
+        .with_max_hold(Duration::from_millis(500))
+        .unwrap();
     let started = Instant::now();
     let (reason, elapsed) = redlock
         .with_lock_signalled("bounded", |lease| async move {
@@ -149,7 +150,7 @@ async fn the_hold_limit_ends_the_lease_and_signalled_work_sees_it() {
         })
         .await
         .unwrap();
-    assert_eq!(reason, LeaseLost::LimitReached);
+    assert_eq!(reason, LeaseLost::HoldLimit);
     // Extensions stop after 500 ms; the last one is valid for under 300 ms more.
     assert!(
         elapsed >= Duration::from_millis(500) && elapsed < Duration::from_millis(1_200),
@@ -185,5 +186,84 @@ async fn no_extension_in_flight_outlives_a_release() {
     }
     fleet.resume(4).unwrap();
     // Once the paused node has replayed its queue, nothing of ours is left anywhere.
+    assert_no_lock_keys(&fleet).await;
+}
+
+/// With every node hanging (blackholed, not refusing) from just after the grant, work run by
+/// `with_lock` stops before the lease's validity ends, not at or after it: the keep-alive
+/// reports the loss one per-node timeout early and never starts an extension that could end
+/// past the deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_under_with_lock_stops_before_the_validity_ends_when_nodes_hang() {
+    use redlock_fleet::proxy::FaultProxy;
+
+    let fleet = fleet(3);
+    let mut proxies = Vec::new();
+    for i in 0..3 {
+        proxies.push(FaultProxy::start(fleet.addr(i)).await.unwrap());
+    }
+    let handles: Vec<_> = proxies.iter().map(FaultProxy::handle).collect();
+    let redlock = fresh(redlock::Redlock::builder())
+        .nodes(proxies.iter().map(FaultProxy::url))
+        .ttl(Duration::from_secs(1))
+        .retry_count(0)
+        .build()
+        .unwrap();
+    redlock.connect().await;
+    let ticks = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let recorded = Arc::clone(&ticks);
+    let result = redlock
+        .with_lock("import", |lease| async move {
+            recorded
+                .lock()
+                .unwrap()
+                .push((Instant::now(), lease.valid_until()));
+            for handle in &handles {
+                handle.set_blackhole(true);
+            }
+            loop {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                recorded
+                    .lock()
+                    .unwrap()
+                    .push((Instant::now(), lease.valid_until()));
+            }
+        })
+        .await;
+    assert!(matches!(result, Err(Error::LeaseLost { .. })), "{result:?}");
+    let ticks = ticks.lock().unwrap();
+    let &(last, valid_until) = ticks.last().unwrap();
+    assert!(
+        last < valid_until,
+        "work ran {:?} past the end of validity",
+        last - valid_until
+    );
+    for proxy in &proxies {
+        proxy.handle().heal();
+    }
+}
+
+/// A cancelled `extend()` leaves its commands in the lease's lanes, so the lease's next
+/// command waits for them and no background task is left waiting forever: `settle` returns.
+/// (One thread: no reply can arrive while the extension is polled the one time.)
+#[tokio::test(flavor = "current_thread")]
+async fn a_cancelled_extension_leaves_nothing_waiting_forever() {
+    let mut fleet = fleet(3);
+    let redlock = builder(&fleet).build().unwrap();
+    redlock.connect().await;
+    // Node 2 is stopped: the SET to it is still in flight when the lease is granted.
+    fleet.pause(2).unwrap();
+    let mut lease = redlock.acquire("job").await.unwrap();
+    {
+        // One poll sends the extension (its command to node 2 waits behind the SET); then
+        // the caller gives up on it, as a `select!` with a shutdown branch would.
+        let mut extension = Box::pin(lease.extend());
+        let first = futures::poll!(&mut extension);
+        assert!(first.is_pending(), "{first:?}");
+    }
+    lease.release().await;
+    let settled = tokio::time::timeout(Duration::from_secs(2), redlock.settle()).await;
+    fleet.resume(2).unwrap();
+    assert!(settled.is_ok(), "settle() still waits after 2 s");
     assert_no_lock_keys(&fleet).await;
 }

@@ -1,4 +1,7 @@
-//! Delayed-restart awareness: a node that restarted (new `run_id`) is left out of quorums.
+//! The restart quarantine: a node that may have restarted without its keys is left out of
+//! quorums until the quarantine has passed since it started, whether this client knew it
+//! before or meets it for the first time, over RESP2 and RESP3, and even when it refuses
+//! `INFO`.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 mod common;
@@ -7,36 +10,132 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use redlock::Error;
-use redlock::core::NodeFailure;
+use redlock::core::{NodeFailure, NodeStatus};
+use redlock_fleet::RedisFleet;
 
-/// Acquires until the restarted node 0 is seen quarantined (at most a few tries: the first
-/// command after the restart finds the old connection broken).
-async fn quarantined(redlock: &redlock::Redlock) -> bool {
-    for _ in 0..10 {
-        match redlock.acquire("job").await {
-            Err(Error::NoQuorum { nodes, .. }) => {
-                if matches!(
-                    nodes.nodes()[0].status,
-                    redlock::core::NodeStatus::Failed(NodeFailure::Quarantined { .. })
-                ) {
-                    return true;
-                }
-            }
-            Ok(lease) => {
-                lease.release().await;
-            }
-            Err(e) => panic!("{e}"),
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
+/// Whether node `index` was left out by the quarantine in `err`'s last round.
+fn quarantined(err: &Error, index: usize) -> bool {
+    err.nodes().is_some_and(|report| {
+        matches!(
+            report.nodes()[index].status,
+            NodeStatus::Failed(NodeFailure::Quarantined { .. })
+        )
+    })
 }
 
+/// Waits until every node of `fleet` has run for at least `age` (uptime is counted in whole
+/// seconds by the nodes, so this waits for the next whole second past it).
+fn wait_until_older_than(started: Instant, age: Duration) {
+    let old_enough = Duration::from_secs(age.as_secs() + 1) + Duration::from_millis(100);
+    if let Some(left) = old_enough.checked_sub(started.elapsed()) {
+        std::thread::sleep(left);
+    }
+}
+
+/// Sets a foreign key on `nodes` for `ttl`, so that a lease taken now gets the other nodes
+/// only: a bare majority that one forgetful node can break.
+fn occupy(fleet: &RedisFleet, nodes: &[usize], ttl: Duration) {
+    for &i in nodes {
+        let mut c = fleet.connect(i).unwrap();
+        let _: () = redis::cmd("SET")
+            .arg(format!("{PREFIX}q"))
+            .arg("someone-else")
+            .arg("PX")
+            .arg(u64::try_from(ttl.as_millis()).unwrap())
+            .query(&mut c)
+            .unwrap();
+    }
+}
+
+/// The review's recipe, with two clients: A holds `q` on nodes 0–2 only; node 2 restarts
+/// empty; a client built after the restart has no earlier `run_id` to compare, and still
+/// must not count node 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_first_meets_a_node_after_its_restart_leaves_it_out() {
+    let mut fleet = fleet(5);
+    let started = Instant::now();
+    let quarantine = Duration::from_secs(2);
+    occupy(&fleet, &[3, 4], Duration::from_millis(500));
+    let a = builder(&fleet)
+        .ttl(Duration::from_secs(30))
+        .retry_count(0)
+        .build()
+        .unwrap();
+    let held = a.acquire("q").await.unwrap();
+    // Every node older than B's quarantine, except node 2, which restarts empty.
+    wait_until_older_than(started, quarantine);
+    fleet.restart(2).unwrap();
+
+    let b = redlock::Redlock::builder()
+        .nodes(fleet.urls())
+        .restart_quarantine(Some(quarantine))
+        .ttl(Duration::from_secs(30))
+        .retry_count(0)
+        .build()
+        .unwrap();
+    let err = b.acquire("q").await.unwrap_err();
+    assert!(matches!(err, Error::Taken { .. }), "{err:?}");
+    assert!(quarantined(&err, 2), "node 2 counted: {err}");
+    for i in [0, 1, 3, 4] {
+        assert!(!quarantined(&err, i), "node {i} left out: {err}");
+    }
+    // The same client without the quarantine (the bare algorithm) is granted the resource
+    // A still holds: node 2 forgot A's key. That double grant is what the quarantine stops.
+    let bare = fresh(redlock::Redlock::builder())
+        .nodes(fleet.urls())
+        .ttl(Duration::from_secs(30))
+        .retry_count(0)
+        .build()
+        .unwrap();
+    let second = bare.acquire("q").await.unwrap();
+    assert!(held.is_valid() && second.is_valid(), "both hold `q`");
+    second.release().await;
+    held.release().await;
+}
+
+/// A fresh node is left out for the quarantine minus its uptime, then counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_younger_than_the_quarantine_counts_once_it_is_old_enough() {
+    let fleet = fleet(3);
+    let started = Instant::now();
+    let quarantine = Duration::from_millis(1_500);
+    let redlock = redlock::Redlock::builder()
+        .nodes(fleet.urls())
+        .restart_quarantine(Some(quarantine))
+        .retry_count(0)
+        .build()
+        .unwrap();
+    let err = redlock.acquire("job").await.unwrap_err();
+    // The round is lost as soon as two of three are left out; the third may be pending.
+    let left_out = (0..3).filter(|&i| quarantined(&err, i)).count();
+    assert!(left_out >= 2, "{err}");
+    assert!(err.to_string().contains("restart quarantine"), "{err}");
+    let counted = loop {
+        match redlock.acquire("job").await {
+            Ok(lease) => {
+                lease.release().await;
+                break started.elapsed();
+            }
+            Err(e) => assert!(quarantined(&e, 0), "{e}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "never counted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        counted >= quarantine - Duration::from_millis(50),
+        "counted after {counted:?}"
+    );
+}
+
+/// A long-lived client that knew the node before: a new `run_id` starts the quarantine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_node_is_left_out_for_the_quarantine() {
     let mut fleet = fleet(3);
+    let started = Instant::now();
     let quarantine = Duration::from_millis(1_500);
-    let redlock = builder(&fleet)
+    wait_until_older_than(started, quarantine);
+    let redlock = redlock::Redlock::builder()
+        .nodes(fleet.urls())
         .restart_quarantine(Some(quarantine))
         .retry_count(0)
         .build()
@@ -46,14 +145,119 @@ async fn a_restarted_node_is_left_out_for_the_quarantine() {
     fleet.restart(0).unwrap();
     let restarted = Instant::now();
     fleet.kill(1).unwrap();
-    // With node 1 down, only node 2 counts: no quorum until node 0's quarantine ends.
-    assert!(quarantined(&redlock).await, "the restart was not noticed");
-    let err = redlock.acquire("job").await.unwrap_err();
-    assert!(matches!(err, Error::NoQuorum { .. }), "{err:?}");
-    assert!(err.to_string().contains("restarted recently"), "{err}");
-
+    // With node 1 down, only node 2 counts until node 0's quarantine ends. The first command
+    // after the restart may find the old connection broken; the next one reconnects.
+    let mut seen = false;
     let back = loop {
         match redlock.acquire("job").await {
+            Ok(lease) => {
+                lease.release().await;
+                break restarted.elapsed();
+            }
+            Err(e) => seen |= quarantined(&e, 0),
+        }
+        assert!(
+            restarted.elapsed() < Duration::from_secs(5),
+            "never counted"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(seen, "the restart was not noticed");
+    assert!(
+        back >= quarantine - Duration::from_millis(100),
+        "counted again after only {back:?}"
+    );
+}
+
+/// With RESP3 a connection can be re-established without any command failing (redis-rs'
+/// reconnecting manager does so on its own); every new connection is identified anyway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_behind_an_idle_resp3_connection_is_noticed() {
+    let mut fleet = fleet(3);
+    let started = Instant::now();
+    let quarantine = Duration::from_secs(2);
+    wait_until_older_than(started, quarantine);
+    let urls = fleet
+        .urls()
+        .into_iter()
+        .map(|url| format!("{url}?protocol=resp3"));
+    let redlock = redlock::Redlock::builder()
+        .nodes(urls)
+        .restart_quarantine(Some(quarantine))
+        .retry_count(0)
+        .build()
+        .unwrap();
+    redlock.acquire("job").await.unwrap().release().await;
+    // Restarted while the client is idle; give a reconnecting connection time to reconnect.
+    fleet.restart(0).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    fleet.kill(1).unwrap();
+    let mut seen = false;
+    for _ in 0..5 {
+        match redlock.acquire("job").await {
+            Ok(lease) => {
+                lease.release().await;
+                panic!("node 0 was counted right after its restart");
+            }
+            Err(e) => seen |= quarantined(&e, 0),
+        }
+        if seen {
+            break;
+        }
+    }
+    assert!(
+        seen,
+        "the restart behind the RESP3 connection was not noticed"
+    );
+}
+
+/// A node that refuses `INFO` cannot be identified: it is counted (with one warning) rather
+/// than refused for good, which used to fail every command.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_that_refuse_info_still_grant_leases() {
+    let fleet = fleet(3);
+    for i in 0..3 {
+        let mut c = fleet.connect(i).unwrap();
+        let _: () = redis::cmd("ACL")
+            .arg(&["SETUSER", "default", "-info"][..])
+            .query(&mut c)
+            .unwrap();
+    }
+    // The default quarantine (the TTL): a node that could be identified would be left out,
+    // since the fleet is seconds old.
+    let redlock = redlock::Redlock::builder()
+        .nodes(fleet.urls())
+        .retry_count(0)
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        let mut lease = redlock.acquire("job").await.unwrap();
+        lease.extend().await.unwrap();
+        assert!(lease.release().await.is_quorum_free());
+    }
+    assert_no_lock_keys(&fleet).await;
+}
+
+/// `with_ttl` raises the default quarantine to the longest TTL of the client's handles: a
+/// node restarted under a longer lease stays out for that lease's TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_quarantine_covers_the_longest_ttl_of_the_handles() {
+    let mut fleet = fleet(3);
+    let started = Instant::now();
+    let short = redlock::Redlock::builder()
+        .nodes(fleet.urls())
+        .ttl(Duration::from_millis(1_000))
+        .retry_count(0)
+        .build()
+        .unwrap();
+    let long = short.with_ttl(Duration::from_millis(2_500)).unwrap();
+    wait_until_older_than(started, Duration::from_millis(2_500));
+    short.acquire("job").await.unwrap().release().await;
+    fleet.restart(0).unwrap();
+    let restarted = Instant::now();
+    fleet.kill(1).unwrap();
+    let back = loop {
+        match short.acquire("job").await {
             Ok(lease) => {
                 lease.release().await;
                 break restarted.elapsed();
@@ -61,24 +265,22 @@ async fn a_restarted_node_is_left_out_for_the_quarantine() {
             Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
         }
         assert!(
-            restarted.elapsed() < Duration::from_secs(5),
-            "node 0 never counted again"
+            restarted.elapsed() < Duration::from_secs(6),
+            "never counted"
         );
     };
     assert!(
-        back >= quarantine - Duration::from_millis(100),
-        "counted again after only {back:?}"
+        back >= Duration::from_millis(2_400),
+        "counted after {back:?}, within the longer handle's TTL"
     );
+    drop(long);
 }
 
+/// Declaring the nodes persistent turns the quarantine off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_quarantine_can_be_turned_off() {
     let mut fleet = fleet(3);
-    let redlock = builder(&fleet)
-        .restart_quarantine(None)
-        .retry_count(0)
-        .build()
-        .unwrap();
+    let redlock = builder(&fleet).retry_count(0).build().unwrap();
     redlock.acquire("job").await.unwrap().release().await;
     fleet.restart(0).unwrap();
     fleet.kill(1).unwrap();
@@ -91,7 +293,7 @@ async fn the_quarantine_can_be_turned_off() {
                 break;
             }
             Err(e) => {
-                assert!(!e.to_string().contains("restarted recently"), "{e}");
+                assert!(!e.to_string().contains("restart quarantine"), "{e}");
                 assert!(started.elapsed() < Duration::from_secs(2), "{e}");
             }
         }

@@ -39,8 +39,11 @@ pub fn fleet(n: usize) -> RedisFleet {
 /// This crate's client over `urls`, as every benchmark configures it: the common TTL and
 /// its own key prefix.
 pub fn ours(urls: &[String]) -> Redlock {
+    // Nodes the benchmark started a moment ago: no restart to guard against, so no restart
+    // quarantine (it would leave every node out for a TTL after it starts).
     Redlock::builder()
         .nodes(urls.iter().cloned())
+        .restart_quarantine(None)
         .ttl(TTL)
         .key_prefix("bench-ours:")
         .build()

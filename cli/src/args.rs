@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::duration;
+use crate::quarantine::{self, Quarantine};
 
 const EXIT_CODES: &str = "\
 Exit codes of `redlock run`:
@@ -16,6 +17,7 @@ Exit codes of `redlock run`:
   69             too few nodes answered for a quorum
   74             the lease was lost while CMD ran; CMD was sent SIGTERM, then SIGKILL
   75             another owner holds the resource (after --wait)
+  77             the nodes refused this client (password, ACL)
   126, 127       CMD could not be started, or was not found
 Exit codes of `redlock status`: 0 held by a quorum, 1 not held, 69 too few nodes answered.
 
@@ -58,6 +60,12 @@ pub(crate) struct NodeArgs {
     /// How long to wait for one node's reply [default: 50ms, or ttl/20 when shorter].
     #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) node_timeout: Option<Duration>,
+    /// How long after it started a node is left out of quorums when this process first meets
+    /// it or sees it restart: it may have lost its keys. Must cover the longest TTL any client
+    /// of these nodes uses; `off` declares that every node persists each write (appendfsync
+    /// always) [default: the ttl].
+    #[arg(long, value_name = "DURATION|off", value_parser = quarantine::parse)]
+    pub(crate) restart_quarantine: Option<Quarantine>,
 }
 
 #[derive(Debug, Args)]
@@ -75,13 +83,14 @@ pub(crate) struct RunArgs {
     /// unavailable [default: 0s: one acquisition, up to 4 rounds in about half a second].
     #[arg(long, short = 'w', value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) wait: Option<Duration>,
-    /// The grace period between SIGTERM and SIGKILL when the lease is lost. CMD gets SIGTERM
-    /// when only this much validity is left unextended, so SIGKILL lands before the lease
-    /// can pass to anyone else. At most a quarter of the ttl [default: ttl/4, at most 10s].
+    /// The grace period between SIGTERM and SIGKILL when the lease is lost. SIGKILL goes to
+    /// CMD's whole process group just before the lease's validity ends (at once if redlock
+    /// notices late), and SIGTERM this long before that. At most a quarter of the ttl
+    /// [default: ttl/4, at most 10s].
     #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) kill_after: Option<Duration>,
-    /// Stop extending after CMD has held the lease this long; CMD is then terminated as if
-    /// the lease were lost [default: 1h].
+    /// Stop extending after CMD has held the lease this long; CMD is then stopped before the
+    /// lease runs out, as if it were lost [default: 1h].
     #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) max_hold: Option<Duration>,
     /// Print nothing when another owner holds the resource (the exit code is still 75), so

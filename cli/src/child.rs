@@ -1,10 +1,21 @@
-//! The command run under the lease.
+//! The command run under the lease, and everything it starts.
 //!
 //! It runs in a process group of its own, and every signal `redlock` sends goes to that
-//! group: a shell script's children are stopped along with the script, so nothing the
-//! command started keeps running after the lease is gone (unless it leaves the group, as a
-//! daemon does). The price is that the command is not in the terminal's foreground group:
-//! `redlock run` is meant for jobs, not for interactive programs.
+//! group, so a shell script's children are stopped along with the script. The group is also
+//! what is killed before the lease is released, on every path: when the command is stopped,
+//! and when its leader exits on its own while something it started (`work &`) still runs.
+//! Nothing the command started keeps running after the lease is gone, unless it leaves the
+//! group (as a daemon does with `setsid`).
+//!
+//! That needs the group's ID to stay reserved until the group has been killed. The group ID
+//! is the leader's process ID, which the system may reuse once the leader is *reaped*. So
+//! the leader's exit is noticed without reaping it (`waitid` with `WNOWAIT`, on Linux,
+//! Android and FreeBSD), the group is killed, and only then is the leader reaped. Elsewhere
+//! the leader is reaped first and the group killed right after: a process that took the
+//! reaped ID for a group of its own in between would be hit, which `WNOWAIT` rules out.
+//!
+//! The price of the separate group is that the command is not in the terminal's foreground
+//! group: `redlock run` is meant for jobs, not for interactive programs.
 
 use std::ffi::OsString;
 use std::io;
@@ -19,9 +30,10 @@ use crate::exit::{CANNOT_EXECUTE, Failure, NOT_FOUND};
 /// A running command and its process group.
 #[derive(Debug)]
 pub(crate) struct Child {
-    process: tokio::process::Child,
+    process: std::process::Child,
     group: Pid,
-    reaped: bool,
+    exit: exit::Watch,
+    status: Option<ExitStatus>,
 }
 
 /// Starts `command` (program and arguments) in a new process group, with `env` added to
@@ -31,11 +43,13 @@ pub(crate) struct Child {
 ///
 /// Exit code 127 when the program is not found, 126 when it cannot be started.
 pub(crate) fn spawn(command: &[OsString], env: Option<(&str, String)>) -> Result<Child, Failure> {
+    use std::os::unix::process::CommandExt;
+
     let Some((program, arguments)) = command.split_first() else {
         return Err(Failure::usage("no command given after `--`"));
     };
     let shown = program.to_string_lossy();
-    let mut builder = tokio::process::Command::new(program);
+    let mut builder = std::process::Command::new(program);
     builder.args(arguments).process_group(0);
     if let Some((name, value)) = env {
         builder.env(name, value);
@@ -44,48 +58,156 @@ pub(crate) fn spawn(command: &[OsString], env: Option<(&str, String)>) -> Result
         io::ErrorKind::NotFound => Failure::new(NOT_FOUND, format!("{shown}: command not found")),
         _ => Failure::new(CANNOT_EXECUTE, format!("cannot run {shown}: {e}")),
     })?;
-    let pid = process
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .ok_or_else(|| Failure::new(CANNOT_EXECUTE, format!("{shown} exited at once")))?;
+    let pid = i32::try_from(process.id())
+        .map_err(|_| Failure::new(CANNOT_EXECUTE, format!("{shown}: unusable process id")))?;
+    let group = Pid::from_raw(pid);
+    let exit = exit::Watch::start(group)
+        .map_err(|e| Failure::new(CANNOT_EXECUTE, format!("cannot watch {shown}: {e}")))?;
     Ok(Child {
         process,
-        group: Pid::from_raw(pid),
-        reaped: false,
+        group,
+        exit,
+        status: None,
     })
 }
 
 impl Child {
-    /// Waits for the command to exit. Cancel safe.
-    pub(crate) async fn wait(&mut self) -> io::Result<ExitStatus> {
-        let status = self.process.wait().await?;
-        self.reaped = true;
-        Ok(status)
+    /// Resolves when the command's leader has exited (it is not reaped yet where the
+    /// platform allows). Cancel safe.
+    pub(crate) async fn exited(&mut self) {
+        self.exit.exited(&mut self.process, &mut self.status).await;
     }
 
-    /// The command's status if it has exited, without waiting. Asks the operating system
-    /// directly, so it sees an exit that the runtime has not yet been told about.
-    pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
-        let status = self.process.try_wait()?;
-        self.reaped |= status.is_some();
-        Ok(status)
+    /// Whether the leader has exited, asking the operating system directly, so that an exit
+    /// the waiting side has not reported yet is seen.
+    pub(crate) fn has_exited(&mut self) -> io::Result<bool> {
+        self.exit.has_exited(&mut self.process, &mut self.status)
     }
 
-    /// Sends `signal` to the command's process group.
-    ///
-    /// Signals are only sent before the command has been reaped: until then its pid, which
-    /// is also the group's id, cannot be reused by another process.
+    /// Sends `signal` to the command's whole process group.
     pub(crate) fn signal(&self, signal: Signal) {
-        if self.reaped {
-            return;
-        }
         match killpg(self.group, signal) {
             Ok(()) => {}
-            // The command left its group (setpgid); signal the process itself.
+            // Nobody is left in the group. Before the leader is reaped that cannot happen
+            // (it is a member until then), so the leader left its group (setpgid): signal it
+            // while it is still ours to signal.
             Err(Errno::ESRCH) => {
-                let _ = kill(self.group, signal);
+                if self.status.is_none() {
+                    let _ = kill(self.group, signal);
+                }
             }
             Err(e) => eprintln!("redlock: cannot send {signal} to the command: {e}"),
+        }
+    }
+
+    /// Kills whatever is left of the command's group, then reaps the leader (once it has
+    /// exited) and returns its status.
+    pub(crate) fn kill_and_reap(&mut self) -> io::Result<ExitStatus> {
+        self.signal(Signal::SIGKILL);
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let status = self.process.wait()?;
+        self.status = Some(status);
+        Ok(status)
+    }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+mod exit {
+    //! The leader's exit, seen with `waitid(…, WEXITED | WNOWAIT)`: the leader stays a zombie,
+    //! its process-group ID reserved, until it is reaped on purpose.
+
+    use std::io;
+    use std::process::ExitStatus;
+
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    use nix::unistd::Pid;
+    use tokio::sync::watch;
+
+    #[derive(Debug)]
+    pub(super) struct Watch {
+        pid: Pid,
+        exited: watch::Receiver<bool>,
+    }
+
+    impl Watch {
+        pub(super) fn start(pid: Pid) -> io::Result<Self> {
+            let (tx, exited) = watch::channel(false);
+            // One thread blocks in waitid until the leader exits; it reaps nothing.
+            std::thread::Builder::new()
+                .name("redlock-child".into())
+                .spawn(move || {
+                    // Exited, or nothing left to wait for: either way it is over.
+                    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+                    while let Err(nix::errno::Errno::EINTR) = waitid(Id::Pid(pid), flags) {}
+                    let _ = tx.send(true);
+                })?;
+            Ok(Self { pid, exited })
+        }
+
+        pub(super) async fn exited(
+            &mut self,
+            _process: &mut std::process::Child,
+            _status: &mut Option<ExitStatus>,
+        ) {
+            // An error means the thread is gone, which it only is once the leader exited.
+            let _ = self.exited.wait_for(|exited| *exited).await;
+        }
+
+        pub(super) fn has_exited(
+            &mut self,
+            _process: &mut std::process::Child,
+            _status: &mut Option<ExitStatus>,
+        ) -> io::Result<bool> {
+            let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
+            match waitid(Id::Pid(self.pid), flags) {
+                Ok(WaitStatus::StillAlive) => Ok(false),
+                Ok(_) => Ok(true),
+                Err(e) => Err(e.into()),
+            }
+        }
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+mod exit {
+    //! Without `waitid`: the leader is reaped when its exit is seen (polled every 10 ms), and
+    //! the group is killed right after (see the module documentation for the small race).
+
+    use std::io;
+    use std::process::ExitStatus;
+    use std::time::Duration;
+
+    use nix::unistd::Pid;
+
+    #[derive(Debug)]
+    pub(super) struct Watch;
+
+    impl Watch {
+        pub(super) fn start(_pid: Pid) -> io::Result<Self> {
+            Ok(Self)
+        }
+
+        pub(super) async fn exited(
+            &mut self,
+            process: &mut std::process::Child,
+            status: &mut Option<ExitStatus>,
+        ) {
+            while !matches!(self.has_exited(process, status), Ok(true) | Err(_)) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+
+        pub(super) fn has_exited(
+            &mut self,
+            process: &mut std::process::Child,
+            status: &mut Option<ExitStatus>,
+        ) -> io::Result<bool> {
+            if status.is_none() {
+                *status = process.try_wait()?;
+            }
+            Ok(status.is_some())
         }
     }
 }

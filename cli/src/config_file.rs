@@ -9,6 +9,7 @@ use toml::Spanned;
 
 use crate::duration::HumanDuration;
 use crate::exit::Failure;
+use crate::quarantine::Quarantine;
 use crate::settings::{Origin, Setting, Settings};
 
 /// The config file as written. Durations are strings (`"30s"`).
@@ -24,6 +25,7 @@ struct FileConfig {
     wait: Option<Spanned<HumanDuration>>,
     kill_after: Option<Spanned<HumanDuration>>,
     max_hold: Option<Spanned<HumanDuration>>,
+    restart_quarantine: Option<Spanned<Quarantine>>,
 }
 
 /// Turns byte offsets of one file into `path:line:column` origins.
@@ -114,6 +116,7 @@ pub(crate) fn parse(text: &str, path: &str) -> Result<Settings, Failure> {
         wait: at.setting("wait", file.wait, duration),
         kill_after: at.setting("kill_after", file.kill_after, duration),
         max_hold: at.setting("max_hold", file.max_hold, duration),
+        restart_quarantine: at.setting("restart_quarantine", file.restart_quarantine, |q| q),
     })
 }
 

@@ -25,6 +25,9 @@ pub(crate) const OS_ERROR: u8 = 71;
 pub(crate) const LEASE_LOST: u8 = 74;
 /// EX_TEMPFAIL: another owner holds the resource (after `--wait`, if given).
 pub(crate) const TEMP_FAIL: u8 = 75;
+/// EX_NOPERM: the nodes refused this client (a wrong or missing password, an ACL without a
+/// command the client needs) on too many nodes for a quorum.
+pub(crate) const NO_PERMISSION: u8 = 77;
 /// The command exists but could not be started (not executable, for instance).
 pub(crate) const CANNOT_EXECUTE: u8 = 126;
 /// The command was not found.
@@ -67,6 +70,7 @@ pub(crate) fn for_error(error: &Error) -> u8 {
     match error {
         Error::Config(_) | Error::Resource(_) => USAGE,
         Error::Taken { .. } => TEMP_FAIL,
+        Error::Denied { .. } => NO_PERMISSION,
         Error::NoQuorum { .. } | Error::ValidityExhausted { .. } | Error::Fence { .. } => {
             UNAVAILABLE
         }

@@ -10,6 +10,7 @@ mod duration;
 mod exit;
 #[cfg(test)]
 mod fuzz_tests;
+mod quarantine;
 mod run;
 mod settings;
 mod signals;

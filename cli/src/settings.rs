@@ -13,6 +13,7 @@ use redlock::{Error, Redlock};
 use crate::args::NodeArgs;
 use crate::config_file;
 use crate::exit::Failure;
+use crate::quarantine::Quarantine;
 
 /// The environment variable listing the nodes, comma-separated.
 pub(crate) const NODES_ENV: &str = "REDLOCK_NODES";
@@ -69,6 +70,7 @@ pub(crate) struct Flags {
     pub(crate) wait: Option<Duration>,
     pub(crate) kill_after: Option<Duration>,
     pub(crate) max_hold: Option<Duration>,
+    pub(crate) restart_quarantine: Option<Quarantine>,
 }
 
 impl Flags {
@@ -77,6 +79,7 @@ impl Flags {
             nodes: args.nodes.clone(),
             key_prefix: args.key_prefix.clone(),
             node_timeout: args.node_timeout,
+            restart_quarantine: args.restart_quarantine,
             ..Self::default()
         }
     }
@@ -96,6 +99,7 @@ pub(crate) struct Settings {
     pub(crate) wait: Option<Setting<Duration>>,
     pub(crate) kill_after: Option<Setting<Duration>>,
     pub(crate) max_hold: Option<Setting<Duration>>,
+    pub(crate) restart_quarantine: Option<Setting<Quarantine>>,
 }
 
 /// Merges the sources: `flags` over `env_nodes` (the value of `REDLOCK_NODES`) over `file`
@@ -143,6 +147,12 @@ pub(crate) fn gather(
     settings.wait = flag("--wait", flags.wait).or(settings.wait);
     settings.kill_after = flag("--kill-after", flags.kill_after).or(settings.kill_after);
     settings.max_hold = flag("--max-hold", flags.max_hold).or(settings.max_hold);
+    if let Some(quarantine) = flags.restart_quarantine {
+        settings.restart_quarantine = Some(Setting {
+            value: quarantine,
+            origin: Origin::Flag("--restart-quarantine"),
+        });
+    }
     Ok(settings)
 }
 
@@ -202,12 +212,12 @@ fn from_env(list: &str) -> Result<Vec<Setting<String>>, Failure> {
 }
 
 impl Settings {
-    /// Builds the client. `max_extensions` is set by commands that keep leases alive.
+    /// Builds the client.
     ///
     /// # Errors
     ///
     /// A usage failure naming where the refused value was written.
-    pub(crate) fn client(&self, max_extensions: Option<u32>) -> Result<Redlock, Failure> {
+    pub(crate) fn client(&self) -> Result<Redlock, Failure> {
         let mut builder = Redlock::builder().nodes(self.nodes.iter().map(|n| n.value.clone()));
         if let Some(ttl) = &self.ttl {
             builder = builder.ttl(ttl.value);
@@ -224,8 +234,11 @@ impl Settings {
         if let Some(jitter) = &self.retry_jitter {
             builder = builder.retry_jitter(jitter.value);
         }
-        if let Some(max) = max_extensions {
-            builder = builder.max_extensions(max);
+        if let Some(max_hold) = &self.max_hold {
+            builder = builder.max_hold(max_hold.value);
+        }
+        if let Some(quarantine) = &self.restart_quarantine {
+            builder = builder.restart_quarantine(quarantine.value.as_option());
         }
         let redlock = builder.build().map_err(|e| match e {
             Error::Config(config) => match self.origin_of(config.field()) {
@@ -263,6 +276,7 @@ impl Settings {
                 .map(|s| &s.origin),
             "retry_delay" => self.retry_delay.as_ref().map(|s| &s.origin),
             "retry_jitter" => self.retry_jitter.as_ref().map(|s| &s.origin),
+            "max_hold" => self.max_hold.as_ref().map(|s| &s.origin),
             _ => None,
         }
     }
@@ -335,12 +349,12 @@ mod tests {
     fn refused_values_are_reported_where_they_were_written() {
         let settings =
             file("nodes = [\"redis://127.0.0.1:1\", \"redis://127.0.0.1:2\", \"nope://x\"]\n");
-        let err = settings.client(None).unwrap_err();
+        let err = settings.client().unwrap_err();
         assert!(err.message.starts_with("redlock.toml:1:56: "), "{err}");
         assert!(err.message.contains("`nodes[2]`"), "{err}");
 
         let settings = file("nodes = [\"redis://127.0.0.1:1\"]\n\nttl = \"1ms\"\n");
-        let err = settings.client(None).unwrap_err();
+        let err = settings.client().unwrap_err();
         assert!(err.message.starts_with("redlock.toml:3:7: "), "{err}");
 
         let flags = Flags {
@@ -351,7 +365,7 @@ mod tests {
         };
         let err = gather(flags, None, Settings::default())
             .unwrap()
-            .client(None)
+            .client()
             .unwrap_err();
         assert!(err.message.starts_with("--node-timeout: "), "{err}");
     }

@@ -37,7 +37,7 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, Failure> {
     let settings = settings::from_sources(&args.nodes, Flags::from_node_args(&args.nodes))?;
     // Building the client checks the URLs and the prefix, and yields the addresses without
     // credentials that everything below prints.
-    let redlock = settings.client(None)?;
+    let redlock = settings.client()?;
     let key = LockKey::new(redlock.key_prefix(), &args.resource)
         .map_err(|e| Failure::new(USAGE, format!("invalid resource name: {e}")))?;
     let urls: Vec<&str> = settings.nodes.iter().map(|n| n.value.as_str()).collect();

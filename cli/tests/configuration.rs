@@ -36,6 +36,7 @@ fn run_true(options: &[&str]) -> std::process::Command {
     let mut command = redlock();
     command
         .arg("run")
+        .args(FRESH_NODES)
         .args(options)
         .args(["--resource", "report", "--", "true"]);
     command
@@ -48,7 +49,9 @@ fn a_config_file_gives_nodes_prefix_and_ttl() {
     let path = config_file(
         &dir,
         &format!(
-            "# the nodes of the job servers\nnodes = {}\nkey_prefix = \"jobs:\"\nttl = \"7s\"\n",
+            "# the nodes of the job servers\nnodes = {}\nkey_prefix = \"jobs:\"\nttl = \"7s\"\n\
+             # nodes this test started: no restart to guard against\n\
+             restart_quarantine = \"off\"\n",
             toml_list(&fleet.urls())
         ),
     );
@@ -159,6 +162,16 @@ fn a_bad_config_file_is_refused_with_its_line_and_field() {
             "`nodes[1]`",
         ),
         ("nodes = [\n", "redlock.toml:", ""),
+        (
+            "nodes = [\"redis://127.0.0.1:1\"]\nrestart_quarantine = \"never\"\n",
+            "redlock.toml:2:22: `restart_quarantine`: ",
+            "or `off` when every node persists each write",
+        ),
+        (
+            "nodes = [\"redis://127.0.0.1:1\"]\nmax_hold = \"0s\"\n",
+            "redlock.toml:2:12: ",
+            "`max_hold` must be greater than zero",
+        ),
     ];
     for (text, place, problem) in cases {
         let path = config_file(&dir, text);
@@ -245,7 +258,7 @@ fn passwords_never_appear_in_output() {
     let mut outputs = Vec::new();
     let mut run = |urls: Vec<String>, args: &[&str]| {
         let mut command = redlock();
-        command.args(&args[..1]);
+        command.args(&args[..1]).args(FRESH_NODES);
         for url in urls {
             command.args(["--node", &url]);
         }
@@ -262,7 +275,8 @@ fn passwords_never_appear_in_output() {
     let shown = run(urls(secret), &["status", "guarded"]);
     assert_eq!(shown.code, Some(1), "{}", shown.text());
     let refused = run(urls(wrong), &["run", "--resource", "guarded", "--", "true"]);
-    assert_eq!(refused.code, Some(69), "{}", refused.text());
+    // Refused credentials: EX_NOPERM, at once (no retry can help).
+    assert_eq!(refused.code, Some(77), "{}", refused.text());
     let unknown = run(urls(wrong), &["status", "guarded"]);
     assert_eq!(unknown.code, Some(69), "{}", unknown.text());
     let mut bad = urls(secret);

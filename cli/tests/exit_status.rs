@@ -28,7 +28,7 @@ fn the_commands_status_is_propagated_and_the_lease_freed_before_exit() {
     ];
     for (command, expected) in cases {
         let mut redlock = redlock();
-        redlock.arg("run");
+        redlock.arg("run").args(FRESH_NODES);
         for url in fleet.urls() {
             redlock.args(["--node", &url]);
         }
@@ -100,4 +100,13 @@ fn a_signal_while_waiting_stops_without_running_the_command() {
     files.go();
     assert_eq!(holder.finish().code, Some(0));
     assert_eq!(lines(&files.lines), ["held"]);
+}
+
+/// A `--wait` too long to add to a clock reading means "as long as it takes", not a panic.
+#[test]
+fn a_wait_too_long_to_represent_is_as_good_as_forever() {
+    let fleet = fleet(3);
+    let args = ["--resource", "job", "--wait", "18446744073709551615s"];
+    let done = finish(&mut run_sh(&fleet, &args, "exit 3"));
+    assert_eq!(done.code, Some(3), "{}", done.text());
 }

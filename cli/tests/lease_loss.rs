@@ -7,8 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use nix::errno::Errno;
-use nix::sys::signal::{Signal, kill};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use redlock_fleet::RedisFleet;
 
@@ -59,22 +58,35 @@ fn paused_nodes_end_the_lease_the_command_gets_sigterm_and_redlock_exits_74() {
     );
 }
 
+/// Wall-clock nanoseconds: what `date +%s%N` prints, so that the test and the command's
+/// shell compare readings of one clock.
+fn wall_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// A command that ignores SIGTERM and appends `date +%s%N` to `$LINES` every 10 ms, with a
+/// background child of its own that ignores SIGTERM too.
+const TICKING: &str = "trap '' TERM; (trap '' TERM; exec sleep 60) & echo \"child $!\" >> \"$LINES\"; \
+                       while :; do date +%s%N >> \"$LINES\"; sleep 0.01; done";
+
+/// The ticks and the child's pid a `TICKING` command wrote.
+fn ticks(path: &std::path::Path) -> (Vec<u128>, Pid) {
+    let ticks = lines(path).iter().filter_map(|l| l.parse().ok()).collect();
+    (ticks, child_pid(path))
+}
+
 #[test]
 fn a_command_that_ignores_sigterm_is_killed_with_its_children_before_the_keys_expire() {
     let mut fleet = fleet(5);
     let files = Files::new();
-    // The shell notes SIGTERM and carries on; its background child ignores it (a trapped
-    // signal is reset to the default in children, an ignored one stays ignored). Only
-    // SIGKILL ends them.
-    let script = "trap 'echo TERM >> \"$LINES\"' TERM; \
-                  (trap '' TERM; exec sleep 60) & child=$!; echo $child >> \"$LINES\"; \
-                  while kill -0 $child 2>/dev/null; do wait $child; done";
     let args = ["--resource", "import", "--ttl", "4s", "--kill-after", "1s"];
-    let mut command = run_sh(&fleet, &args, script);
+    let mut command = run_sh(&fleet, &args, TICKING);
     files.env(&mut command);
     let running = Running::start(&mut command);
-    assert!(eventually(HANG, || lines(&files.lines).len() == 1));
-    let grandchild: i32 = lines(&files.lines)[0].parse().unwrap();
+    assert!(eventually(HANG, || ticks_written(&files.lines) > 0));
 
     pause_majority(&mut fleet);
     // When the lease's keys expire on a node that still answers: nobody else can take the
@@ -84,29 +96,111 @@ fn a_command_that_ignores_sigterm_is_killed_with_its_children_before_the_keys_ex
         .arg("redlock:import")
         .query(&mut node)
         .unwrap();
-    let keys_expire = Instant::now() + Duration::from_millis(pttl);
+    let keys_expire = wall_nanos() + u128::from(pttl) * 1_000_000;
     let done = running.finish();
     resume_majority(&mut fleet);
 
     assert_eq!(done.code, Some(74), "{}", done.text());
     assert!(done.stderr.contains("sending SIGKILL"), "{}", done.text());
-    assert_eq!(lines(&files.lines)[1..], ["TERM"]);
-    // SIGKILL is sent when the validity ends, which is before the keys expire by the drift
-    // allowance; the slack covers scheduling on a loaded machine. Sending SIGTERM only once
-    // the lease is lost would end a second later.
-    let slack = Duration::from_millis(400);
+    let (ticks, child) = ticks(&files.lines);
+    let last = *ticks.last().unwrap();
+    // SIGKILL goes out one per-node timeout before the validity ends, itself a drift
+    // allowance before the keys expire: the last tick is before that, with no slack.
     assert!(
-        done.ended < keys_expire + slack,
-        "redlock ended {:?} after the keys expired",
-        done.ended - keys_expire
+        last < keys_expire,
+        "the command ticked {} ms after the keys expired",
+        (last - keys_expire) / 1_000_000
     );
-    // The whole process group got SIGKILL, the shell's child too.
-    let pid = Pid::from_raw(grandchild);
+    // The whole process group got SIGKILL before redlock exited: the child too.
+    assert!(!alive(child), "the command's child survived");
+}
+
+/// The recipe of the lease's edge: the shell's `wait` is cut by SIGTERM, so the group's
+/// leader exits at once while its child, which ignores SIGTERM, runs on. The group must be
+/// killed anyway, before the lease is released.
+#[test]
+fn a_child_that_outlives_its_terminated_leader_is_killed_before_the_release() {
+    let mut fleet = fleet(3);
+    let files = Files::new();
+    let script = "(trap '' TERM; exec sleep 60) & echo \"child $!\" >> \"$LINES\"; wait";
+    let mut command = run_sh(&fleet, &["--resource", "pg", "--ttl", "2s"], script);
+    files.env(&mut command);
+    let running = Running::start(&mut command);
+    assert!(eventually(HANG, || !lines(&files.lines).is_empty()));
+    for node in [0, 1] {
+        fleet.pause(node).unwrap();
+    }
+    let done = running.finish();
+    let child = child_pid(&files.lines);
+    let survived = alive(child);
+    for node in [0, 1] {
+        fleet.resume(node).unwrap();
+    }
+    assert_eq!(done.code, Some(74), "{}", done.text());
+    assert!(!survived, "the child outlived the lease: {}", done.text());
+}
+
+/// The normal path: a command that exits 0 while something it started in the background
+/// still runs does not leave that running once the lease is released.
+#[test]
+fn a_background_job_left_by_a_finished_command_is_killed_before_the_release() {
+    let fleet = fleet(3);
+    let files = Files::new();
+    let script = "sleep 60 & echo \"child $!\" >> \"$LINES\"; exit 0";
+    let mut command = run_sh(&fleet, &["--resource", "pg"], script);
+    files.env(&mut command);
+    let done = finish(&mut command);
+    assert_eq!(done.code, Some(0), "{}", done.text());
+    let child = child_pid(&files.lines);
+    assert!(!alive(child), "the background job outlived the lease");
+}
+
+/// The pid a script wrote as `child <pid>`.
+fn child_pid(path: &std::path::Path) -> Pid {
+    let line = lines(path)
+        .into_iter()
+        .find_map(|line| line.strip_prefix("child ").map(str::to_owned))
+        .unwrap();
+    Pid::from_raw(line.parse().unwrap())
+}
+
+/// How many ticks a `TICKING` command has written so far.
+fn ticks_written(path: &std::path::Path) -> usize {
+    lines(path)
+        .iter()
+        .filter(|l| l.parse::<u128>().is_ok())
+        .count()
+}
+
+/// redlock stopped (a frozen VM, an overloaded host) past the kill instant: on resume the
+/// command is killed at once, not given the grace period again.
+#[test]
+fn a_redlock_resumed_after_the_kill_instant_kills_the_command_at_once() {
+    let fleet = fleet(3);
+    let files = Files::new();
+    let args = ["--resource", "import", "--ttl", "4s", "--kill-after", "1s"];
+    let mut command = run_sh(&fleet, &args, TICKING);
+    files.env(&mut command);
+    let running = Running::start(&mut command);
+    assert!(eventually(HANG, || ticks_written(&files.lines) > 0));
+    running.signal(Signal::SIGSTOP);
+    std::thread::sleep(Duration::from_secs(5));
+    let resumed = wall_nanos();
+    running.signal(Signal::SIGCONT);
+    let done = running.finish();
+    assert_eq!(done.code, Some(74), "{}", done.text());
+    let (ticks, child) = ticks(&files.lines);
+    let after = ticks.iter().filter(|&&t| t > resumed).count();
+    let last = *ticks.last().unwrap();
+    // A tick every 10 ms: the command may finish the one it is in, no more. (It used to get
+    // the whole second of grace after the resume.)
     assert!(
-        eventually(Duration::from_secs(2), || kill(pid, None)
-            == Err(Errno::ESRCH)),
-        "the command's child {grandchild} survived"
+        last < resumed + 100_000_000,
+        "the command ran {} ms past the resume ({after} ticks)",
+        (last.saturating_sub(resumed)) / 1_000_000
     );
+    assert!(!alive(child), "the command's child survived");
+    assert!(done.stderr.contains("SIGKILL at once"), "{}", done.text());
 }
 
 #[test]

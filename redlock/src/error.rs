@@ -4,7 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::core::{ConfigError, FailureReason, NodeStatus, ResourceError, RoundFailure};
+use crate::core::{
+    ConfigError, FailureReason, LeaseLost, NodeFailure, NodeStatus, ResourceError, RoundFailure,
+    quorum,
+};
 
 /// Everything the client can fail with.
 ///
@@ -46,6 +49,21 @@ pub enum Error {
         nodes: NodeReport,
     },
 
+    /// The nodes refused this client: a wrong or missing password, or an ACL that forbids a
+    /// command the client needs, on so many nodes that no quorum is possible without them.
+    /// Trying again cannot help; the configuration must change.
+    #[error(
+        "`{resource}`: the nodes refused this client ({attempts} attempt(s); last round: {nodes})"
+    )]
+    Denied {
+        /// The resource.
+        resource: String,
+        /// How many rounds ran.
+        attempts: u32,
+        /// What each node did in the last round.
+        nodes: NodeReport,
+    },
+
     /// A quorum agreed, but so slowly that no validity was left (the nodes are too slow
     /// for this TTL).
     #[error(
@@ -70,13 +88,14 @@ pub enum Error {
         resource: String,
     },
 
-    /// The lease was extended as many times as allowed.
-    #[error("the lease on `{resource}` reached its limit of {limit} extension(s)")]
-    ExtensionLimit {
+    /// The lease has been held for as long as allowed
+    /// ([`max_hold`](crate::RedlockBuilder::max_hold)); it can no longer be extended.
+    #[error("the lease on `{resource}` reached its longest hold ({max_hold:?})")]
+    HoldLimit {
         /// The resource.
         resource: String,
-        /// The configured limit.
-        limit: u32,
+        /// The configured longest hold.
+        max_hold: Duration,
     },
 
     /// An extension did not reach a quorum in time. The lease is unchanged (valid until its
@@ -98,7 +117,7 @@ pub enum Error {
         /// The resource.
         resource: String,
         /// Why.
-        reason: crate::client::LeaseLost,
+        reason: LeaseLost,
     },
 
     /// The fencing-token source failed or did not answer within the lease's validity; the
@@ -122,15 +141,14 @@ pub enum Error {
 
 impl Error {
     /// Whether trying again later may succeed (the resource was busy or nodes were
-    /// unavailable), as opposed to a permanent problem with the request or configuration.
+    /// unavailable), as opposed to a permanent problem with the request or configuration
+    /// (including [`Error::Denied`]: wrong credentials or permissions on a quorum of nodes).
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            Self::Taken { .. }
-                | Self::NoQuorum { .. }
-                | Self::ValidityExhausted { .. }
-                | Self::ExtendFailed { .. }
-        )
+        match self {
+            Self::Taken { .. } | Self::NoQuorum { .. } | Self::ValidityExhausted { .. } => true,
+            Self::ExtendFailed { nodes, .. } => !nodes.denies_quorum(),
+            _ => false,
+        }
     }
 
     /// The per-node outcomes of the last round, when the error comes from one.
@@ -138,6 +156,7 @@ impl Error {
         match self {
             Self::Taken { nodes, .. }
             | Self::NoQuorum { nodes, .. }
+            | Self::Denied { nodes, .. }
             | Self::ValidityExhausted { nodes, .. }
             | Self::ExtendFailed { nodes, .. } => Some(nodes),
             _ => None,
@@ -152,7 +171,17 @@ impl Error {
     ) -> Self {
         let resource = resource.to_owned();
         let elapsed = round.decided_at.saturating_duration_since(round.started_at);
+        let denied = round.is_denied();
         let nodes = NodeReport::new(addresses, round.nodes);
+        // Refusals on so many nodes that the others can never make a quorum are not a
+        // passing condition, whatever else happened in the round.
+        if denied {
+            return Self::Denied {
+                resource,
+                attempts,
+                nodes,
+            };
+        }
         match round.reason {
             FailureReason::Contended => Self::Taken {
                 resource,
@@ -204,6 +233,12 @@ impl NodeReport {
     /// Each node's outcome, in configuration order.
     pub fn nodes(&self) -> &[NodeOutcome] {
         &self.0
+    }
+
+    /// Whether so many nodes refused this client that no quorum can form without them.
+    fn denies_quorum(&self) -> bool {
+        let denied = self.count(|s| matches!(s, NodeStatus::Failed(NodeFailure::Denied(_))));
+        denied > self.0.len().saturating_sub(quorum(self.0.len()))
     }
 
     /// How many nodes have a status matching `predicate`.

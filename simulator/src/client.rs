@@ -66,6 +66,7 @@ struct Held {
     epoch: u64,
     fence: u64,
     token: Token,
+    acquired_at: Timestamp,
     valid_until: Timestamp,
     extensions: u32,
 }
@@ -117,6 +118,7 @@ struct Acquiring {
 
 #[derive(Debug)]
 struct Minting {
+    acquired_at: Timestamp,
     valid_until: Timestamp,
     token: Token,
     epoch: u64,
@@ -469,11 +471,27 @@ impl Client {
                 );
                 match ctx.tokens {
                     TokenSource::Linearizable => {
-                        self.hold(ctx, grant.token, epoch, epoch, believed, ctx.now);
+                        self.hold(
+                            ctx,
+                            grant.token,
+                            epoch,
+                            epoch,
+                            grant.started_at,
+                            believed,
+                            ctx.now,
+                        );
                     }
                     TokenSource::QuorumMinted => {
                         let fence = grant.fence.unwrap_or(0);
-                        self.hold(ctx, grant.token, epoch, fence, believed, ctx.now);
+                        self.hold(
+                            ctx,
+                            grant.token,
+                            epoch,
+                            fence,
+                            grant.started_at,
+                            believed,
+                            ctx.now,
+                        );
                     }
                     TokenSource::RedisCounter => {
                         self.op += 1;
@@ -494,6 +512,7 @@ impl Client {
                         }
                         let deadline = now.saturating_add(self.spec.config.node_timeout());
                         self.phase = Phase::Minting(Minting {
+                            acquired_at: grant.started_at,
                             valid_until: believed,
                             token: grant.token,
                             epoch,
@@ -550,17 +569,20 @@ impl Client {
             minting.token,
             minting.epoch,
             fence,
+            minting.acquired_at,
             minting.valid_until,
             minting.granted_at,
         );
     }
 
+    #[allow(clippy::too_many_arguments)] // Rewritten with the generic pump.
     fn hold(
         &mut self,
         ctx: &mut Ctx<'_>,
         token: Token,
         epoch: u64,
         fence: u64,
+        acquired_at: Timestamp,
         valid_until: Timestamp,
         granted_at: Nanos,
     ) {
@@ -581,6 +603,7 @@ impl Client {
             epoch,
             fence,
             token,
+            acquired_at,
             valid_until,
             extensions: 0,
         });
@@ -703,7 +726,7 @@ impl Client {
             self.key.clone(),
             held.token,
             valid_until,
-            held.extensions,
+            held.acquired_at,
             now,
         );
         self.pump_extend(ctx, step, machine);
@@ -737,7 +760,9 @@ impl Client {
             Some(ExtendOutcome::Failed(failure)) => {
                 let why = match failure {
                     ExtendFailure::Expired => "the lease had expired".to_owned(),
-                    ExtendFailure::LimitReached { limit } => format!("limit of {limit} reached"),
+                    ExtendFailure::HoldLimit { max_hold } => {
+                        format!("longest hold of {max_hold:?} reached")
+                    }
                     ExtendFailure::Round(round) => round.reason.to_string(),
                     _ => "unknown".to_owned(),
                 };

@@ -153,8 +153,11 @@ impl From<FleetError> for ChaosError {
 ///
 /// As [`RedlockBuilder::build`](redlock::RedlockBuilder::build).
 pub fn chaos_client(urls: &[String], ttl: Duration) -> Result<Redlock, redlock::Error> {
+    // The harness's own nodes: it starts and restarts them itself and judges exclusion with
+    // its own detector, so the restart quarantine is off (its behaviour has tests of its own).
     Redlock::builder()
         .nodes(urls.iter().cloned())
+        .restart_quarantine(None)
         .ttl(ttl)
         .retry_count(5)
         .retry_delay(Duration::from_millis(10))

@@ -23,8 +23,17 @@ pub fn fleet_with(n: usize, options: FleetOptions) -> RedisFleet {
 }
 
 /// A builder over every node of `fleet`.
+///
+/// The fleet was started by the test a moment ago and its nodes never held a lease: there is
+/// no restart to guard against, so the restart quarantine (which leaves a node out for a TTL
+/// after it starts) is off. `restarts.rs` tests the quarantine itself.
 pub fn builder(fleet: &RedisFleet) -> RedlockBuilder {
-    Redlock::builder().nodes(fleet.urls())
+    fresh(Redlock::builder().nodes(fleet.urls()))
+}
+
+/// `builder` with the restart quarantine off, for nodes started by the test itself.
+pub fn fresh(builder: RedlockBuilder) -> RedlockBuilder {
+    builder.restart_quarantine(None)
 }
 
 /// Logs go to the test output with `RUST_LOG=redlock=debug`.

@@ -7,10 +7,12 @@ use std::time::Duration;
 use redis::IntoConnectionInfo;
 
 use super::clock::Clock;
-use super::node::Node;
+use super::node::{Node, Nodes};
 use super::redact::redact_url;
 use super::{Redlock, Shared};
-use crate::core::{ConfigError, DEFAULT_KEY_PREFIX, DriftFactor, LockConfig, LockKey, RetryPolicy};
+use crate::core::{
+    ConfigError, DEFAULT_KEY_PREFIX, DriftFactor, LockConfig, LockKey, RestartPolicy, RetryPolicy,
+};
 use crate::error::Error;
 
 /// The connection-establishment timeout used when none is set.
@@ -59,7 +61,7 @@ pub struct RedlockBuilder {
     node_timeout: Option<Duration>,
     connect_timeout: Duration,
     retry: RetryPolicy,
-    max_extensions: u32,
+    max_hold: Duration,
     key_prefix: String,
     restart_quarantine: Quarantine,
 }
@@ -67,10 +69,11 @@ pub struct RedlockBuilder {
 /// How long a restarted node is left out.
 #[derive(Clone, Copy, Debug)]
 enum Quarantine {
-    /// As long as the TTL (the default).
+    /// As long as the longest TTL of the client's handles (the default).
     Ttl,
     Fixed(Duration),
-    Off,
+    /// The nodes persist every write: no quarantine.
+    Persistent,
 }
 
 impl std::fmt::Debug for RedlockBuilder {
@@ -90,7 +93,7 @@ impl std::fmt::Debug for RedlockBuilder {
             .field("node_timeout", &self.node_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("retry", &self.retry)
-            .field("max_extensions", &self.max_extensions)
+            .field("max_hold", &self.max_hold)
             .field("key_prefix", &self.key_prefix)
             .field("restart_quarantine", &self.restart_quarantine)
             .finish()
@@ -107,7 +110,7 @@ impl Default for RedlockBuilder {
             node_timeout: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             retry: defaults.retry().clone(),
-            max_extensions: defaults.max_extensions(),
+            max_hold: defaults.max_hold(),
             key_prefix: DEFAULT_KEY_PREFIX.to_owned(),
             restart_quarantine: Quarantine::Ttl,
         }
@@ -197,21 +200,30 @@ impl RedlockBuilder {
         self
     }
 
-    /// How many times one lease may be extended (default 100).
+    /// How long one lease may be held through extensions (default 1 h): no extension starts
+    /// later than this after the grant, so a lease ends at most one TTL after it. Keep-alive
+    /// obeys it too: this is the one bound on a lease's life.
     #[must_use]
-    pub fn max_extensions(mut self, max: u32) -> Self {
-        self.max_extensions = max;
+    pub fn max_hold(mut self, max_hold: Duration) -> Self {
+        self.max_hold = max_hold;
         self
     }
 
-    /// How long a node that restarted (its `run_id` changed) is left out of quorums: it may
-    /// have lost the keys it held, and a node that forgot a key can hand a second client a
-    /// majority. The default is the TTL, which is the Redis documentation's "delayed restart";
-    /// set the longest TTL of all handles if [`Redlock::with_ttl`] raises it. `None` turns the
-    /// check off (reasonable when every node runs with `appendfsync always`).
+    /// How long after it started a node is left out of quorums when this client first meets
+    /// it, and after every restart (a new `run_id`): it may have lost the keys it held, and a
+    /// node that forgot a key can hand a second client a majority (the Redis documentation's
+    /// "delayed restart", applied by the client; see [`crate::core::Eligibility`]).
+    ///
+    /// The quarantine must cover the longest TTL **of any client of these nodes**, since a
+    /// restart forgets every client's keys. The default is the longest TTL of this client's
+    /// handles ([`ttl`](Self::ttl), raised by [`Redlock::with_ttl`]); set it when other
+    /// clients use longer leases.
+    ///
+    /// `None` declares that every node persists each write before acknowledging it
+    /// (`appendfsync always`): a restart then loses nothing, and no node is left out.
     #[must_use]
     pub fn restart_quarantine(mut self, quarantine: Option<Duration>) -> Self {
-        self.restart_quarantine = quarantine.map_or(Quarantine::Off, Quarantine::Fixed);
+        self.restart_quarantine = quarantine.map_or(Quarantine::Persistent, Quarantine::Fixed);
         self
     }
 
@@ -256,12 +268,7 @@ impl RedlockBuilder {
                     ConfigError::new("connect_timeout", "must be greater than zero").into(),
                 );
             }
-            let quarantine = match self.restart_quarantine {
-                Quarantine::Ttl => Some(self.ttl),
-                Quarantine::Fixed(duration) => Some(duration),
-                Quarantine::Off => None,
-            };
-            let node = Node::new(client, self.connect_timeout, quarantine);
+            let node = Node::new(index, client, self.connect_timeout);
             if let Some(first) = seen.insert(node.address().clone(), index) {
                 return Err(ConfigError::new(
                     field,
@@ -288,7 +295,7 @@ impl RedlockBuilder {
             .with_ttl(self.ttl)
             .with_drift_factor(drift_factor)
             .with_retry(self.retry)
-            .with_max_extensions(self.max_extensions);
+            .with_max_hold(self.max_hold);
         if let Some(timeout) = self.node_timeout {
             config = config.with_node_timeout(timeout);
         }
@@ -298,14 +305,20 @@ impl RedlockBuilder {
         LockKey::new(&self.key_prefix, "resource")
             .map_err(|e| ConfigError::new("key_prefix", e.to_string()))?;
 
+        let policy = match self.restart_quarantine {
+            Quarantine::Ttl => RestartPolicy::Quarantine(self.ttl),
+            Quarantine::Fixed(duration) => RestartPolicy::Quarantine(duration),
+            Quarantine::Persistent => RestartPolicy::Persistent,
+        };
         let addresses = nodes.iter().map(|n| n.address().clone()).collect();
         Ok(Redlock {
             shared: Arc::new(Shared {
-                nodes: nodes.into(),
+                nodes: Arc::new(Nodes::new(nodes, policy, Clock::new())),
                 background: super::flight::Background::default(),
                 addresses,
                 key_prefix: self.key_prefix.into(),
-                clock: Clock::new(),
+                connect_timeout: self.connect_timeout,
+                quarantine_follows_ttl: matches!(self.restart_quarantine, Quarantine::Ttl),
                 telemetry: super::telemetry::Telemetry::default(),
             }),
             config: Arc::new(config),
@@ -341,7 +354,7 @@ mod tests {
         let client = redis::Client::open("redis://127.0.0.1:4").unwrap();
         let redlock = Redlock::builder().node_client(client).build().unwrap();
         assert!(
-            !redlock.shared.nodes[0].nodelay(),
+            !redlock.shared.nodes.iter().all(Node::nodelay),
             "a ready client is used as it is"
         );
     }

@@ -58,11 +58,14 @@ impl Redlock {
     /// Opens the connection to every node now, instead of on the first request.
     ///
     /// Connections open lazily, so the first acquisition of a new client also pays for the
-    /// TCP handshake and the restart check, within the per-node timeout: on a busy machine
+    /// TCP handshake and the identification of the connection (`INFO`, see
+    /// [`crate::core::Eligibility`]), within the per-node timeout: on a busy machine
     /// a fresh process's single [`try_acquire`](Redlock::try_acquire) can miss its quorum
     /// for that reason alone. Calling `connect` first moves that cost out of the lease's
     /// budget. Each node gets the connect timeout plus the per-node timeout; nodes that fail
-    /// are simply tried again by the next request.
+    /// are simply tried again by the next request. A node found to be the same server as an
+    /// earlier one (the same `run_id` under another name) is reported as
+    /// [`NodeFailure::Duplicate`] and never votes.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), redlock::Error> {
@@ -77,13 +80,16 @@ impl Redlock {
     /// # Ok(()) }
     /// ```
     pub async fn connect(&self) -> ConnectReport {
-        let request_timeout = self.config.node_timeout();
-        let statuses = join_all(
-            self.shared
-                .nodes
-                .iter()
-                .map(|node| node.connect(request_timeout)),
-        )
+        let budget = self
+            .shared
+            .connect_timeout
+            .saturating_add(self.config.node_timeout());
+        let nodes = &self.shared.nodes;
+        let statuses = join_all((0..nodes.len()).map(|index| async move {
+            tokio::time::timeout(budget, nodes.connect(index))
+                .await
+                .unwrap_or(Err(NodeFailure::TimedOut))
+        }))
         .await;
         ConnectReport {
             nodes: self

@@ -17,16 +17,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use std::sync::atomic::AtomicBool;
-use std::task::{Context, Poll};
+use std::sync::{Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use futures::task::AtomicWaker;
-
 use tokio::sync::Notify;
 use tracing::Instrument;
 
-use super::node::Node;
+use super::node::Nodes;
 use crate::core::{NodeFailure, Reply, RequestId, Transmit};
 
 /// The client's work still running in the background (stragglers of finished operations,
@@ -100,12 +98,12 @@ pub(crate) struct Completion {
     pub(crate) result: Result<Reply, NodeFailure>,
 }
 
-/// Opens when a command of a lane has finished (or was dropped unfinished). Only the lane's
-/// next command ever waits on it, so one waker slot is enough.
+/// Opens when a command of a lane has finished (or was dropped unfinished), and wakes every
+/// command waiting for it.
 #[derive(Default)]
 struct Gate {
     open: AtomicBool,
-    waiter: AtomicWaker,
+    opened: Notify,
 }
 
 impl Gate {
@@ -113,16 +111,16 @@ impl Gate {
         self.open.load(Ordering::Acquire)
     }
 
-    fn poll_open(&self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.is_open() {
-            return Poll::Ready(());
-        }
-        // Registered before the second look, so an opening in between still wakes us.
-        self.waiter.register(cx.waker());
-        if self.is_open() {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
+    async fn wait(&self) {
+        loop {
+            // Registered before the second look, so an opening in between still wakes us.
+            let opened = self.opened.notified();
+            tokio::pin!(opened);
+            opened.as_mut().enable();
+            if self.is_open() {
+                return;
+            }
+            opened.await;
         }
     }
 }
@@ -133,31 +131,36 @@ struct OpensOnDrop(Arc<Gate>);
 impl Drop for OpensOnDrop {
     fn drop(&mut self) {
         self.0.open.store(true, Ordering::Release);
-        self.0.waiter.wake();
+        self.0.opened.notify_waiters();
     }
 }
 
 /// For each node, a gate that opens when the lease's last command to that node finished.
+///
+/// Shared by every operation of one lease, and updated when a command is *sent*, not when
+/// the operation that sent it ends: an operation cancelled half-way (a dropped `extend()`)
+/// still leaves its commands in the lanes, so the lease's next command waits for them.
 #[derive(Clone, Default)]
-pub(crate) struct Lanes(Vec<Option<Arc<Gate>>>);
+pub(crate) struct Lanes(Arc<Mutex<Vec<Option<Arc<Gate>>>>>);
 
 impl Lanes {
     pub(crate) fn new(nodes: usize) -> Self {
-        Self(vec![None; nodes])
+        Self(Arc::new(Mutex::new(vec![None; nodes])))
     }
 
     /// Installs `gate` as node `index`'s last command; returns the one it follows.
-    fn push(&mut self, index: usize, gate: Arc<Gate>) -> Option<Arc<Gate>> {
-        if self.0.len() <= index {
-            self.0.resize(index + 1, None);
+    fn push(&self, index: usize, gate: Arc<Gate>) -> Option<Arc<Gate>> {
+        let mut lanes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if lanes.len() <= index {
+            lanes.resize(index + 1, None);
         }
-        self.0[index].replace(gate)
+        lanes[index].replace(gate)
     }
 }
 
 /// The requests of one operation (acquire, extend or release).
 pub(crate) struct Flight {
-    nodes: Arc<[Node]>,
+    nodes: Arc<Nodes>,
     background: Background,
     timeout: Duration,
     lanes: Lanes,
@@ -166,7 +169,7 @@ pub(crate) struct Flight {
 
 impl Flight {
     pub(crate) fn new(
-        nodes: Arc<[Node]>,
+        nodes: Arc<Nodes>,
         background: Background,
         timeout: Duration,
         lanes: Lanes,
@@ -195,20 +198,15 @@ impl Flight {
         let timeout = self.timeout;
         self.pending.push(Box::pin(async move {
             if let Some(previous) = previous {
-                std::future::poll_fn(|cx| previous.poll_open(cx)).await;
+                previous.wait().await;
             }
-            let result = match nodes.get(index) {
-                None => Err(NodeFailure::Protocol(format!("no node #{index}"))),
-                Some(node) => {
-                    let result = tokio::time::timeout(timeout, node.execute(&transmit.command))
-                        .await
-                        .unwrap_or(Err(NodeFailure::TimedOut));
-                    if let Err(failure) = &result {
-                        tracing::debug!(node = %node.address(), error = %failure, "node request failed");
-                    }
-                    result
-                }
-            };
+            let result = tokio::time::timeout(timeout, nodes.execute(index, &transmit.command))
+                .await
+                .unwrap_or(Err(NodeFailure::TimedOut));
+            if let Err(failure) = &result {
+                let node = nodes.iter().nth(index).map_or("?", |n| &**n.address());
+                tracing::debug!(node, error = %failure, "node request failed");
+            }
             // Opens the gate of the next command to this node.
             drop(done);
             Completion {
@@ -246,20 +244,8 @@ impl Flight {
 
     /// The lanes, for the lease's next operation. What is still in flight continues in the
     /// background (see `Drop`).
-    pub(crate) fn into_lanes(mut self) -> Lanes {
-        std::mem::take(&mut self.lanes)
-    }
-}
-
-impl Default for Flight {
-    /// A flight with no nodes and nothing in it.
-    fn default() -> Self {
-        Self::new(
-            Arc::from(Vec::new()),
-            Background::default(),
-            Duration::ZERO,
-            Lanes::default(),
-        )
+    pub(crate) fn lanes(&self) -> Lanes {
+        self.lanes.clone()
     }
 }
 

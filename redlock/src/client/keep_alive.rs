@@ -1,114 +1,39 @@
-//! Keeping a lease alive while work runs: bounded automatic extension, a signal when the
-//! lease is lost, and `with_lock`.
+//! Keeping a lease alive while work runs: a task that drives the core's [`Keeper`], a signal
+//! that work can watch, and the handle that releases the lease.
+//!
+//! When to extend, when to try again and when to give the lease up are the core's decisions
+//! (see [`crate::core::Keeper`]); this module sends what the keeper asks for, wakes it on the
+//! client's clock (which counts suspended time), and publishes what it decides.
 
-use std::fmt;
 use std::time::{Duration, Instant};
 
 use tokio::sync::{oneshot, watch};
 
 use super::Lease;
-use crate::core::ReleaseReport;
-use crate::error::Error;
-
-/// How a kept-alive lease is extended.
-///
-/// The lease is extended when `extend_before` of its validity remains (a third of the TTL by
-/// default), clamped so that an extension round and one retry always fit (at least three
-/// per-node timeouts) and so that it never extends more often than every half validity.
-/// Extension stops after `max_hold` of holding, or after the client's `max_extensions`: the
-/// lease then runs out at its last deadline and is reported lost. It is never indefinite.
-///
-/// ```
-/// use std::time::Duration;
-/// use redlock::client::KeepAlive;
-///
-/// let policy = KeepAlive::default()
-///     .extend_before(Duration::from_secs(5))
-///     .max_hold(Duration::from_secs(2 * 3600));
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct KeepAlive {
-    extend_before: Option<Duration>,
-    max_hold: Duration,
-}
-
-impl Default for KeepAlive {
-    /// Extend with a third of the TTL left; hold at most one hour.
-    fn default() -> Self {
-        Self {
-            extend_before: None,
-            max_hold: Duration::from_secs(3600),
-        }
-    }
-}
-
-impl KeepAlive {
-    /// Extends when this much validity remains (clamped, see the type's documentation).
-    #[must_use]
-    pub fn extend_before(mut self, remaining: Duration) -> Self {
-        self.extend_before = Some(remaining);
-        self
-    }
-
-    /// Stops extending once the lease has been held this long.
-    ///
-    /// The client's [`max_extensions`](crate::RedlockBuilder::max_extensions) (default 100)
-    /// ends the hold too, whichever comes first. With the default threshold a lease is
-    /// extended about every two thirds of its TTL, so 100 extensions of a 30 s lease last
-    /// about 33 minutes, not the default hour: for long holds, raise `max_extensions` to at
-    /// least `max_hold / (TTL × 2/3)`.
-    #[must_use]
-    pub fn max_hold(mut self, max_hold: Duration) -> Self {
-        self.max_hold = max_hold;
-        self
-    }
-
-    /// The effective threshold for a lease of `ttl` and `validity`, checked per node within
-    /// `node_timeout`.
-    fn threshold(&self, ttl: Duration, validity: Duration, node_timeout: Duration) -> Duration {
-        let wanted = self.extend_before.unwrap_or(ttl / 3);
-        let floor = node_timeout.saturating_mul(3);
-        let ceiling = (validity / 2).max(floor);
-        wanted.clamp(floor, ceiling)
-    }
-}
-
-/// Why a kept-alive lease was lost.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LeaseLost {
-    /// The validity ran out before an extension succeeded (the nodes did not confirm our
-    /// keys in time); the last failure is given.
-    Expired {
-        /// Why the last extension failed.
-        last_failure: String,
-    },
-    /// Extension stopped at the policy's limit (maximum hold time or number of extensions)
-    /// and the validity then ran out.
-    LimitReached,
-}
-
-impl fmt::Display for LeaseLost {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Expired { last_failure } => {
-                write!(
-                    f,
-                    "its validity ran out before it could be extended ({last_failure})"
-                )
-            }
-            Self::LimitReached => {
-                f.write_str("its extension limit was reached and its validity ran out")
-            }
-        }
-    }
-}
+use super::clock::Clock;
+use super::lease::release;
+use crate::core::{Held, Keeper, KeeperEvent, Machine, ReleaseReport, Timestamp};
+pub use crate::core::{KeepAlive, LeaseLost};
 
 #[derive(Clone, Debug)]
 struct State {
-    valid_until: Instant,
+    valid_until: Timestamp,
+    lost_at: Timestamp,
     extensions: u32,
+    hold_limit: bool,
     lost: Option<LeaseLost>,
+}
+
+impl State {
+    fn of(keeper: &Keeper) -> Self {
+        Self {
+            valid_until: keeper.held().valid_until(),
+            lost_at: keeper.lost_at(),
+            extensions: keeper.held().extensions(),
+            hold_limit: false,
+            lost: None,
+        }
+    }
 }
 
 /// A view of a kept-alive lease that work can hold and watch: its token, its validity, and a
@@ -117,6 +42,7 @@ struct State {
 pub struct LeaseSignal {
     resource: String,
     fence: Option<u64>,
+    clock: Clock,
     state: watch::Receiver<State>,
 }
 
@@ -131,20 +57,34 @@ impl LeaseSignal {
         self.fence
     }
 
-    /// The current end of validity.
+    /// The current end of validity, as an `Instant` computed from now.
     pub fn valid_until(&self) -> Instant {
+        self.clock.instant(self.deadline())
+    }
+
+    /// The current end of validity on the client's clock (see [`Redlock::now`]).
+    ///
+    /// [`Redlock::now`]: super::Redlock::now
+    pub fn deadline(&self) -> Timestamp {
         self.state.borrow().valid_until
+    }
+
+    /// When the lease is reported lost unless it is extended first: the end of validity minus
+    /// the keep-alive's margin, on the client's clock.
+    pub fn loss_deadline(&self) -> Timestamp {
+        self.state.borrow().lost_at
     }
 
     /// The validity left now.
     pub fn remaining(&self) -> Duration {
-        self.valid_until().saturating_duration_since(Instant::now())
+        self.deadline().saturating_duration_since(self.clock.now())
     }
 
-    /// Whether the lease is still valid (held and not past its deadline).
+    /// Whether work may still act under the lease: it has not been given up, and its loss
+    /// deadline (the end of validity minus the margin) has not passed.
     pub fn is_valid(&self) -> bool {
         let state = self.state.borrow();
-        state.lost.is_none() && Instant::now() < state.valid_until
+        state.lost.is_none() && self.clock.now() < state.lost_at
     }
 
     /// How many times the lease was extended.
@@ -152,9 +92,23 @@ impl LeaseSignal {
         self.state.borrow().extensions
     }
 
+    /// Whether extensions stopped at the longest hold (the lease then runs out).
+    pub fn hold_limit_reached(&self) -> bool {
+        self.state.borrow().hold_limit
+    }
+
     /// Why the lease was lost, if it was.
     pub fn lost_reason(&self) -> Option<LeaseLost> {
         self.state.borrow().lost.clone()
+    }
+
+    /// Resolves when something changes: an extension, the hold limit, the loss, or the end
+    /// of the keep-alive (then at once, every time).
+    pub async fn changed(&mut self) {
+        if self.state.changed().await.is_err() {
+            // The keeper is gone; its last state stays readable.
+            std::future::pending::<()>().await;
+        }
     }
 
     /// Resolves when the lease is lost (immediately if it already is).
@@ -165,12 +119,12 @@ impl LeaseSignal {
                 return reason;
             }
             if state.changed().await.is_err() {
-                // The keeper is gone: the lease was released or its task ended.
+                // The keeper is gone without a loss: the lease was released.
                 return state
                     .borrow()
                     .lost
                     .clone()
-                    .unwrap_or(LeaseLost::LimitReached);
+                    .unwrap_or(LeaseLost::Expired { last_failure: None });
             }
         }
     }
@@ -179,9 +133,8 @@ impl LeaseSignal {
 /// A lease extended in the background until it is released.
 ///
 /// Made by [`Lease::keep_alive`]. Release it with [`release`](KeptLease::release); dropping
-/// it releases in the background too. An extension in flight is always finished before the
-/// release is sent (one task does both, in order), so no extension can revive a released
-/// lease.
+/// it releases in the background too. The release is ordered after every extension command
+/// already sent to each node, so no extension can revive a released lease.
 #[must_use = "a dropped kept lease is released in the background; call `release().await`"]
 #[derive(Debug)]
 pub struct KeptLease {
@@ -200,7 +153,7 @@ impl KeptLease {
         self.signal.fence
     }
 
-    /// Whether the lease is still valid.
+    /// Whether the lease is still valid (see [`LeaseSignal::is_valid`]).
     pub fn is_valid(&self) -> bool {
         self.signal.is_valid()
     }
@@ -210,7 +163,7 @@ impl KeptLease {
         self.signal.lost().await
     }
 
-    /// Stops extending (after any extension in flight) and releases the lease.
+    /// Stops extending and releases the lease.
     pub async fn release(mut self) -> ReleaseReport {
         let (reply, report) = oneshot::channel();
         if let Some(stop) = self.stop.take()
@@ -224,26 +177,28 @@ impl KeptLease {
 }
 
 impl Lease {
-    /// Keeps this lease alive in the background under `policy`: a task extends it before its
-    /// validity runs out, retries a failed extension while validity remains, and reports the
-    /// lease lost (and releases it) if validity runs out anyway or the policy's limit is
-    /// reached.
+    /// Keeps this lease alive in the background under `policy` (see [`crate::core::Keeper`]
+    /// for the schedule): a task extends it before its validity runs out, retries a failed
+    /// extension while one can still finish in time, and reports the lease lost (and releases
+    /// it) at the end of validity minus the policy's margin, or at once when the nodes show
+    /// that a quorum no longer holds it. Extensions stop at the client's
+    /// [`max_hold`](crate::RedlockBuilder::max_hold).
     ///
     /// Requires a tokio runtime.
     pub fn keep_alive(self, policy: KeepAlive) -> KeptLease {
-        let state = State {
-            valid_until: self.valid_until(),
-            extensions: self.extensions(),
-            lost: None,
-        };
-        let (tx, rx) = watch::channel(state);
+        let resource = self.resource().to_owned();
+        let fence = self.fence();
+        let (redlock, held, lanes, granted_at) = self.into_parts();
+        let keeper = Keeper::new(redlock.config(), policy, held);
+        let (tx, rx) = watch::channel(State::of(&keeper));
         let (stop, stopped) = oneshot::channel();
         let signal = LeaseSignal {
-            resource: self.resource().to_owned(),
-            fence: self.fence(),
+            resource,
+            fence,
+            clock: *redlock.clock(),
             state: rx,
         };
-        tokio::spawn(keep(self, policy, tx, stopped));
+        tokio::spawn(keep(redlock, keeper, lanes, granted_at, tx, stopped));
         KeptLease {
             signal,
             stop: Some(stop),
@@ -251,77 +206,95 @@ impl Lease {
     }
 }
 
-/// The keeper task: owns the lease, extends it, and releases it when told (or when the
-/// handle is dropped, or when the lease is lost).
+type StopRequest = oneshot::Receiver<oneshot::Sender<ReleaseReport>>;
+
+/// The keeper task: drives the keeper until it is told to stop (or its handle is dropped) or
+/// the lease is lost, then releases the lease.
 async fn keep(
-    mut lease: Lease,
-    policy: KeepAlive,
+    redlock: super::Redlock,
+    mut keeper: Keeper,
+    lanes: super::flight::Lanes,
+    granted_at: Instant,
     state: watch::Sender<State>,
-    mut stopped: oneshot::Receiver<oneshot::Sender<ReleaseReport>>,
+    mut stop: StopRequest,
 ) {
-    let started = Instant::now();
-    let config = lease.config().clone();
-    let node_timeout = config.node_timeout();
-    let validity = config.ttl().saturating_sub(config.drift());
-    let threshold = policy.threshold(config.ttl(), validity, node_timeout);
-    let mut can_extend = true;
-    let mut last_failure: Option<String> = None;
-    let mut next_try: Option<Instant> = None;
-    let reason = loop {
-        let valid_until = lease.valid_until();
-        let extend_at =
-            next_try.unwrap_or_else(|| valid_until.checked_sub(threshold).unwrap_or(valid_until));
+    let clock = *redlock.clock();
+    let resource = keeper.held().target().describe();
+    let mut flight = redlock.flight(redlock.config(), lanes.clone());
+    let stopped = loop {
+        while let Some(transmit) = keeper.poll_transmit() {
+            flight.send(transmit);
+        }
+        while let Some(event) = keeper.poll_outcome() {
+            publish(&redlock, &keeper, &state, &resource, event);
+        }
+        if keeper.is_lost() {
+            break None;
+        }
+        let timer = keeper.poll_timeout();
         tokio::select! {
             biased;
-            request = &mut stopped => {
-                // Released (or the handle dropped): any extension has already finished,
-                // since this task runs one thing at a time.
-                let report = lease.release().await;
-                if let Ok(reply) = request {
-                    let _ = reply.send(report);
-                }
-                return;
-            }
-            () = tokio::time::sleep_until(extend_at.into()), if can_extend => {
-                if started.elapsed() >= policy.max_hold {
-                    can_extend = false;
-                    continue;
-                }
-                match lease.extend().await {
-                    Ok(_) => {
-                        next_try = None;
-                        last_failure = None;
-                        state.send_modify(|s| {
-                            s.valid_until = lease.valid_until();
-                            s.extensions = lease.extensions();
-                        });
-                    }
-                    Err(Error::ExtensionLimit { .. }) => can_extend = false,
-                    Err(e) => {
-                        // A failed extension deletes nothing: try again shortly while
-                        // validity remains.
-                        tracing::debug!(resource = %lease.described(), error = %e, "extension failed; retrying");
-                        last_failure = Some(e.to_string());
-                        next_try = Some(Instant::now() + node_timeout.saturating_mul(2));
-                    }
-                }
-            }
-            () = tokio::time::sleep_until(valid_until.into()) => {
-                if Instant::now() < lease.valid_until() {
-                    continue;
-                }
-                break match last_failure.take() {
-                    Some(last_failure) => LeaseLost::Expired { last_failure },
-                    None => LeaseLost::LimitReached,
-                };
-            }
+            request = &mut stop => break Some(request.ok()),
+            Some(done) = flight.next() => keeper.handle_reply(done.request, done.result, clock.now()),
+            () = sleep(&clock, timer) => keeper.handle_timeout(clock.now()),
         }
     };
-    tracing::warn!(resource = %lease.described(), %reason, "lease lost");
-    state.send_modify(|s| s.lost = Some(reason));
-    // Free whatever keys are left at once; the handle's release gets this report.
-    let report = lease.release().await;
-    if let Ok(reply) = stopped.await {
+    // An attempt still in flight finishes in the background; the release waits for its
+    // command on each node (the lanes).
+    drop(flight);
+    let lost = keeper.is_lost();
+    let held: Held = keeper.into_held();
+    let report = release(&redlock, &held, lanes, granted_at, lost).await;
+    let reply = match stopped {
+        Some(reply) => reply,
+        // Lost: the handle's release (if it ever comes) gets this report.
+        None => stop.await.ok(),
+    };
+    if let Some(reply) = reply {
         let _ = reply.send(report);
+    }
+}
+
+fn publish(
+    redlock: &super::Redlock,
+    keeper: &Keeper,
+    state: &watch::Sender<State>,
+    resource: &str,
+    event: KeeperEvent,
+) {
+    match event {
+        KeeperEvent::Extended(extension) => {
+            redlock.telemetry().extended(true);
+            tracing::debug!(
+                resource,
+                extensions = keeper.held().extensions(),
+                validity_ms = extension
+                    .valid_until
+                    .saturating_duration_since(extension.decided_at)
+                    .as_millis(),
+                "lease extended"
+            );
+            state.send_modify(|s| {
+                s.valid_until = keeper.held().valid_until();
+                s.lost_at = keeper.lost_at();
+                s.extensions = keeper.held().extensions();
+            });
+        }
+        KeeperEvent::ExtendFailed(failure) => {
+            redlock.telemetry().extended(false);
+            tracing::debug!(resource, error = %failure, "extension failed; retrying");
+        }
+        KeeperEvent::HoldLimitReached => state.send_modify(|s| s.hold_limit = true),
+        KeeperEvent::Lost(reason) => {
+            tracing::warn!(resource, %reason, "lease lost");
+            state.send_modify(|s| s.lost = Some(reason));
+        }
+    }
+}
+
+async fn sleep(clock: &Clock, until: Option<Timestamp>) {
+    match until {
+        Some(at) => clock.sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }

@@ -1,4 +1,4 @@
-//! A held lease: its deadline on the monotonic clock, extension and release.
+//! A held lease: the core's [`Held`] plus the lanes that keep its commands in order.
 
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -7,10 +7,8 @@ use tracing::Instrument;
 
 use super::Redlock;
 use super::drive::drive;
-use super::flight::{Flight, Lanes};
-use crate::core::{
-    Extend, ExtendFailure, ExtendOutcome, Grant, Release, ReleaseReport, Target, Timestamp, Token,
-};
+use super::flight::Lanes;
+use crate::core::{ExtendFailure, ExtendOutcome, Held, ReleaseReport, Target, Token};
 use crate::error::{Error, NodeReport};
 
 /// A lease on one resource, held on a quorum of nodes until [`valid_until`](Lease::valid_until).
@@ -19,46 +17,49 @@ use crate::error::{Error, NodeReport};
 /// release is spawned on the current tokio runtime and a warning is logged; either way the
 /// keys expire with their TTL, so a crashed holder never blocks the resource for longer.
 ///
-/// Validity is a deadline on the local monotonic clock, measured from the start of the
-/// winning round minus the drift allowance. Check [`is_valid`](Lease::is_valid) before each
-/// external effect of the critical section; a pause between that check and the effect can
-/// still outlast the lease, which only fencing tokens can catch.
+/// Validity is a deadline on the client's clock (which keeps counting while the system is
+/// suspended), measured from the start of the winning round minus the drift allowance. Check
+/// [`is_valid`](Lease::is_valid) before each external effect of the critical section; a pause
+/// between that check and the effect can still outlast the lease, which only fencing tokens
+/// can catch.
 #[must_use = "a dropped lease is only released on a best-effort basis; call `release().await`"]
 pub struct Lease {
     redlock: Redlock,
-    target: Target,
-    token: Token,
-    valid_until: Timestamp,
-    attempts: u32,
-    extensions: u32,
-    fence: Option<u64>,
+    held: Held,
     granted_at: Instant,
     lanes: Lanes,
     released: bool,
 }
 
 impl Lease {
-    pub(crate) fn new(redlock: Redlock, grant: Grant, lanes: Lanes) -> Self {
+    pub(crate) fn new(redlock: Redlock, held: Held, lanes: Lanes) -> Self {
         Self {
             redlock,
-            target: grant.target,
-            token: grant.token,
-            valid_until: grant.valid_until,
-            attempts: grant.attempts,
-            extensions: 0,
-            fence: grant.fence,
+            held,
             granted_at: Instant::now(),
             lanes,
             released: false,
         }
     }
 
-    pub(crate) fn config(&self) -> &crate::core::LockConfig {
-        &self.redlock.config
+    pub(crate) fn redlock(&self) -> &Redlock {
+        &self.redlock
     }
 
-    pub(crate) fn set_fence(&mut self, fence: u64) {
-        self.fence = Some(fence);
+    pub(crate) fn held_mut(&mut self) -> &mut Held {
+        &mut self.held
+    }
+
+    /// Hands the lease's parts to a keeper, which releases it in the end. Nothing is
+    /// released when `self` goes away.
+    pub(crate) fn into_parts(mut self) -> (Redlock, Held, Lanes, Instant) {
+        self.released = true;
+        (
+            self.redlock.clone(),
+            self.held.clone(),
+            self.lanes.clone(),
+            self.granted_at,
+        )
     }
 
     /// The fencing token of this lease, when the handle that acquired it was made with
@@ -66,64 +67,65 @@ impl Lease {
     /// must reject tokens older than the newest it has seen (see [`crate::fencing`]).
     /// Extensions keep the token.
     pub fn fence(&self) -> Option<u64> {
-        self.fence
+        self.held.fence()
     }
 
     /// The resource name (the first, in sorted order, of a multi-resource lease).
     pub fn resource(&self) -> &str {
-        self.target.keys()[0].resource()
+        self.held.target().keys()[0].resource()
     }
 
     /// Every resource name, comma-separated: what log lines and errors call the lease.
     pub(crate) fn described(&self) -> String {
-        self.target.describe()
+        self.held.target().describe()
     }
 
     /// Every resource the lease holds, sorted.
     pub fn resources(&self) -> impl Iterator<Item = &str> {
-        self.target.keys().iter().map(|k| k.resource())
+        self.held.target().keys().iter().map(|k| k.resource())
     }
 
     /// The Redis key that holds the lease on every node (prefix + resource; the first key of a
     /// multi-resource lease).
     pub fn key(&self) -> &str {
-        self.target.keys()[0].as_str()
+        self.held.target().keys()[0].as_str()
     }
 
     /// Everything the lease holds.
     pub fn target(&self) -> &Target {
-        &self.target
+        self.held.target()
     }
 
     /// The owner token stored under the key.
     pub fn token(&self) -> Token {
-        self.token
+        self.held.token()
     }
 
-    /// When the lease stops being valid, on the local monotonic clock.
+    /// When the lease stops being valid, as an `Instant` computed from now (the client's own
+    /// clock also counts suspended time, which `Instant` may not: prefer
+    /// [`remaining`](Lease::remaining) and [`is_valid`](Lease::is_valid) after a suspend).
     pub fn valid_until(&self) -> Instant {
-        self.redlock.shared.clock.instant(self.valid_until)
+        self.redlock.clock().instant(self.held.valid_until())
     }
 
     /// The validity left now; zero once it has ended.
     pub fn remaining(&self) -> Duration {
-        self.valid_until
-            .saturating_duration_since(self.redlock.shared.clock.now())
+        self.held.remaining(self.redlock.clock().now())
     }
 
     /// Whether the validity has not ended yet.
     pub fn is_valid(&self) -> bool {
-        self.redlock.shared.clock.now() < self.valid_until
+        self.held.is_valid(self.redlock.clock().now())
     }
 
     /// How many rounds the acquisition took.
     pub fn attempts(&self) -> u32 {
-        self.attempts
+        self.held.attempts()
     }
 
     /// How many times the lease was extended.
     pub fn extensions(&self) -> u32 {
-        self.extensions
+        self.held.extensions()
     }
 
     /// Extends the lease by the configured TTL, measured from now.
@@ -135,7 +137,8 @@ impl Lease {
     /// # Errors
     ///
     /// - [`Error::LeaseExpired`] if the validity had already ended (nothing is sent);
-    /// - [`Error::ExtensionLimit`] after the configured number of extensions;
+    /// - [`Error::HoldLimit`] once the lease has been held for the configured
+    ///   [`max_hold`](crate::RedlockBuilder::max_hold) (nothing is sent);
     /// - [`Error::ExtendFailed`] if no quorum extended in time. The lease is then unchanged
     ///   (still valid until its old deadline), no key was deleted, and extending again may
     ///   succeed.
@@ -143,63 +146,38 @@ impl Lease {
     /// # Cancel safety
     ///
     /// Dropping the future leaves the lease as it was; commands already sent finish in the
-    /// background and at most push the keys' expiry further.
+    /// background and at most push the keys' expiry further. The lease's next command to a
+    /// node still waits for them.
     pub async fn extend(&mut self) -> Result<Duration, Error> {
-        let span = tracing::debug_span!("extend", resource = %self.target.describe());
-        self.extend_rounds().instrument(span).await
+        let span = tracing::debug_span!("extend", resource = %self.described());
+        self.extend_round().instrument(span).await
     }
 
-    async fn extend_rounds(&mut self) -> Result<Duration, Error> {
-        let shared = &self.redlock.shared;
-        let config = &self.redlock.config;
-        let mut machine = Extend::new(
-            config,
-            self.target.clone(),
-            self.token,
-            self.valid_until,
-            self.extensions,
-            shared.clock.now(),
-        );
-        let mut flight = Flight::new(
-            shared.nodes.clone(),
-            shared.background.clone(),
-            config.node_timeout(),
-            self.lanes.clone(),
-        );
-        let outcome = drive(&mut machine, &mut flight, &shared.clock).await;
-        self.lanes = flight.into_lanes();
-        shared
-            .telemetry
-            .extended(matches!(outcome, Some(ExtendOutcome::Extended(_))));
-        let resource = self.target.describe();
+    async fn extend_round(&mut self) -> Result<Duration, Error> {
+        let redlock = self.redlock.clone();
+        let config = redlock.config();
+        let clock = redlock.clock();
+        let mut machine = self.held.extend(config, clock.now());
+        let mut flight = redlock.flight(config, self.lanes.clone());
+        let outcome = drive(&mut machine, &mut flight, clock).await;
         match outcome {
             Some(ExtendOutcome::Extended(extension)) => {
-                self.valid_until = extension.valid_until;
-                self.extensions += 1;
+                self.held.apply(&extension);
+                redlock.telemetry().extended(true);
                 let validity = extension
                     .valid_until
                     .saturating_duration_since(extension.decided_at);
                 tracing::debug!(
-                    resource,
-                    extensions = self.extensions,
+                    resource = %self.described(),
+                    extensions = self.held.extensions(),
                     validity_ms = validity.as_millis(),
                     "lease extended"
                 );
                 Ok(validity)
             }
-            Some(ExtendOutcome::Failed(ExtendFailure::Expired)) => {
-                Err(Error::LeaseExpired { resource })
-            }
-            Some(ExtendOutcome::Failed(ExtendFailure::LimitReached { limit })) => {
-                Err(Error::ExtensionLimit { resource, limit })
-            }
-            Some(ExtendOutcome::Failed(ExtendFailure::Round(round))) => {
-                tracing::debug!(resource, reason = %round.reason, "lease extension failed");
-                Err(Error::ExtendFailed {
-                    resource,
-                    reason: round.reason,
-                    nodes: NodeReport::new(&shared.addresses, round.nodes),
-                })
+            Some(ExtendOutcome::Failed(failure)) => {
+                redlock.telemetry().extended(false);
+                Err(extend_error(&redlock, self.described(), failure))
             }
             None => Err(Error::Internal("the extension stalled")),
         }
@@ -219,40 +197,65 @@ impl Lease {
     /// does; dropping it later lets the requests already sent finish in the background.
     pub async fn release(mut self) -> ReleaseReport {
         self.released = true;
-        let expired = !self.is_valid();
-        self.redlock
-            .shared
-            .telemetry
-            .released(self.granted_at.elapsed(), expired);
-        let lanes = std::mem::take(&mut self.lanes);
-        let span = tracing::debug_span!("release", resource = %self.described());
-        let report = release(&self.redlock, &self.target, self.token, lanes)
-            .instrument(span)
-            .await;
-        tracing::debug!(
-            resource = %self.described(),
-            released = report.released(),
-            not_held = report.not_held(),
-            "lease released"
-        );
-        report
+        release(
+            &self.redlock,
+            &self.held,
+            self.lanes.clone(),
+            self.granted_at,
+            false,
+        )
+        .await
     }
 }
 
-/// Runs a release of `token` on `target`, ordered after the lease's earlier commands.
-async fn release(redlock: &Redlock, target: &Target, token: Token, lanes: Lanes) -> ReleaseReport {
-    let shared = &redlock.shared;
-    let config = &redlock.config;
-    let mut machine = Release::new(config, target.clone(), token, shared.clock.now());
-    let mut flight = Flight::new(
-        shared.nodes.clone(),
-        shared.background.clone(),
-        config.node_timeout(),
-        lanes,
+/// The client error for a failed extension of the lease called `resource`.
+pub(crate) fn extend_error(redlock: &Redlock, resource: String, failure: ExtendFailure) -> Error {
+    match failure {
+        ExtendFailure::Expired => Error::LeaseExpired { resource },
+        ExtendFailure::HoldLimit { max_hold } => Error::HoldLimit { resource, max_hold },
+        ExtendFailure::Round(round) => {
+            tracing::debug!(resource, reason = %round.reason, "lease extension failed");
+            Error::ExtendFailed {
+                resource,
+                reason: round.reason,
+                nodes: NodeReport::new(redlock.addresses(), round.nodes),
+            }
+        }
+    }
+}
+
+/// Releases `held`, ordered after the lease's earlier commands, and records it: as an
+/// expiration when its validity had ended, or when `lost` (a keep-alive gave it up).
+pub(crate) async fn release(
+    redlock: &Redlock,
+    held: &Held,
+    lanes: Lanes,
+    granted_at: Instant,
+    lost: bool,
+) -> ReleaseReport {
+    let clock = redlock.clock();
+    let now = clock.now();
+    redlock
+        .telemetry()
+        .released(granted_at.elapsed(), lost || !held.is_valid(now));
+    let resource = held.target().describe();
+    let span = tracing::debug_span!("release", resource = %resource);
+    let report = async {
+        let mut machine = held.release(redlock.config(), now);
+        let mut flight = redlock.flight(redlock.config(), lanes);
+        drive(&mut machine, &mut flight, clock)
+            .await
+            .unwrap_or_else(|| ReleaseReport { nodes: Vec::new() })
+    }
+    .instrument(span)
+    .await;
+    tracing::debug!(
+        resource = %resource,
+        released = report.released(),
+        not_held = report.not_held(),
+        "lease released"
     );
-    drive(&mut machine, &mut flight, &shared.clock)
-        .await
-        .unwrap_or_else(|| ReleaseReport { nodes: Vec::new() })
+    report
 }
 
 impl Drop for Lease {
@@ -273,18 +276,13 @@ impl Drop for Lease {
             resource = %resource,
             "lease dropped without release(); releasing it in the background"
         );
-        let expired = !self.is_valid();
-        self.redlock
-            .shared
-            .telemetry
-            .released(self.granted_at.elapsed(), expired);
         let redlock = self.redlock.clone();
-        let target = self.target.clone();
-        let token = self.token;
-        let lanes = std::mem::take(&mut self.lanes);
-        let background = redlock.shared.background.clone();
+        let held = self.held.clone();
+        let lanes = self.lanes.clone();
+        let granted_at = self.granted_at;
+        let background = redlock.background().clone();
         background.spawn(&runtime, async move {
-            release(&redlock, &target, token, lanes).await;
+            release(&redlock, &held, lanes, granted_at, false).await;
         });
     }
 }
@@ -293,10 +291,10 @@ impl fmt::Debug for Lease {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lease")
             .field("resource", &self.resource())
-            .field("token", &self.token.short())
+            .field("token", &self.token().short())
             .field("remaining", &self.remaining())
-            .field("extensions", &self.extensions)
-            .field("fence", &self.fence)
+            .field("extensions", &self.extensions())
+            .field("fence", &self.fence())
             .finish_non_exhaustive()
     }
 }

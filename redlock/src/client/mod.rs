@@ -29,7 +29,7 @@
 //! | `redlock_acquire_failures_total` | acquisitions that failed, for any reason |
 //! | `redlock_extensions_total` | successful extensions |
 //! | `redlock_extension_failures_total` | failed extensions |
-//! | `redlock_expirations_total` | leases whose validity ended before they were released |
+//! | `redlock_expirations_total` | leases whose validity ended before they were released, or that keep-alive gave up |
 //! | `redlock_releases_total` | releases |
 //! | `redlock_acquire_seconds` | time from the `acquire` call to the grant (histogram) |
 //! | `redlock_hold_seconds` | time from the grant to the release (histogram) |
@@ -48,7 +48,10 @@
 //! | `lease released` | debug | `resource`, `released`, `not_held` |
 //! | `extension failed; retrying` (a kept-alive lease) | debug | `resource`, `error` |
 //! | `lease lost` (a kept-alive lease) | warn | `resource`, `reason` |
-//! | `node restarted; not counted toward a quorum until a TTL has passed` | warn | `node`, `quarantine_ms` |
+//! | `node left out of quorums by the restart quarantine` | warn | `node`, `quarantine_ms`, `reason` |
+//! | `cannot read the node's identity (INFO); …` (once per node) | warn | `node`, `error` |
+//! | `the node may evict keys (maxmemory-policy); …` (once per node) | warn | `node`, `policy` |
+//! | `two configured nodes are the same server (same run_id); …` | error | `node`, `of` |
 //! | `lease dropped without release(); releasing it in the background` | warn | `resource` |
 //! | `lease dropped without release() outside a tokio runtime; …` | warn | `resource` |
 //! | `no tokio runtime to finish in-flight lock requests; …` | warn | `requests` |
@@ -63,12 +66,14 @@ mod connect;
 mod drive;
 mod fence;
 mod flight;
+mod identity;
 mod keep_alive;
 mod lease;
 mod node;
 mod redact;
 mod scripts;
 mod telemetry;
+mod wire;
 
 use std::fmt;
 use std::sync::Arc;
@@ -86,11 +91,11 @@ pub use telemetry::Stats;
 use self::clock::Clock;
 use self::drive::drive;
 use self::flight::{Background, Flight, Lanes};
-use self::node::Node;
+use self::node::Nodes;
 use self::telemetry::Telemetry;
 use crate::core::{
-    Acquire, AcquireEvent, ConfigError, FailureReason, LockConfig, Machine, RetryPolicy, TOKEN_LEN,
-    Target, Token,
+    Acquire, AcquireEvent, ConfigError, FailureReason, Held, LockConfig, Machine, RetryPolicy,
+    TOKEN_LEN, Target, Timestamp, Token,
 };
 use crate::error::Error;
 
@@ -134,11 +139,14 @@ pub struct Redlock {
 
 /// What every handle of one client shares.
 struct Shared {
-    nodes: Arc<[Node]>,
+    nodes: Arc<Nodes>,
     background: Background,
     addresses: Arc<[Arc<str>]>,
     key_prefix: Arc<str>,
-    clock: Clock,
+    connect_timeout: std::time::Duration,
+    /// Whether the restart quarantine is the default, which follows the longest TTL of the
+    /// client's handles.
+    quarantine_follows_ttl: bool,
     telemetry: Telemetry,
 }
 
@@ -163,6 +171,46 @@ impl Redlock {
         &self.shared.key_prefix
     }
 
+    /// Now, on the client's clock: the clock that measures every lease's validity. It keeps
+    /// counting while the system is suspended (`CLOCK_BOOTTIME` on Linux), and a wall-clock
+    /// step does not move it. [`LeaseSignal::deadline`] and the core's machines speak in its
+    /// readings.
+    pub fn now(&self) -> Timestamp {
+        self.clock().now()
+    }
+
+    /// Waits until the client's clock reads `at`, counting suspended time: a deadline that
+    /// passed while the system was suspended is met as soon as it resumes.
+    pub async fn sleep_until(&self, at: Timestamp) {
+        self.clock().sleep_until(at).await;
+    }
+
+    pub(crate) fn clock(&self) -> &Clock {
+        self.shared.nodes.clock()
+    }
+
+    pub(crate) fn telemetry(&self) -> &Telemetry {
+        &self.shared.telemetry
+    }
+
+    pub(crate) fn addresses(&self) -> &[Arc<str>] {
+        &self.shared.addresses
+    }
+
+    pub(crate) fn background(&self) -> &Background {
+        &self.shared.background
+    }
+
+    /// A flight of requests for one operation under `config`, ordered on `lanes`.
+    pub(crate) fn flight(&self, config: &LockConfig, lanes: Lanes) -> Flight {
+        Flight::new(
+            Arc::clone(&self.shared.nodes),
+            self.shared.background.clone(),
+            config.node_timeout(),
+            lanes,
+        )
+    }
+
     /// A handle sharing these connections whose leases last `ttl`. A per-node timeout that
     /// was not set explicitly is derived from the new TTL.
     ///
@@ -170,7 +218,22 @@ impl Redlock {
     ///
     /// [`Error::Config`] if the TTL is refused (see [`LockConfig::validate`]).
     pub fn with_ttl(&self, ttl: std::time::Duration) -> Result<Self, Error> {
-        self.with_config((*self.config).clone().with_ttl(ttl))
+        let handle = self.with_config((*self.config).clone().with_ttl(ttl))?;
+        if self.shared.quarantine_follows_ttl {
+            // A restarted node forgot this handle's keys too.
+            self.shared.nodes.cover(ttl);
+        }
+        Ok(handle)
+    }
+
+    /// A handle sharing these connections whose leases may be held through extensions for
+    /// at most `max_hold` (see [`RedlockBuilder::max_hold`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] if the duration is refused (zero).
+    pub fn with_max_hold(&self, max_hold: std::time::Duration) -> Result<Self, Error> {
+        self.with_config((*self.config).clone().with_max_hold(max_hold))
     }
 
     /// A handle sharing these connections with another retry policy.
@@ -369,21 +432,17 @@ impl Redlock {
 
     async fn acquire_rounds(&self, target: Target, config: &LockConfig) -> Result<Lease, Error> {
         let shared = &self.shared;
+        let clock = self.clock();
         let described = target.describe();
         let resource = described.as_str();
         let called = std::time::Instant::now();
         let mut op = AcquireOperation {
-            machine: Acquire::new(config, target, random_token()?, shared.clock.now()),
-            flight: Flight::new(
-                shared.nodes.clone(),
-                shared.background.clone(),
-                config.node_timeout(),
-                Lanes::new(shared.nodes.len()),
-            ),
+            machine: Acquire::new(config, target, random_token()?, clock.now()),
+            flight: self.flight(config, Lanes::new(shared.nodes.len())),
             finished: false,
         };
         loop {
-            let event = drive(&mut op.machine, &mut op.flight, &shared.clock).await;
+            let event = drive(&mut op.machine, &mut op.flight, clock).await;
             match event {
                 Some(AcquireEvent::Acquired(grant)) => {
                     op.finished = true;
@@ -396,17 +455,17 @@ impl Redlock {
                         fence = grant.fence,
                         "lease acquired"
                     );
-                    let lanes = std::mem::take(&mut op.flight).into_lanes();
+                    let lanes = op.flight.lanes();
                     let handle = Self {
                         shared: Arc::clone(shared),
                         config: Arc::new(config.clone()),
                         fencing: self.fencing.clone(),
                         keep_alive: self.keep_alive.clone(),
                     };
-                    let mut lease = Lease::new(handle, grant, lanes);
+                    let mut lease = Lease::new(handle, Held::new(grant), lanes);
                     if let Fencing::Source(source) = &self.fencing {
-                        match mint(source.as_ref(), &lease).await {
-                            Ok(token) => lease.set_fence(token),
+                        match mint(source.as_ref(), &mut lease).await {
+                            Ok(()) => {}
                             Err(e) => {
                                 lease.release().await;
                                 return Err(e);
@@ -427,8 +486,8 @@ impl Redlock {
                     );
                     let start = window.pick(&mut rand::rng());
                     // Cleanup releases and stragglers keep moving while we wait.
-                    op.flight.run_until(shared.clock.instant(start)).await;
-                    op.machine.retry(random_token()?, shared.clock.now());
+                    op.flight.run_until(clock.instant(start)).await;
+                    op.machine.retry(random_token()?, clock.now());
                 }
                 Some(AcquireEvent::Failed(failure)) => {
                     op.finished = true;
@@ -479,21 +538,29 @@ impl Drop for AcquireOperation {
     }
 }
 
-/// Asks `source` for the lease's token within its remaining validity.
-async fn mint(source: &dyn FenceSource, lease: &Lease) -> Result<u64, Error> {
+/// Asks `source` for the lease's token within its remaining validity, and attaches it only
+/// if the lease is still valid when it arrives (the core's rule): an acquisition never
+/// returns a lease that is already over.
+async fn mint(source: &dyn FenceSource, lease: &mut Lease) -> Result<(), Error> {
     let described = lease.target().describe();
-    let resource = described.as_str();
     let failed = |reason: String| Error::Fence {
-        resource: resource.to_owned(),
+        resource: described.clone(),
         reason,
     };
-    match tokio::time::timeout(lease.remaining(), source.next_fence(resource)).await {
-        Ok(Ok(token)) => Ok(token),
-        Ok(Err(e)) => Err(failed(e.to_string())),
-        Err(_) => Err(failed(
-            "no token before the lease's validity ran out".into(),
-        )),
-    }
+    let token = match tokio::time::timeout(lease.remaining(), source.next_fence(&described)).await {
+        Ok(Ok(token)) => token,
+        Ok(Err(e)) => return Err(failed(e.to_string())),
+        Err(_) => {
+            return Err(failed(
+                "no token before the lease's validity ran out".into(),
+            ));
+        }
+    };
+    let now = lease.redlock().now();
+    lease
+        .held_mut()
+        .set_fence(token, now)
+        .map_err(|late| failed(late.to_string()))
 }
 
 /// A fresh 128-bit token from the operating system's CSPRNG.

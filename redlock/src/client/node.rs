@@ -1,80 +1,237 @@
-//! One Redis node: its connection and the translation of core commands into Redis calls.
+//! The nodes: one multiplexed connection each, opened on first use and replaced when it
+//! breaks, with every new connection identified before it carries anything but a release.
+//!
+//! Which node may vote is the core's decision ([`Eligibility`]); this module only opens
+//! connections, numbers them, reads their identity when the core asks, and sends commands.
+//! Connections are managed here rather than by a reconnecting wrapper: a wrapper that
+//! reconnects on its own (as redis-rs' `ConnectionManager` does for RESP3) would let a
+//! restarted node vote through a connection nobody identified.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{ErrorKind, RedisError, Value};
+use redis::AsyncConnectionConfig;
+use redis::aio::MultiplexedConnection;
+use tokio::sync::OnceCell;
 
-use super::scripts;
-use crate::core::{Command, NodeFailure, Reply};
+use super::clock::Clock;
+use super::identity;
+use super::wire::{self, classify, connection_lost};
+use crate::core::{
+    Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId, Reply,
+    RestartPolicy,
+};
 
-/// A node of the fleet, with one auto-reconnecting multiplexed connection that is opened on
-/// first use (so a client can be built while some nodes are down, and outside a runtime).
+/// Every configured node, the rule of which may vote, and the clock that rule runs on.
+pub(crate) struct Nodes {
+    nodes: Box<[Node]>,
+    eligibility: Mutex<Eligibility>,
+    clock: Clock,
+}
+
+/// One node and its current connection.
 pub(crate) struct Node {
+    id: NodeId,
     address: Arc<str>,
     client: redis::Client,
-    config: ConnectionManagerConfig,
-    connection: OnceLock<ConnectionManager>,
-    connect_timeout: Duration,
-    restarts: Option<RestartWatch>,
+    config: AsyncConnectionConfig,
+    current: Mutex<Option<Connection>>,
+    /// One connection attempt at a time: concurrent commands wait for it instead of opening
+    /// connections of their own.
+    connecting: tokio::sync::Mutex<()>,
+    opened: AtomicU64,
 }
 
-/// Notices restarts of a node by its `run_id` and quarantines it for a while after each.
-///
-/// The Redlock description's answer to nodes that restart without their keys is a *delayed
-/// restart*: a node must not take part for a TTL after it comes back. Operators rarely
-/// configure that; the client applies it instead. Whenever a command to the node fails in a
-/// way a restart would cause (connection refused, dropped, timed out), the next command is
-/// preceded by `INFO server`; a changed `run_id` starts a quarantine of the configured length,
-/// counted from the restart (`uptime_in_seconds`). During it the node gets no `SET` or
-/// extension (releases still go out) and counts as a failure.
-struct RestartWatch {
-    quarantine: Duration,
-    /// Whether the next command must check the `run_id` first. Atomic, like `quarantined`,
-    /// because every command reads it and it is almost always false.
-    check: AtomicBool,
-    /// Whether `state.quarantined_until` may lie in the future.
-    quarantined: AtomicBool,
-    state: Mutex<RestartState>,
+/// An open connection, numbered, with its identification done at most once.
+#[derive(Clone)]
+struct Connection {
+    id: ConnectionId,
+    multiplexed: MultiplexedConnection,
+    identified: Arc<OnceCell<()>>,
 }
 
-#[derive(Default)]
-struct RestartState {
-    run_id: Option<String>,
-    quarantined_until: Option<Instant>,
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain data behind these locks: a poisoned lock still holds usable values.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Nodes {
+    pub(crate) fn new(nodes: Vec<Node>, policy: RestartPolicy, clock: Clock) -> Self {
+        let eligibility = Eligibility::new(nodes.len(), policy);
+        Self {
+            nodes: nodes.into_boxed_slice(),
+            eligibility: Mutex::new(eligibility),
+            clock,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter()
+    }
+
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// Raises the restart quarantine to cover `ttl` (a handle with a longer TTL).
+    pub(crate) fn cover(&self, ttl: Duration) {
+        lock(&self.eligibility).cover(ttl);
+    }
+
+    /// Runs `command` on node `index`, if the core admits it there. The caller bounds it
+    /// with the per-node timeout.
+    pub(crate) async fn execute(
+        &self,
+        index: usize,
+        command: &Command,
+    ) -> Result<Reply, NodeFailure> {
+        let node = self
+            .nodes
+            .get(index)
+            .ok_or_else(|| NodeFailure::Protocol(format!("no node #{index}")))?;
+        let mut connection = node.connection().await?;
+        if !command.is_release() {
+            self.admit(node, &connection, command).await?;
+        }
+        let result = wire::run(command, &mut connection.multiplexed).await;
+        if let Err(failure) = &result
+            && connection_lost(failure)
+        {
+            node.forget(connection.id);
+        }
+        result
+    }
+
+    /// Opens `index`'s connection and identifies it now rather than on the first command.
+    pub(crate) async fn connect(&self, index: usize) -> Result<(), NodeFailure> {
+        let node = self
+            .nodes
+            .get(index)
+            .ok_or_else(|| NodeFailure::Protocol(format!("no node #{index}")))?;
+        let mut connection = node.connection().await?;
+        if let Err(failure) = wire::ping(&mut connection.multiplexed).await {
+            if !connection_lost(&failure) {
+                return Err(failure);
+            }
+            // An old connection to a node that went away: try a new one, once.
+            node.forget(connection.id);
+            connection = node.connection().await?;
+        }
+        self.identify(node, &connection).await?;
+        match lock(&self.eligibility).duplicate_of(node.id) {
+            Some(of) => Err(NodeFailure::Duplicate { of }),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until the core lets `command` go out on `connection`, identifying it first when
+    /// asked to.
+    async fn admit(
+        &self,
+        node: &Node,
+        connection: &Connection,
+        command: &Command,
+    ) -> Result<(), NodeFailure> {
+        for _ in 0..2 {
+            let admission =
+                lock(&self.eligibility).admit(node.id, connection.id, command, self.clock.now());
+            match admission {
+                Admission::Send => return Ok(()),
+                Admission::Refuse(failure) => return Err(failure),
+                Admission::Identify => self.identify(node, connection).await?,
+            }
+        }
+        // Identified, yet another connection's identity is the one on record: this one was
+        // replaced meanwhile and must not carry a vote.
+        Err(NodeFailure::Io("the connection was replaced".into()))
+    }
+
+    /// Reads the identity of `connection` once and hands it to the core.
+    async fn identify(&self, node: &Node, connection: &Connection) -> Result<(), NodeFailure> {
+        connection
+            .identified
+            .get_or_try_init(|| async {
+                let mut multiplexed = connection.multiplexed.clone();
+                let identity = match identity::read(&mut multiplexed).await {
+                    Ok(identity) => identity,
+                    Err(failure) => {
+                        if connection_lost(&failure) {
+                            node.forget(connection.id);
+                        }
+                        return Err(failure);
+                    }
+                };
+                let events = lock(&self.eligibility).identified(
+                    node.id,
+                    connection.id,
+                    identity,
+                    self.clock.now(),
+                );
+                for event in events {
+                    self.report(event);
+                }
+                Ok(())
+            })
+            .await?;
+        Ok(())
+    }
+
+    fn report(&self, event: EligibilityEvent) {
+        let address = |id: NodeId| self.nodes.get(id.index()).map_or("?", |n| &*n.address);
+        match event {
+            EligibilityEvent::Quarantined {
+                node,
+                until,
+                reason,
+            } => tracing::warn!(
+                node = address(node),
+                quarantine_ms = until.saturating_duration_since(self.clock.now()).as_millis(),
+                %reason,
+                "node left out of quorums by the restart quarantine"
+            ),
+            EligibilityEvent::Unidentifiable { node, why } => tracing::warn!(
+                node = address(node),
+                error = %why,
+                "cannot read the node's identity (INFO); restarts cannot be detected, so every \
+                 reconnection quarantines it: grant +info or declare the nodes persistent"
+            ),
+            EligibilityEvent::Evicting { node, policy } => tracing::warn!(
+                node = address(node),
+                policy = %policy,
+                "the node may evict keys (maxmemory-policy); an evicted lock key or fence \
+                 counter is forgotten: use noeviction on lock nodes"
+            ),
+            EligibilityEvent::Duplicate { node, of } => tracing::error!(
+                node = address(node),
+                of = address(of),
+                "two configured nodes are the same server (same run_id); the second is refused"
+            ),
+        }
+    }
 }
 
 impl Node {
-    pub(crate) fn new(
-        client: redis::Client,
-        connect_timeout: Duration,
-        restart_quarantine: Option<Duration>,
-    ) -> Self {
+    pub(crate) fn new(index: usize, client: redis::Client, connect_timeout: Duration) -> Self {
         let address = client.get_connection_info().addr().to_string().into();
         // The per-request budget is enforced by the driver (a timeout far below the TTL, per
         // command), so the connection itself has no response timeout: a slow reply must not
-        // tear down the connection that later commands to this node are ordered on. Failed
-        // connection attempts are not retried inside redis-rs either; the next command simply
-        // tries again, so a node that comes back is used at once.
-        let config = ConnectionManagerConfig::new()
+        // tear down the connection that later commands to this node are ordered on.
+        let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(connect_timeout))
-            .set_response_timeout(None)
-            .set_number_of_retries(0);
-        let restarts = restart_quarantine.map(|quarantine| RestartWatch {
-            quarantine,
-            check: AtomicBool::new(true),
-            quarantined: AtomicBool::new(false),
-            state: Mutex::new(RestartState::default()),
-        });
+            .set_response_timeout(None);
         Self {
+            id: NodeId::new(index),
             address,
             client,
             config,
-            connection: OnceLock::new(),
-            connect_timeout,
-            restarts,
+            current: Mutex::new(None),
+            connecting: tokio::sync::Mutex::new(()),
+            opened: AtomicU64::new(0),
         }
     }
 
@@ -89,359 +246,38 @@ impl Node {
         &self.address
     }
 
-    fn connection(&self) -> Result<ConnectionManager, NodeFailure> {
-        if let Some(connection) = self.connection.get() {
-            return Ok(connection.clone());
-        }
-        let connection =
-            ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone())
-                .map_err(classify)?;
-        Ok(self.connection.get_or_init(|| connection).clone())
+    fn open(&self) -> Option<Connection> {
+        lock(&self.current).clone()
     }
 
-    /// Opens the connection (and checks for a restart) ahead of the first command, within
-    /// the connect timeout plus `request_timeout`.
-    pub(crate) async fn connect(&self, request_timeout: Duration) -> Result<(), NodeFailure> {
-        let open = async {
-            let mut connection = self.connection()?;
-            if let Some(watch) = &self.restarts
-                && watch.needs_check()
-            {
-                return self.check_restart(watch, &mut connection).await;
-            }
-            redis::cmd("PING")
-                .query_async::<()>(&mut connection)
-                .await
-                .map_err(classify)
-        };
-        tokio::time::timeout(self.connect_timeout + request_timeout, open)
+    /// The current connection, opening one if there is none.
+    async fn connection(&self) -> Result<Connection, NodeFailure> {
+        if let Some(connection) = self.open() {
+            return Ok(connection);
+        }
+        let _one_at_a_time = self.connecting.lock().await;
+        if let Some(connection) = self.open() {
+            return Ok(connection);
+        }
+        let multiplexed = self
+            .client
+            .get_multiplexed_async_connection_with_config(&self.config)
             .await
-            .unwrap_or(Err(NodeFailure::TimedOut))
-    }
-
-    /// Runs one command. The caller bounds it with the per-node timeout.
-    pub(crate) async fn execute(&self, command: &Command) -> Result<Reply, NodeFailure> {
-        let mut connection = self.connection()?;
-        if let Some(watch) = &self.restarts {
-            if watch.needs_check() {
-                self.check_restart(watch, &mut connection).await?;
-            }
-            let takes = !matches!(
-                command,
-                Command::ReleaseIfOwner { .. } | Command::ReleaseAllIfOwner { .. }
-            );
-            if takes && let Some(remaining) = watch.quarantine_left() {
-                return Err(NodeFailure::Quarantined { remaining });
-            }
-        }
-        let result = self.run(command, &mut connection).await;
-        if let (Some(watch), Err(failure)) = (&self.restarts, &result)
-            && matches!(
-                failure,
-                NodeFailure::Io(_) | NodeFailure::Refused | NodeFailure::TimedOut
-            )
-        {
-            watch.flag();
-        }
-        result
-    }
-
-    /// Reads the node's `run_id`; a new one starts a quarantine.
-    async fn check_restart(
-        &self,
-        watch: &RestartWatch,
-        connection: &mut ConnectionManager,
-    ) -> Result<(), NodeFailure> {
-        let info: String = redis::cmd("INFO")
-            .arg("server")
-            .query_async(connection)
-            .await
-            .map_err(|e| {
-                let failure = classify(e);
-                if matches!(failure, NodeFailure::Io(_) | NodeFailure::Refused) {
-                    watch.flag();
-                }
-                failure
-            })?;
-        let field = |name: &str| {
-            info.lines()
-                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-                .map(str::trim)
+            .map_err(classify)?;
+        let connection = Connection {
+            id: ConnectionId(self.opened.fetch_add(1, Ordering::Relaxed) + 1),
+            multiplexed,
+            identified: Arc::new(OnceCell::new()),
         };
-        let Some(run_id) = field("run_id") else {
-            // No run_id (a proxy, or INFO renamed): nothing to compare; do not ask again.
-            watch.checked(None, Duration::ZERO, &self.address);
-            return Ok(());
-        };
-        let uptime = field("uptime_in_seconds")
-            .and_then(|s| s.parse().ok())
-            .map_or(Duration::ZERO, Duration::from_secs);
-        watch.checked(Some(run_id.to_owned()), uptime, &self.address);
-        Ok(())
+        *lock(&self.current) = Some(connection.clone());
+        Ok(connection)
     }
 
-    async fn run(
-        &self,
-        command: &Command,
-        connection: &mut ConnectionManager,
-    ) -> Result<Reply, NodeFailure> {
-        match command {
-            Command::SetIfAbsent { key, token, ttl } => {
-                let value: Value = redis::cmd("SET")
-                    .arg(key.as_str())
-                    .arg(&token.to_hex()[..])
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(millis(*ttl))
-                    .query_async(connection)
-                    .await
-                    .map_err(classify)?;
-                match value {
-                    Value::Okay => Ok(Reply::Acquired),
-                    Value::SimpleString(text) if text == "OK" => Ok(Reply::Acquired),
-                    Value::Nil => Ok(Reply::Taken),
-                    other => Err(unexpected("SET NX", &other)),
-                }
-            }
-            Command::SetIfAbsentReadFence { key, token, ttl } => {
-                let value: Value = scripts::ACQUIRE_FENCED
-                    .eval(&[key.as_str(), &key.fence_key()])
-                    .arg(&token.to_hex()[..])
-                    .arg(millis(*ttl))
-                    .query_async(connection)
-                    .await
-                    .map_err(classify)?;
-                match value {
-                    Value::Array(items) => match items.as_slice() {
-                        [Value::Int(taken), Value::Int(counter)] if *counter >= 0 => {
-                            let counter = counter.unsigned_abs();
-                            Ok(if *taken == 1 {
-                                Reply::AcquiredWithFence { counter }
-                            } else {
-                                Reply::TakenWithFence { counter }
-                            })
-                        }
-                        _ => Err(unexpected("the fenced SET NX", &Value::Array(items))),
-                    },
-                    other => Err(unexpected("the fenced SET NX", &other)),
-                }
-            }
-            Command::RaiseFence { key, token, fence } => {
-                let value: Value = scripts::RAISE_FENCE
-                    .eval(&[key.as_str(), &key.fence_key()])
-                    .arg(&token.to_hex()[..])
-                    .arg(*fence)
-                    .query_async(connection)
-                    .await
-                    .map_err(classify)?;
-                match value {
-                    Value::Int(-1) => Ok(Reply::HeldByOther),
-                    Value::Int(-2) => Ok(Reply::NotHeld),
-                    Value::Int(counter) if counter >= 0 => Ok(Reply::FenceRaised {
-                        counter: counter.unsigned_abs(),
-                    }),
-                    other => Err(unexpected("the fence raise", &other)),
-                }
-            }
-            Command::ReleaseIfOwner { key, token } => {
-                let value: Value = scripts::RELEASE
-                    .eval(&[key.as_str()])
-                    .arg(&token.to_hex()[..])
-                    .query_async(connection)
-                    .await
-                    .map_err(classify)?;
-                owner_reply(value, Reply::Released, "release")
-            }
-            Command::SetAllIfAbsent { keys, token, ttl } => {
-                let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
-                let value: Value = scripts::ACQUIRE_ALL
-                    .eval(&keys)
-                    .arg(&token.to_hex()[..])
-                    .arg(millis(*ttl))
-                    .query_async(connection)
-                    .await
-                    .map_err(classify)?;
-                match value {
-                    Value::Int(1) => Ok(Reply::Acquired),
-                    Value::Int(0) => Ok(Reply::Taken),
-                    other => Err(unexpected("the multi-key SET NX", &other)),
-                }
-            }
-            Command::ReleaseAllIfOwner { keys, token } => {
-                let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
-                let value: Value = scripts::RELEASE_ALL
-                    .eval(&keys)
-                    .arg(&token.to_hex()[..])
-                    .query_async(connection)
-                    .await
-                    .map_err(classify)?;
-                owner_reply(value, Reply::Released, "multi-key release")
-            }
-            Command::ExtendAllIfOwner { keys, token, ttl } => {
-                let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
-                let value: Value = scripts::EXTEND_ALL
-                    .eval(&keys)
-                    .arg(&token.to_hex()[..])
-                    .arg(millis(*ttl))
-                    .query_async(connection)
-                    .await
-                    .map_err(classify)?;
-                owner_reply(value, Reply::Extended, "multi-key extend")
-            }
-            Command::ExtendIfOwner { key, token, ttl } => {
-                let value: Value = scripts::EXTEND
-                    .eval(&[key.as_str()])
-                    .arg(&token.to_hex()[..])
-                    .arg(millis(*ttl))
-                    .query_async(connection)
-                    .await
-                    .map_err(classify)?;
-                owner_reply(value, Reply::Extended, "extend")
-            }
+    /// Drops connection `id` if it is still the current one: the next command opens another.
+    fn forget(&self, id: ConnectionId) {
+        let mut current = lock(&self.current);
+        if current.as_ref().is_some_and(|c| c.id == id) {
+            *current = None;
         }
-    }
-}
-
-impl RestartWatch {
-    fn lock(&self) -> std::sync::MutexGuard<'_, RestartState> {
-        // The state is a few plain fields: a poisoned lock still holds usable values.
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn needs_check(&self) -> bool {
-        self.check.load(Ordering::Acquire)
-    }
-
-    fn flag(&self) {
-        self.check.store(true, Ordering::Release);
-    }
-
-    fn quarantine_left(&self) -> Option<Duration> {
-        if !self.quarantined.load(Ordering::Acquire) {
-            return None;
-        }
-        let mut state = self.lock();
-        let until = state.quarantined_until?;
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            state.quarantined_until = None;
-            self.quarantined.store(false, Ordering::Release);
-            None
-        } else {
-            Some(left)
-        }
-    }
-
-    fn checked(&self, run_id: Option<String>, uptime: Duration, address: &str) {
-        let mut state = self.lock();
-        self.check.store(false, Ordering::Release);
-        let Some(run_id) = run_id else { return };
-        if state.run_id.as_ref().is_some_and(|known| *known != run_id) {
-            let left = self.quarantine.saturating_sub(uptime);
-            if !left.is_zero() {
-                tracing::warn!(
-                    node = address,
-                    quarantine_ms = left.as_millis(),
-                    "node restarted; not counted toward a quorum until a TTL has passed"
-                );
-                state.quarantined_until = Some(Instant::now() + left);
-                self.quarantined.store(true, Ordering::Release);
-            }
-        }
-        state.run_id = Some(run_id);
-    }
-}
-
-/// `PX` takes whole milliseconds, at least one (`PX 0` is an error).
-fn millis(ttl: Duration) -> u64 {
-    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
-}
-
-/// Reads the 1 / 0 / -1 answer of the ownership scripts.
-fn owner_reply(value: Value, done: Reply, script: &str) -> Result<Reply, NodeFailure> {
-    match value {
-        Value::Int(1) => Ok(done),
-        Value::Int(0) => Ok(Reply::NotHeld),
-        Value::Int(-1) => Ok(Reply::HeldByOther),
-        other => Err(unexpected(script, &other)),
-    }
-}
-
-fn unexpected(what: &str, value: &Value) -> NodeFailure {
-    // Replies are shown by kind and size only: a misbehaving peer's bytes stay out of logs.
-    let shape = match value {
-        Value::BulkString(bytes) => format!("a {}-byte bulk string", bytes.len()),
-        Value::Array(items) => format!("an array of {}", items.len()),
-        other => format!("{other:?}").chars().take(64).collect(),
-    };
-    NodeFailure::Protocol(format!("unexpected reply to {what}: {shape}"))
-}
-
-/// Maps a redis-rs error to the core's failure kinds through its predicates, never by
-/// matching message text.
-pub(crate) fn classify(error: RedisError) -> NodeFailure {
-    if error.is_timeout() {
-        NodeFailure::TimedOut
-    } else if error.is_connection_refusal() {
-        NodeFailure::Refused
-    } else if error.is_io_error() || error.is_connection_dropped() {
-        NodeFailure::Io(one_line(&error.to_string()))
-    } else {
-        match error.kind() {
-            ErrorKind::Server(_) | ErrorKind::AuthenticationFailed | ErrorKind::Extension => {
-                NodeFailure::Server(one_line(&error.to_string()))
-            }
-            _ => NodeFailure::Protocol(one_line(&error.to_string())),
-        }
-    }
-}
-
-/// The longest error detail kept from a node, in characters.
-const MAX_DETAIL_CHARS: usize = 240;
-
-/// An error detail fit for a one-line message: redis-rs parse errors span several lines,
-/// and whatever a server (or something that only pretends to be one) puts in an error line
-/// is its own choice of length and characters. Control characters become spaces, runs of
-/// whitespace one space, and the text is cut at [`MAX_DETAIL_CHARS`].
-fn one_line(text: &str) -> String {
-    let mut line = String::with_capacity(text.len().min(MAX_DETAIL_CHARS + 3));
-    let mut chars = 0;
-    for c in text.chars() {
-        let c = if c.is_control() || c.is_whitespace() {
-            ' '
-        } else {
-            c
-        };
-        if c == ' ' && (line.is_empty() || line.ends_with(' ')) {
-            continue;
-        }
-        if chars == MAX_DETAIL_CHARS {
-            line.push('…');
-            return line;
-        }
-        line.push(c);
-        chars += 1;
-    }
-    line.truncate(line.trim_end().len());
-    line
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{MAX_DETAIL_CHARS, one_line};
-
-    #[test]
-    fn details_are_one_bounded_line() {
-        assert_eq!(
-            one_line("Incompatible type - Parse error at 1\nUnexpected `72`\n"),
-            "Incompatible type - Parse error at 1 Unexpected `72`"
-        );
-        assert_eq!(one_line("\x1b[31mred\r\n\tx "), "[31mred x");
-        let long = one_line(&"e".repeat(100_000));
-        assert_eq!(long.chars().count(), MAX_DETAIL_CHARS + 1);
-        assert!(long.ends_with('…'));
-        assert_eq!(one_line(""), "");
     }
 }

@@ -289,7 +289,8 @@ impl Acquire {
                     // Report the whole round: it started with the lock phase.
                     failure.started_at = locked.started_at();
                 }
-                if self.attempt < self.config.retry().attempts() {
+                // Refused credentials or permissions do not pass: no retry for them.
+                if self.attempt < self.config.retry().attempts() && !failure.is_denied() {
                     self.state = State::AwaitingRetry;
                     self.outcome = Some(AcquireEvent::Retry {
                         window: self.config.retry().window_after(now),
@@ -649,6 +650,29 @@ mod tests {
         };
         assert_eq!(f.last_round.reason, FailureReason::ValidityExhausted);
         assert_eq!(f.last_round.started_at, t0);
+    }
+
+    #[test]
+    fn refused_credentials_on_too_many_nodes_are_not_retried() {
+        let config = LockConfig::new(3);
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        let denied = || Err(NodeFailure::Denied("WRONGPASS".into()));
+        m.handle_reply(sets[0].request, denied(), t0);
+        m.handle_reply(sets[1].request, denied(), t0);
+        let Some(AcquireEvent::Failed(f)) = m.poll_outcome() else {
+            panic!("a denial is final, whatever the retry policy")
+        };
+        assert!(f.last_round.is_denied());
+        assert_eq!(f.attempts, 1);
+
+        // One refusal among failures of another kind leaves room for a retry.
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([2; 16]), t0);
+        let sets = drain(&mut m);
+        m.handle_reply(sets[0].request, denied(), t0);
+        m.handle_reply(sets[1].request, Err(NodeFailure::Refused), t0);
+        assert!(matches!(m.poll_outcome(), Some(AcquireEvent::Retry { .. })));
     }
 
     #[test]

@@ -34,8 +34,8 @@ impl fmt::Display for NodeId {
     }
 }
 
-/// One command for one node. Each maps to exactly one Redis operation; the client's Lua
-/// scripts and the simulator's nodes implement the same three.
+/// One command for one node. Each maps to exactly one Redis operation (`SET NX PX` or one of
+/// the client's Lua scripts); the simulator's nodes implement the single-key ones.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Command {
@@ -127,6 +127,36 @@ impl Command {
             | Self::ReleaseAllIfOwner { keys, .. }
             | Self::ExtendAllIfOwner { keys, .. } => keys,
         }
+    }
+
+    /// The expiry the command writes, in the whole milliseconds of `PX` (at least 1: `PX 0`
+    /// is an error), if it writes one.
+    pub fn ttl_millis(&self) -> Option<u64> {
+        match self {
+            Self::SetIfAbsent { ttl, .. }
+            | Self::SetIfAbsentReadFence { ttl, .. }
+            | Self::SetAllIfAbsent { ttl, .. }
+            | Self::ExtendAllIfOwner { ttl, .. }
+            | Self::ExtendIfOwner { ttl, .. } => Some(Self::px(*ttl)),
+            Self::ReleaseIfOwner { .. }
+            | Self::ReleaseAllIfOwner { .. }
+            | Self::RaiseFence { .. } => None,
+        }
+    }
+
+    /// `ttl` in the whole milliseconds `PX` takes, at least 1 (`PX 0` is an error). A
+    /// validated TTL is a whole number of milliseconds, so nothing is rounded.
+    pub fn px(ttl: Duration) -> u64 {
+        u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+    }
+
+    /// Whether the command only ever removes this client's keys (a release), which is safe
+    /// on any node at any time.
+    pub fn is_release(&self) -> bool {
+        matches!(
+            self,
+            Self::ReleaseIfOwner { .. } | Self::ReleaseAllIfOwner { .. }
+        )
     }
 
     /// The owner token the command carries.
@@ -265,16 +295,27 @@ pub enum NodeFailure {
     Refused,
     /// The connection failed or broke.
     Io(String),
-    /// The node answered with an error (`READONLY`, `OOM`, `NOPERM`, …).
+    /// The node answered with an error (`READONLY`, `OOM`, `BUSY`, …).
     Server(String),
+    /// The node refused this client: a wrong or missing password, or an ACL that does not
+    /// permit a command the client needs (`WRONGPASS`, `NOAUTH`, `NOPERM`). Trying again
+    /// does not help; the configuration must change.
+    Denied(String),
     /// The node answered something no Redis would (not Redis, or a proxy in the way).
     Protocol(String),
-    /// The node restarted recently (its `run_id` changed) and is not counted toward a
-    /// quorum until a TTL has passed since: it may have forgotten keys it held (the
-    /// "delayed restart" rule, applied by the client).
+    /// The node restarted recently, or cannot be shown not to have, and is not counted toward
+    /// a quorum until the restart quarantine has passed since it started: it may have
+    /// forgotten keys it held (the "delayed restart" rule; see
+    /// [`Eligibility`](super::Eligibility)).
     Quarantined {
         /// How much of the quarantine was left.
         remaining: Duration,
+    },
+    /// The node is the same server (the same `run_id`) as an earlier node in the list; it
+    /// would vote twice, so it is refused.
+    Duplicate {
+        /// The node it duplicates.
+        of: NodeId,
     },
 }
 
@@ -285,13 +326,18 @@ impl fmt::Display for NodeFailure {
             Self::Refused => f.write_str("connection refused"),
             Self::Io(detail) => write!(f, "I/O error: {detail}"),
             Self::Server(detail) => write!(f, "server error: {detail}"),
+            Self::Denied(detail) => write!(f, "access denied: {detail}"),
             Self::Protocol(detail) => write!(f, "protocol error: {detail}"),
             Self::Quarantined { remaining } => {
                 write!(
                     f,
-                    "restarted recently; not counted for another {remaining:?}"
+                    "started or restarted within the restart quarantine (it may have lost keys); not counted for another {remaining:?}"
                 )
             }
+            Self::Duplicate { of } => write!(
+                f,
+                "the same server as {of} (same run_id); one server must not vote twice"
+            ),
         }
     }
 }

@@ -21,9 +21,9 @@ pub const DEFAULT_NODE_TIMEOUT: Duration = Duration::from_millis(50);
 /// The TTL used when none is set.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
 
-/// The number of extensions a lease may receive when no limit is set. The Redlock description
-/// asks for a limit so that a holder cannot keep a resource forever.
-pub const DEFAULT_MAX_EXTENSIONS: u32 = 100;
+/// How long a lease may be held through extensions when no limit is set. The Redlock
+/// description asks for a limit so that a holder cannot keep a resource forever.
+pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(60 * 60);
 
 /// The parameters of one lock: everything the acquire, extend and release machines need.
 ///
@@ -50,14 +50,14 @@ pub struct LockConfig {
     drift_factor: DriftFactor,
     node_timeout: Option<Duration>,
     retry: RetryPolicy,
-    max_extensions: u32,
+    max_hold: Duration,
     fencing: bool,
 }
 
 impl LockConfig {
     /// A configuration for `nodes` independent Redis masters with the defaults: a 10 s TTL,
-    /// drift factor 0.01, the default per-node timeout, the default retry policy and at most
-    /// 100 extensions per lease.
+    /// drift factor 0.01, the default per-node timeout, the default retry policy, and
+    /// extensions for at most an hour after the grant.
     pub fn new(nodes: usize) -> Self {
         Self {
             nodes,
@@ -65,7 +65,7 @@ impl LockConfig {
             drift_factor: DriftFactor::DEFAULT,
             node_timeout: None,
             retry: RetryPolicy::default(),
-            max_extensions: DEFAULT_MAX_EXTENSIONS,
+            max_hold: DEFAULT_MAX_HOLD,
             fencing: false,
         }
     }
@@ -105,10 +105,13 @@ impl LockConfig {
         self
     }
 
-    /// Sets how many times one lease may be extended.
+    /// Sets how long one lease may be held through extensions: an extension that would
+    /// start `max_hold` or later after the lease was acquired is refused, so a lease ends at
+    /// most one TTL after that. This is the one bound on a lease's life; keep-alive obeys it
+    /// too.
     #[must_use]
-    pub fn with_max_extensions(mut self, max: u32) -> Self {
-        self.max_extensions = max;
+    pub fn with_max_hold(mut self, max_hold: Duration) -> Self {
+        self.max_hold = max_hold;
         self
     }
 
@@ -159,9 +162,9 @@ impl LockConfig {
         &self.retry
     }
 
-    /// How many times one lease may be extended.
-    pub fn max_extensions(&self) -> u32 {
-        self.max_extensions
+    /// How long one lease may be held through extensions.
+    pub fn max_hold(&self) -> Duration {
+        self.max_hold
     }
 
     /// Whether acquisitions mint quorum fencing tokens.
@@ -206,8 +209,8 @@ impl LockConfig {
     ///
     /// A [`ConfigError`] when there are no nodes, the TTL is zero, above [`MAX_TTL`] or not a
     /// whole number of milliseconds, the per-node timeout is zero or not below a tenth of the
-    /// TTL, the TTL does not exceed the drift allowance plus the per-node timeout, or a retry
-    /// delay exceeds [`MAX_RETRY_DELAY`].
+    /// TTL, the TTL does not exceed the drift allowance plus the per-node timeout, a retry
+    /// delay exceeds [`MAX_RETRY_DELAY`], or the longest hold is zero.
     pub fn validate(&self) -> Result<Vec<ConfigWarning>, ConfigError> {
         if self.nodes == 0 {
             return Err(ConfigError::new("nodes", "at least one node is required"));
@@ -268,7 +271,13 @@ impl LockConfig {
                 ));
             }
         }
+        if self.max_hold.is_zero() {
+            return Err(ConfigError::new("max_hold", "must be greater than zero"));
+        }
         let mut warnings = Vec::new();
+        if self.drift_factor.ppm() == 0 {
+            warnings.push(ConfigWarning::NoDrift);
+        }
         if self.nodes < 3 {
             warnings.push(ConfigWarning::FewNodes { nodes: self.nodes });
         } else if self.nodes.is_multiple_of(2) {
@@ -329,6 +338,9 @@ pub enum ConfigWarning {
         /// The configured number of nodes.
         nodes: usize,
     },
+    /// A drift factor of zero: only the fixed 2 ms allowance is left for clocks that run at
+    /// different rates.
+    NoDrift,
 }
 
 impl fmt::Display for ConfigWarning {
@@ -344,6 +356,9 @@ impl fmt::Display for ConfigWarning {
                 "{nodes} nodes tolerate {} failure(s), no more than {} nodes would; an odd number is cheaper",
                 nodes - quorum(*nodes),
                 nodes - 1
+            ),
+            Self::NoDrift => f.write_str(
+                "drift factor 0: no allowance for clocks running at different rates beyond 2 ms; a client clock slower than the nodes' by more than that can overlap the next holder",
             ),
         }
     }
@@ -400,6 +415,7 @@ mod tests {
                 LockConfig::new(3).with_retry(RetryPolicy::new(1, ms(0), MAX_RETRY_DELAY + ms(1))),
                 "retry_jitter",
             ),
+            (LockConfig::new(3).with_max_hold(Duration::ZERO), "max_hold"),
         ];
         for (config, field) in cases {
             let err = config.validate().expect_err(field);
@@ -419,6 +435,11 @@ mod tests {
         );
         let text = ConfigWarning::EvenNodes { nodes: 4 }.to_string();
         assert!(text.contains("tolerate 1 failure"), "{text}");
+        let no_drift = DriftFactor::from_ppm(0).expect("zero is a factor");
+        assert_eq!(
+            LockConfig::new(3).with_drift_factor(no_drift).validate(),
+            Ok(vec![ConfigWarning::NoDrift])
+        );
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! from the extension's own start. It never re-creates a key and never deletes one.
 
 use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
 
 use super::command::RequestKind;
 use super::round::{QuorumRound, Verdict, Vote};
@@ -31,13 +33,38 @@ pub struct Extension {
 pub enum ExtendFailure {
     /// The lease's validity had ended before the extension started; nothing was sent.
     Expired,
-    /// The lease was already extended the maximum number of times; nothing was sent.
-    LimitReached {
-        /// The configured maximum.
-        limit: u32,
+    /// The lease has been held for [`LockConfig::max_hold`] already; nothing was sent.
+    HoldLimit {
+        /// The configured longest hold.
+        max_hold: Duration,
     },
     /// The round did not reach a quorum in time.
     Round(RoundFailure),
+}
+
+impl ExtendFailure {
+    /// Whether the failure shows that too few nodes still hold the lease's key for any
+    /// extension to succeed: more than `N − quorum` nodes answered that the key is gone or
+    /// someone else's. The lease can no longer be trusted, whatever its deadline says.
+    pub fn keys_gone(&self, config: &LockConfig) -> bool {
+        let Self::Round(round) = self else {
+            return false;
+        };
+        let gone = round.count(Reply::NotHeld) + round.count(Reply::HeldByOther);
+        gone > config.nodes().saturating_sub(config.quorum())
+    }
+}
+
+impl fmt::Display for ExtendFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Expired => f.write_str("the lease's validity had ended"),
+            Self::HoldLimit { max_hold } => {
+                write!(f, "the lease reached its longest hold ({max_hold:?})")
+            }
+            Self::Round(round) => fmt::Display::fmt(&round.reason, f),
+        }
+    }
 }
 
 /// What an [`Extend`] produces.
@@ -60,13 +87,14 @@ pub enum ExtendOutcome {
 /// let token = Token::from_bytes([1; 16]);
 /// let valid_until = Timestamp::from_nanos(5_000_000_000);
 ///
+/// let acquired_at = Timestamp::ZERO;
 /// // Past the deadline nothing is sent: an expired lease cannot be revived.
-/// let mut late = Extend::new(&config, key.clone(), token, valid_until, 0, valid_until);
+/// let mut late = Extend::new(&config, key.clone(), token, valid_until, acquired_at, valid_until);
 /// assert!(late.poll_transmit().is_none());
 /// assert_eq!(late.poll_outcome(), Some(ExtendOutcome::Failed(ExtendFailure::Expired)));
 ///
 /// let now = Timestamp::from_nanos(1_000);
-/// let mut extend = Extend::new(&config, key, token, valid_until, 0, now);
+/// let mut extend = Extend::new(&config, key, token, valid_until, acquired_at, now);
 /// let sent: Vec<Transmit> = std::iter::from_fn(|| extend.poll_transmit()).collect();
 /// for t in &sent[..2] {
 ///     extend.handle_reply(t.request, Ok(Reply::Extended), now);
@@ -78,45 +106,70 @@ pub enum ExtendOutcome {
 pub struct Extend {
     target: Target,
     token: Token,
+    /// The number its requests carry.
+    number: u32,
     round: Option<QuorumRound>,
     transmits: VecDeque<Transmit>,
     outcome: Option<ExtendOutcome>,
 }
 
-/// Extensions are the only round of their machine.
-const ROUND: u32 = 1;
-
 impl Extend {
-    /// Starts extending the lease on `target` (a [`LockKey`](super::LockKey) or a [`Target`]) held with
-    /// `token`, currently valid until `valid_until` and extended `extensions` times so far, at
-    /// `now`.
+    /// Starts extending the lease on `target` (a [`LockKey`](super::LockKey) or a [`Target`])
+    /// held with `token`, acquired at `acquired_at` (the start of its winning round) and
+    /// currently valid until `valid_until`, at `now`.
+    ///
+    /// [`Held::extend`](super::Held::extend) calls this with the lease's own values.
     pub fn new(
         config: &LockConfig,
         target: impl Into<Target>,
         token: Token,
         valid_until: Timestamp,
-        extensions: u32,
+        acquired_at: Timestamp,
         now: Timestamp,
     ) -> Self {
-        let mut extend = Self {
-            target: target.into(),
+        Self::numbered(
+            config,
+            target.into(),
             token,
+            valid_until,
+            acquired_at,
+            now,
+            1,
+        )
+    }
+
+    /// As [`Extend::new`], with its requests numbered as round `round`, so that a driver that
+    /// runs several extensions of one lease in a row (the keep-alive) can tell their replies
+    /// apart.
+    pub(crate) fn numbered(
+        config: &LockConfig,
+        target: Target,
+        token: Token,
+        valid_until: Timestamp,
+        acquired_at: Timestamp,
+        now: Timestamp,
+        round: u32,
+    ) -> Self {
+        let mut extend = Self {
+            target,
+            token,
+            number: round,
             round: None,
             transmits: VecDeque::new(),
             outcome: None,
         };
         if now >= valid_until {
             extend.outcome = Some(ExtendOutcome::Failed(ExtendFailure::Expired));
-        } else if extensions >= config.max_extensions() {
-            extend.outcome = Some(ExtendOutcome::Failed(ExtendFailure::LimitReached {
-                limit: config.max_extensions(),
+        } else if now >= acquired_at.saturating_add(config.max_hold()) {
+            extend.outcome = Some(ExtendOutcome::Failed(ExtendFailure::HoldLimit {
+                max_hold: config.max_hold(),
             }));
         } else {
             extend.round = Some(QuorumRound::new(config, Vote::Extended, now));
             for index in 0..config.nodes() {
                 let node = NodeId::new(index);
                 extend.transmits.push_back(Transmit {
-                    request: RequestId::new(ROUND, node, RequestKind::Main),
+                    request: RequestId::new(round, node, RequestKind::Main),
                     node,
                     command: Command::extend(&extend.target, extend.token, config.ttl()),
                 });
@@ -158,7 +211,7 @@ impl Machine for Extend {
         now: Timestamp,
     ) {
         let Some(round) = &mut self.round else { return };
-        if request.round() != ROUND || request.kind() != RequestKind::Main {
+        if request.round() != self.number || request.kind() != RequestKind::Main {
             return;
         }
         let reply = match reply {
@@ -198,28 +251,39 @@ mod tests {
 
     #[test]
     fn limit_and_failure_send_no_deletes() {
-        let config = LockConfig::new(3).with_max_extensions(2);
+        let hour = Duration::from_secs(3_600);
+        let config = LockConfig::new(3).with_max_hold(hour);
         let key = LockKey::new("", "r").unwrap();
         let token = Token::from_bytes([3; 16]);
         let far = Timestamp::MAX;
-        let mut capped = Extend::new(&config, key.clone(), token, far, 2, Timestamp::ZERO);
+        let acquired = Timestamp::ZERO;
+        let at_limit = acquired.saturating_add(hour);
+        let mut capped = Extend::new(&config, key.clone(), token, far, acquired, at_limit);
         assert!(capped.poll_transmit().is_none());
         assert_eq!(
             capped.poll_outcome(),
-            Some(ExtendOutcome::Failed(ExtendFailure::LimitReached {
-                limit: 2
+            Some(ExtendOutcome::Failed(ExtendFailure::HoldLimit {
+                max_hold: hour
             }))
         );
 
-        let mut m = Extend::new(&config, key, token, far, 1, Timestamp::ZERO);
+        let just_before = at_limit.saturating_sub(Duration::from_nanos(1));
+        let mut m = Extend::new(&config, key, token, far, acquired, just_before);
         let sent: Vec<_> = std::iter::from_fn(|| m.poll_transmit()).collect();
         assert!(
             sent.iter()
                 .all(|t| matches!(t.command, Command::ExtendIfOwner { .. }))
         );
-        m.handle_reply(sent[0].request, Ok(Reply::NotHeld), Timestamp::ZERO);
-        m.handle_reply(sent[1].request, Ok(Reply::NotHeld), Timestamp::ZERO);
-        let Some(ExtendOutcome::Failed(ExtendFailure::Round(f))) = m.poll_outcome() else {
+        m.handle_reply(sent[0].request, Ok(Reply::NotHeld), just_before);
+        m.handle_reply(sent[1].request, Ok(Reply::NotHeld), just_before);
+        let Some(ExtendOutcome::Failed(failure)) = m.poll_outcome() else {
+            panic!()
+        };
+        assert!(
+            failure.keys_gone(&config),
+            "two of three nodes lost the key"
+        );
+        let ExtendFailure::Round(f) = failure else {
             panic!()
         };
         assert_eq!(f.reason, FailureReason::NotHeld);

@@ -81,12 +81,16 @@
 mod acquire;
 mod command;
 mod config;
+mod eligibility;
 mod extend;
+mod keep_alive;
 mod key;
+mod lease;
 mod machine;
 mod release;
 mod retry;
 mod round;
+mod supervise;
 mod time;
 mod token;
 mod validity;
@@ -97,18 +101,25 @@ mod proptests;
 pub use acquire::{Acquire, AcquireEvent, AcquireFailure, Grant};
 pub use command::{Command, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Transmit};
 pub use config::{
-    ConfigError, ConfigWarning, DEFAULT_MAX_EXTENSIONS, DEFAULT_NODE_TIMEOUT, DEFAULT_TTL,
-    LockConfig, MAX_RETRY_DELAY, MAX_TTL,
+    ConfigError, ConfigWarning, DEFAULT_MAX_HOLD, DEFAULT_NODE_TIMEOUT, DEFAULT_TTL, LockConfig,
+    MAX_RETRY_DELAY, MAX_TTL,
+};
+pub use eligibility::{
+    Admission, ConnectionId, Eligibility, EligibilityEvent, NodeIdentity, QuarantineReason,
+    RestartPolicy,
 };
 pub use extend::{Extend, ExtendFailure, ExtendOutcome, Extension};
+pub use keep_alive::{KeepAlive, Keeper, KeeperEvent, LeaseLost};
 pub use key::{
     DEFAULT_KEY_PREFIX, LockKey, MAX_PREFIX_LEN, MAX_RESOURCE_LEN, MAX_RESOURCES, ResourceError,
     Target,
 };
+pub use lease::{FenceTooLate, Held};
 pub use machine::Machine;
 pub use release::{Release, ReleaseReport};
 pub use retry::{RetryPolicy, RetryWindow};
 pub use round::{FailureReason, RoundFailure};
+pub use supervise::{Ending, StopCause, Supervisor, SupervisorAction};
 pub use time::Timestamp;
 pub use token::{TOKEN_LEN, Token};
 pub use validity::{

@@ -154,7 +154,7 @@ proptest! {
         let key = LockKey::new("", "r").unwrap();
         let token = Token::from_bytes([5; 16]);
         let t0 = Timestamp::ZERO;
-        let mut extend = Extend::new(&config, key.clone(), token, Timestamp::MAX, 0, t0);
+        let mut extend = Extend::new(&config, key.clone(), token, Timestamp::MAX, t0, t0);
         let mut release = Release::new(&config, key, token, t0);
         let ext: Vec<Transmit> = std::iter::from_fn(|| extend.poll_transmit()).collect();
         let rel: Vec<Transmit> = std::iter::from_fn(|| release.poll_transmit()).collect();
@@ -231,5 +231,108 @@ proptest! {
             return Err(TestCaseError::fail("no grant"));
         };
         prop_assert_eq!(grant.fence, Some(fence));
+    }
+}
+
+/// One step of a keep-alive run: a node's answer to the running attempt, after a gap.
+#[derive(Clone, Debug)]
+struct KeeperStep {
+    node: usize,
+    answer: Answer,
+    gap_us: u64,
+}
+
+fn keeper_steps() -> impl Strategy<Value = Vec<KeeperStep>> {
+    let step = (
+        0usize..5,
+        prop_oneof![Just(Answer::Yes), Just(Answer::Taken), Just(Answer::Down)],
+        prop_oneof![3 => 0u64..5_000, 1 => 0u64..200_000],
+    )
+        .prop_map(|(node, answer, gap_us)| KeeperStep {
+            node,
+            answer,
+            gap_us,
+        });
+    proptest::collection::vec(step, 0..200)
+}
+
+proptest! {
+    /// Whatever the nodes answer and whenever, a punctual driver (timers called exactly at
+    /// `poll_timeout`) sees: no attempt started that could not be decided before the loss
+    /// deadline, a deadline that never moves back, a loss reported at the deadline or
+    /// earlier and never while an extension would have kept the lease, and nothing after it.
+    #[test]
+    fn the_keeper_never_reports_a_loss_late_or_attempts_in_vain(
+        steps in keeper_steps(),
+        ttl_ms in 200u64..20_000,
+        max_hold_ms in 1u64..60_000,
+    ) {
+        let config = LockConfig::new(5)
+            .with_ttl(Duration::from_millis(ttl_ms))
+            .with_max_hold(Duration::from_millis(max_hold_ms));
+        let t0 = Timestamp::ZERO;
+        let key = LockKey::new("", "r").unwrap();
+        let mut acquire = Acquire::new(&config, key, Token::from_bytes([1; 16]), t0);
+        let sets: Vec<Transmit> = std::iter::from_fn(|| acquire.poll_transmit()).collect();
+        for t in &sets {
+            acquire.handle_reply(t.request, Ok(Reply::Acquired), t0);
+        }
+        let Some(AcquireEvent::Acquired(grant)) = acquire.poll_outcome() else {
+            return Err(TestCaseError::fail("no grant"));
+        };
+        let mut keeper = Keeper::new(&config, KeepAlive::default(), Held::new(grant));
+        let mut now = t0;
+        let mut in_flight: Vec<Transmit> = Vec::new();
+        let mut lost = false;
+        let mut deadline = keeper.held().valid_until();
+        let mut steps = steps.into_iter();
+        loop {
+            let before = keeper.lost_at();
+            let sent: Vec<Transmit> = std::iter::from_fn(|| keeper.poll_transmit()).collect();
+            if !sent.is_empty() {
+                prop_assert!(
+                    now.saturating_add(config.node_timeout()) <= before,
+                    "an attempt at {now} cannot be decided before {before}"
+                );
+                in_flight = sent;
+            }
+            while let Some(event) = keeper.poll_outcome() {
+                prop_assert!(!lost, "an event after the loss: {event:?}");
+                if let KeeperEvent::Lost(reason) = event {
+                    lost = true;
+                    if !matches!(reason, LeaseLost::KeysGone { .. }) {
+                        prop_assert!(now <= before, "lost at {now}, deadline {before}");
+                    }
+                }
+            }
+            prop_assert!(keeper.held().valid_until() >= deadline);
+            deadline = keeper.held().valid_until();
+            let Some(timer) = keeper.poll_timeout() else { break };
+            prop_assert!(!lost);
+            // The next reply, if it comes before the timer; else the timer.
+            match steps.next() {
+                Some(step) if !in_flight.is_empty() => {
+                    let at = now.saturating_add(Duration::from_micros(step.gap_us));
+                    if at < timer {
+                        now = at;
+                        let reply = match step.answer {
+                            Answer::Yes => Ok(Reply::Extended),
+                            Answer::Taken => Ok(Reply::HeldByOther),
+                            Answer::Down => Err(NodeFailure::TimedOut),
+                        };
+                        keeper.handle_reply(in_flight[step.node].request, reply, now);
+                        continue;
+                    }
+                    now = timer;
+                    keeper.handle_timeout(now);
+                }
+                _ => {
+                    now = timer;
+                    keeper.handle_timeout(now);
+                }
+            }
+        }
+        prop_assert!(lost, "a keeper only stops by losing the lease");
+        prop_assert!(!keeper.is_valid(now));
     }
 }

@@ -52,6 +52,18 @@ impl RoundFailure {
     pub fn count(&self, reply: Reply) -> usize {
         count(&self.nodes, reply)
     }
+
+    /// Whether so many nodes refused this client ([`NodeFailure::Denied`]: credentials,
+    /// permissions) that the others could never make a quorum: no retry can help.
+    pub fn is_denied(&self) -> bool {
+        let denied = self
+            .nodes
+            .iter()
+            .filter(|s| matches!(s, NodeStatus::Failed(NodeFailure::Denied(_))))
+            .count();
+        let nodes = self.nodes.len();
+        denied > nodes.saturating_sub(super::quorum(nodes))
+    }
 }
 
 pub(crate) fn count(nodes: &[NodeStatus], reply: Reply) -> usize {

@@ -55,12 +55,28 @@ impl DriftFactor {
     }
 
     /// A factor given as a fraction such as `0.01`; refused unless finite and in `[0, 1)`.
-    /// It is rounded to the nearest part per million.
+    /// It is rounded *up* to the next part per million, so the allowance is never smaller than
+    /// the one asked for.
+    ///
+    /// ```
+    /// use redlock::core::DriftFactor;
+    /// assert_eq!(DriftFactor::from_f64(0.01).unwrap().ppm(), 10_000);
+    /// assert_eq!(DriftFactor::from_f64(0.010_000_4).unwrap().ppm(), 10_001);
+    /// assert!(DriftFactor::from_f64(f64::NAN).is_none());
+    /// ```
     pub fn from_f64(factor: f64) -> Option<Self> {
         if !factor.is_finite() || !(0.0..1.0).contains(&factor) {
             return None;
         }
-        let ppm = (factor * 1e6).round();
+        // The nearest count first: `0.01 × 1e6` is a hair above 10,000 in binary floating
+        // point, and a plain `ceil` would turn it into 10,001. Then one more when the nearest
+        // count falls short of the factor itself.
+        let nearest = (factor * 1e6).round();
+        let ppm = if nearest / 1e6 < factor {
+            nearest + 1.0
+        } else {
+            nearest
+        };
         // `0 <= factor < 1`, so `0 <= ppm <= 1e6` and the cast is exact; the rounding can only
         // reach the bound itself, which `from_ppm` refuses.
         Self::from_ppm(ppm as u32)
@@ -181,6 +197,13 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn a_fractional_factor_is_never_rounded_down(factor in 0.0f64..0.999_999) {
+            let ppm = DriftFactor::from_f64(factor).expect("in range").ppm();
+            prop_assert!(f64::from(ppm) / 1e6 >= factor, "{factor} became {ppm} ppm");
+            prop_assert!(f64::from(ppm) <= (factor * 1e6).ceil() + 1.0);
+        }
+
         #[test]
         fn validity_never_exceeds_ttl_minus_drift(
             ttl_ns in any::<u64>(),

@@ -281,7 +281,7 @@ struct RawLock {
     retries: u32,
     retry_delay_ms: Option<Millis>,
     retry_jitter_ms: Option<Millis>,
-    max_extensions: Option<u32>,
+    max_hold_ms: Option<Millis>,
 }
 
 impl RawLock {
@@ -304,7 +304,7 @@ impl Default for RawLock {
             retries: 0,
             retry_delay_ms: None,
             retry_jitter_ms: None,
-            max_extensions: None,
+            max_hold_ms: None,
         }
     }
 }
@@ -703,8 +703,8 @@ impl RawScenario {
         if let Some(timeout) = lock.node_timeout_ms {
             config = config.with_node_timeout(Duration::from_nanos(timeout.0));
         }
-        if let Some(max) = lock.max_extensions {
-            config = config.with_max_extensions(max);
+        if let Some(max_hold) = lock.max_hold_ms {
+            config = config.with_max_hold(Duration::from_nanos(max_hold.0));
         }
         // The simulator runs the configurations the client accepts: the same validation.
         config.validate().map_err(|e| {

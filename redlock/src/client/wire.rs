@@ -1,0 +1,241 @@
+//! The wire: each core [`Command`] as one Redis call, each answer as a core [`Reply`], and
+//! each redis-rs error as a core [`NodeFailure`].
+
+use redis::aio::MultiplexedConnection;
+use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
+
+use super::scripts;
+use crate::core::{Command, NodeFailure, Reply};
+
+/// Sends `command` on `connection` and reads the node's answer.
+pub(crate) async fn run(
+    command: &Command,
+    connection: &mut MultiplexedConnection,
+) -> Result<Reply, NodeFailure> {
+    match command {
+        Command::SetIfAbsent { key, token, ttl } => {
+            let value: Value = redis::cmd("SET")
+                .arg(key.as_str())
+                .arg(&token.to_hex()[..])
+                .arg("NX")
+                .arg("PX")
+                .arg(Command::px(*ttl))
+                .query_async(connection)
+                .await
+                .map_err(classify)?;
+            match value {
+                Value::Okay => Ok(Reply::Acquired),
+                Value::SimpleString(text) if text == "OK" => Ok(Reply::Acquired),
+                Value::Nil => Ok(Reply::Taken),
+                other => Err(unexpected("SET NX", &other)),
+            }
+        }
+        Command::SetIfAbsentReadFence { key, token, ttl } => {
+            let value: Value = scripts::ACQUIRE_FENCED
+                .eval(&[key.as_str(), &key.fence_key()])
+                .arg(&token.to_hex()[..])
+                .arg(Command::px(*ttl))
+                .query_async(connection)
+                .await
+                .map_err(classify)?;
+            match value {
+                Value::Array(items) => match items.as_slice() {
+                    [Value::Int(taken), Value::Int(counter)] if *counter >= 0 => {
+                        let counter = counter.unsigned_abs();
+                        Ok(if *taken == 1 {
+                            Reply::AcquiredWithFence { counter }
+                        } else {
+                            Reply::TakenWithFence { counter }
+                        })
+                    }
+                    _ => Err(unexpected("the fenced SET NX", &Value::Array(items))),
+                },
+                other => Err(unexpected("the fenced SET NX", &other)),
+            }
+        }
+        Command::RaiseFence { key, token, fence } => {
+            let value: Value = scripts::RAISE_FENCE
+                .eval(&[key.as_str(), &key.fence_key()])
+                .arg(&token.to_hex()[..])
+                .arg(*fence)
+                .query_async(connection)
+                .await
+                .map_err(classify)?;
+            match value {
+                Value::Int(-1) => Ok(Reply::HeldByOther),
+                Value::Int(-2) => Ok(Reply::NotHeld),
+                Value::Int(counter) if counter >= 0 => Ok(Reply::FenceRaised {
+                    counter: counter.unsigned_abs(),
+                }),
+                other => Err(unexpected("the fence raise", &other)),
+            }
+        }
+        Command::ReleaseIfOwner { key, token } => {
+            let value: Value = scripts::RELEASE
+                .eval(&[key.as_str()])
+                .arg(&token.to_hex()[..])
+                .query_async(connection)
+                .await
+                .map_err(classify)?;
+            owner_reply(value, Reply::Released, "release")
+        }
+        Command::SetAllIfAbsent { keys, token, ttl } => {
+            let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
+            let value: Value = scripts::ACQUIRE_ALL
+                .eval(&keys)
+                .arg(&token.to_hex()[..])
+                .arg(Command::px(*ttl))
+                .query_async(connection)
+                .await
+                .map_err(classify)?;
+            match value {
+                Value::Int(1) => Ok(Reply::Acquired),
+                Value::Int(0) => Ok(Reply::Taken),
+                other => Err(unexpected("the multi-key SET NX", &other)),
+            }
+        }
+        Command::ReleaseAllIfOwner { keys, token } => {
+            let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
+            let value: Value = scripts::RELEASE_ALL
+                .eval(&keys)
+                .arg(&token.to_hex()[..])
+                .query_async(connection)
+                .await
+                .map_err(classify)?;
+            owner_reply(value, Reply::Released, "multi-key release")
+        }
+        Command::ExtendAllIfOwner { keys, token, ttl } => {
+            let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
+            let value: Value = scripts::EXTEND_ALL
+                .eval(&keys)
+                .arg(&token.to_hex()[..])
+                .arg(Command::px(*ttl))
+                .query_async(connection)
+                .await
+                .map_err(classify)?;
+            owner_reply(value, Reply::Extended, "multi-key extend")
+        }
+        Command::ExtendIfOwner { key, token, ttl } => {
+            let value: Value = scripts::EXTEND
+                .eval(&[key.as_str()])
+                .arg(&token.to_hex()[..])
+                .arg(Command::px(*ttl))
+                .query_async(connection)
+                .await
+                .map_err(classify)?;
+            owner_reply(value, Reply::Extended, "extend")
+        }
+    }
+}
+
+/// Reads the 1 / 0 / -1 answer of the ownership scripts.
+fn owner_reply(value: Value, done: Reply, script: &str) -> Result<Reply, NodeFailure> {
+    match value {
+        Value::Int(1) => Ok(done),
+        Value::Int(0) => Ok(Reply::NotHeld),
+        Value::Int(-1) => Ok(Reply::HeldByOther),
+        other => Err(unexpected(script, &other)),
+    }
+}
+
+fn unexpected(what: &str, value: &Value) -> NodeFailure {
+    // Replies are shown by kind and size only: a misbehaving peer's bytes stay out of logs.
+    let shape = match value {
+        Value::BulkString(bytes) => format!("a {}-byte bulk string", bytes.len()),
+        Value::Array(items) => format!("an array of {}", items.len()),
+        other => format!("{other:?}").chars().take(64).collect(),
+    };
+    NodeFailure::Protocol(format!("unexpected reply to {what}: {shape}"))
+}
+
+/// `PING`: whether the connection still answers.
+pub(crate) async fn ping(connection: &mut MultiplexedConnection) -> Result<(), NodeFailure> {
+    redis::cmd("PING")
+        .query_async::<()>(connection)
+        .await
+        .map_err(classify)
+}
+
+/// Maps a redis-rs error to the core's failure kinds through its predicates, never by
+/// matching message text.
+pub(crate) fn classify(error: RedisError) -> NodeFailure {
+    if error.is_timeout() {
+        NodeFailure::TimedOut
+    } else if error.is_connection_refusal() {
+        NodeFailure::Refused
+    } else if error.is_io_error() || error.is_connection_dropped() {
+        NodeFailure::Io(one_line(&error.to_string()))
+    } else if is_denial(&error) {
+        NodeFailure::Denied(one_line(&error.to_string()))
+    } else {
+        match error.kind() {
+            ErrorKind::Server(_) | ErrorKind::Extension => {
+                NodeFailure::Server(one_line(&error.to_string()))
+            }
+            _ => NodeFailure::Protocol(one_line(&error.to_string())),
+        }
+    }
+}
+
+/// Whether the node refused this client itself (credentials or permissions), by the error's
+/// kind or code.
+fn is_denial(error: &RedisError) -> bool {
+    matches!(
+        error.kind(),
+        ErrorKind::AuthenticationFailed | ErrorKind::Server(ServerErrorKind::NoPerm)
+    ) || matches!(error.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM"))
+}
+
+/// Whether the failure means the connection itself is gone, so the next command needs a new
+/// one (and a new identification).
+pub(crate) fn connection_lost(error: &NodeFailure) -> bool {
+    matches!(error, NodeFailure::Io(_) | NodeFailure::Refused)
+}
+
+/// The longest error detail kept from a node, in characters.
+const MAX_DETAIL_CHARS: usize = 240;
+
+/// An error detail fit for a one-line message: redis-rs parse errors span several lines,
+/// and whatever a server (or something that only pretends to be one) puts in an error line
+/// is its own choice of length and characters. Control characters become spaces, runs of
+/// whitespace one space, and the text is cut at [`MAX_DETAIL_CHARS`].
+fn one_line(text: &str) -> String {
+    let mut line = String::with_capacity(text.len().min(MAX_DETAIL_CHARS + 3));
+    let mut chars = 0;
+    for c in text.chars() {
+        let c = if c.is_control() || c.is_whitespace() {
+            ' '
+        } else {
+            c
+        };
+        if c == ' ' && (line.is_empty() || line.ends_with(' ')) {
+            continue;
+        }
+        if chars == MAX_DETAIL_CHARS {
+            line.push('…');
+            return line;
+        }
+        line.push(c);
+        chars += 1;
+    }
+    line.truncate(line.trim_end().len());
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_DETAIL_CHARS, one_line};
+
+    #[test]
+    fn details_are_one_bounded_line() {
+        assert_eq!(
+            one_line("Incompatible type - Parse error at 1\nUnexpected `72`\n"),
+            "Incompatible type - Parse error at 1 Unexpected `72`"
+        );
+        assert_eq!(one_line("\x1b[31mred\r\n\tx "), "[31mred x");
+        let long = one_line(&"e".repeat(100_000));
+        assert_eq!(long.chars().count(), MAX_DETAIL_CHARS + 1);
+        assert!(long.ends_with('…'));
+        assert_eq!(one_line(""), "");
+    }
+}

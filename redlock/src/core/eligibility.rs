@@ -1,0 +1,492 @@
+//! Which nodes may vote: the restart quarantine, duplicates and the identity of connections.
+//!
+//! A node that restarts without persisting its keys forgets the leases it held, and a node
+//! that forgot a key can hand a second client a majority. The Redlock description's answer is
+//! a *delayed restart*: a restarted node takes no part for at least a TTL. Operators rarely
+//! configure that, so the client applies it instead, from what each connection tells it:
+//!
+//! - every **new connection** to a node is identified (its `run_id` and uptime, from `INFO`)
+//!   before it carries anything but a release; a connection is the unit because a node can
+//!   only restart behind a new one;
+//! - a node seen for the **first time** whose uptime is below the quarantine is left out
+//!   until the quarantine has passed since it started; a client that has never seen the node
+//!   cannot know what it held before;
+//! - a node whose `run_id` **changed** is left out for the quarantine minus its uptime;
+//! - a node whose identity **cannot be read** (`INFO` refused by an ACL, renamed, a proxy in
+//!   front) is counted on the first connection, with a warning, and left out for a whole
+//!   quarantine after every reconnection, which may hide a restart;
+//! - **releases are never held back**: they are safe on any node and must not wait;
+//! - two configured nodes that turn out to be **the same server** (one `run_id` under two
+//!   names) would vote twice: the later one is refused for good;
+//! - nodes declared [`Persistent`](RestartPolicy::Persistent) (every write fsynced before it
+//!   is acknowledged) lose nothing in a restart and are never quarantined.
+//!
+//! The quarantine must cover the longest TTL of *any* client of the nodes, not only this
+//! one's: a restarted node forgot every client's keys.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::{Command, NodeFailure, NodeId, Timestamp};
+
+/// How restarted nodes are treated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestartPolicy {
+    /// Leave a node out of quorums until this long after it started.
+    Quarantine(Duration),
+    /// The nodes acknowledge a write only once it is on disk (`appendfsync always`): a
+    /// restart loses no key, so no node is ever left out.
+    Persistent,
+}
+
+/// What a new connection says about the server behind it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeIdentity {
+    /// The server's `run_id`: a new one after every restart.
+    pub run_id: String,
+    /// How long the server has been running (`uptime_in_seconds`, truncated: never more than
+    /// the truth).
+    pub uptime: Duration,
+    /// Its `maxmemory-policy`, when it was read.
+    pub maxmemory_policy: Option<String>,
+}
+
+/// The driver's number for one connection to one node; a reconnection gets a new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnectionId(pub u64);
+
+/// Whether a command may go out on a connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Send it.
+    Send,
+    /// Identify the connection first ([`Eligibility::identified`]), then ask again.
+    Identify,
+    /// Do not send it; report this failure for the node instead.
+    Refuse(NodeFailure),
+}
+
+/// Why a node is left out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QuarantineReason {
+    /// Its `run_id` changed: it restarted.
+    Restarted,
+    /// First seen with an uptime below the quarantine.
+    Young,
+    /// Reconnected to a node whose identity cannot be read.
+    Reconnected,
+}
+
+impl fmt::Display for QuarantineReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Restarted => "restarted (its run_id changed)",
+            Self::Young => "started less than a quarantine ago",
+            Self::Reconnected => "reconnected, and a restart cannot be ruled out",
+        })
+    }
+}
+
+/// Something the driver should report (a log line, a metric).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EligibilityEvent {
+    /// The node takes no part until `until`.
+    Quarantined {
+        /// Which.
+        node: NodeId,
+        /// Until when, on the client's clock.
+        until: Timestamp,
+        /// Why.
+        reason: QuarantineReason,
+    },
+    /// The node's identity cannot be read; restarts are handled as described in the module
+    /// documentation. Reported once per node.
+    Unidentifiable {
+        /// Which.
+        node: NodeId,
+        /// What the node answered.
+        why: String,
+    },
+    /// The node may evict keys (`maxmemory-policy` other than `noeviction`): an evicted lock
+    /// key or fence counter is a forgotten one. Reported once per node.
+    Evicting {
+        /// Which.
+        node: NodeId,
+        /// Its policy.
+        policy: String,
+    },
+    /// The node is the same server as an earlier one in the list; it is refused for good.
+    Duplicate {
+        /// Which.
+        node: NodeId,
+        /// The node it duplicates.
+        of: NodeId,
+    },
+}
+
+#[derive(Debug, Default)]
+struct NodeState {
+    run_id: Option<String>,
+    quarantined_until: Option<Timestamp>,
+    /// The connection whose identity is known.
+    identified: Option<ConnectionId>,
+    /// Whether any identification was attempted (success or not).
+    seen: bool,
+    unidentifiable_reported: bool,
+    eviction_reported: bool,
+    duplicate_of: Option<NodeId>,
+}
+
+/// The eligibility of every configured node (see [the module documentation](self)).
+///
+/// ```
+/// use std::time::Duration;
+/// use redlock::core::*;
+///
+/// let quarantine = Duration::from_secs(10);
+/// let mut nodes = Eligibility::new(3, RestartPolicy::Quarantine(quarantine));
+/// let key = LockKey::new(DEFAULT_KEY_PREFIX, "report").unwrap();
+/// let set = Command::SetIfAbsent { key, token: Token::from_bytes([1; 16]), ttl: quarantine };
+/// let now = Timestamp::ZERO;
+/// let node = NodeId::new(0);
+/// let conn = ConnectionId(1);
+///
+/// // A new connection is identified before it carries a SET.
+/// assert_eq!(nodes.admit(node, conn, &set, now), Admission::Identify);
+/// // The node started 4 s ago: this client cannot know what it held before.
+/// let identity = NodeIdentity { run_id: "a".repeat(40), uptime: Duration::from_secs(4), maxmemory_policy: None };
+/// nodes.identified(node, conn, Ok(identity), now);
+/// assert!(matches!(nodes.admit(node, conn, &set, now), Admission::Refuse(_)));
+/// let later = now.saturating_add(Duration::from_secs(6));
+/// assert_eq!(nodes.admit(node, conn, &set, later), Admission::Send);
+/// ```
+#[derive(Debug)]
+pub struct Eligibility {
+    policy: RestartPolicy,
+    nodes: Vec<NodeState>,
+}
+
+impl Eligibility {
+    /// The eligibility of `nodes` nodes, none seen yet.
+    pub fn new(nodes: usize, policy: RestartPolicy) -> Self {
+        Self {
+            policy,
+            nodes: (0..nodes).map(|_| NodeState::default()).collect(),
+        }
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> RestartPolicy {
+        self.policy
+    }
+
+    /// Raises the quarantine to at least `duration` (a handle with a longer TTL joined).
+    pub fn cover(&mut self, duration: Duration) {
+        if let RestartPolicy::Quarantine(current) = &mut self.policy {
+            *current = (*current).max(duration);
+        }
+    }
+
+    /// Whether `command` may go out to `node` on `connection` at `now`.
+    pub fn admit(
+        &mut self,
+        node: NodeId,
+        connection: ConnectionId,
+        command: &Command,
+        now: Timestamp,
+    ) -> Admission {
+        if command.is_release() {
+            return Admission::Send;
+        }
+        let Some(state) = self.nodes.get_mut(node.index()) else {
+            return Admission::Refuse(NodeFailure::Protocol(format!("no {node}")));
+        };
+        if let Some(of) = state.duplicate_of {
+            return Admission::Refuse(NodeFailure::Duplicate { of });
+        }
+        if state.identified != Some(connection) {
+            return Admission::Identify;
+        }
+        match state.quarantined_until {
+            Some(until) if now < until => Admission::Refuse(NodeFailure::Quarantined {
+                remaining: until.saturating_duration_since(now),
+            }),
+            _ => Admission::Send,
+        }
+    }
+
+    /// Records what `connection` to `node` said about its server at `now`: its identity, or
+    /// why it could not be read. Returns what is worth reporting.
+    pub fn identified(
+        &mut self,
+        node: NodeId,
+        connection: ConnectionId,
+        identity: Result<NodeIdentity, String>,
+        now: Timestamp,
+    ) -> Vec<EligibilityEvent> {
+        let mut events = Vec::new();
+        let duplicate = identity.as_ref().ok().and_then(|identity| {
+            self.nodes
+                .iter()
+                .enumerate()
+                .find(|(index, other)| {
+                    *index != node.index() && other.run_id.as_deref() == Some(&identity.run_id)
+                })
+                .map(|(index, _)| NodeId::new(index))
+        });
+        let policy = self.policy;
+        let Some(state) = self.nodes.get_mut(node.index()) else {
+            return events;
+        };
+        let first_sight = !state.seen;
+        state.seen = true;
+        state.identified = Some(connection);
+        match identity {
+            Ok(identity) => {
+                if let Some(of) = duplicate {
+                    // The earlier node in the list keeps its vote.
+                    if of.index() < node.index() {
+                        if state.duplicate_of.is_none() {
+                            events.push(EligibilityEvent::Duplicate { node, of });
+                        }
+                        state.duplicate_of = Some(of);
+                    }
+                }
+                if let Some(policy_name) = identity
+                    .maxmemory_policy
+                    .as_deref()
+                    .filter(|p| *p != "noeviction")
+                    && !state.eviction_reported
+                {
+                    state.eviction_reported = true;
+                    events.push(EligibilityEvent::Evicting {
+                        node,
+                        policy: policy_name.to_owned(),
+                    });
+                }
+                let reason = match &state.run_id {
+                    Some(known) if *known == identity.run_id => None,
+                    Some(_) => Some(QuarantineReason::Restarted),
+                    None if first_sight => Some(QuarantineReason::Young),
+                    // Identified before only without a run_id: treat as a restart.
+                    None => Some(QuarantineReason::Restarted),
+                };
+                state.run_id = Some(identity.run_id);
+                if let (Some(reason), RestartPolicy::Quarantine(quarantine)) = (reason, policy) {
+                    let left = quarantine.saturating_sub(identity.uptime);
+                    if !left.is_zero() {
+                        events.push(quarantine_until(state, node, now, left, reason));
+                    }
+                }
+            }
+            Err(why) => {
+                if !state.unidentifiable_reported {
+                    state.unidentifiable_reported = true;
+                    events.push(EligibilityEvent::Unidentifiable { node, why });
+                }
+                if let (false, RestartPolicy::Quarantine(quarantine)) = (first_sight, policy) {
+                    events.push(quarantine_until(
+                        state,
+                        node,
+                        now,
+                        quarantine,
+                        QuarantineReason::Reconnected,
+                    ));
+                }
+            }
+        }
+        events
+    }
+
+    /// Until when `node` is left out, if it is at `now`.
+    pub fn quarantined_until(&self, node: NodeId, now: Timestamp) -> Option<Timestamp> {
+        self.nodes
+            .get(node.index())
+            .and_then(|state| state.quarantined_until)
+            .filter(|until| now < *until)
+    }
+
+    /// The earlier node `node` turned out to duplicate, if it did.
+    pub fn duplicate_of(&self, node: NodeId) -> Option<NodeId> {
+        self.nodes
+            .get(node.index())
+            .and_then(|state| state.duplicate_of)
+    }
+
+    /// The `run_id` last read from `node`.
+    pub fn run_id(&self, node: NodeId) -> Option<&str> {
+        self.nodes
+            .get(node.index())
+            .and_then(|state| state.run_id.as_deref())
+    }
+}
+
+fn quarantine_until(
+    state: &mut NodeState,
+    node: NodeId,
+    now: Timestamp,
+    left: Duration,
+    reason: QuarantineReason,
+) -> EligibilityEvent {
+    let until = now.saturating_add(left);
+    // A quarantine only ever grows: an earlier, longer one stays.
+    let until = state
+        .quarantined_until
+        .map_or(until, |known| known.max(until));
+    state.quarantined_until = Some(until);
+    EligibilityEvent::Quarantined {
+        node,
+        until,
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{LockKey, Token};
+
+    fn secs(n: u64) -> Duration {
+        Duration::from_secs(n)
+    }
+
+    fn set() -> Command {
+        Command::SetIfAbsent {
+            key: LockKey::new("", "r").unwrap(),
+            token: Token::from_bytes([1; 16]),
+            ttl: secs(10),
+        }
+    }
+
+    fn release() -> Command {
+        Command::ReleaseIfOwner {
+            key: LockKey::new("", "r").unwrap(),
+            token: Token::from_bytes([1; 16]),
+        }
+    }
+
+    fn identity(run_id: &str, uptime: u64) -> Result<NodeIdentity, String> {
+        Ok(NodeIdentity {
+            run_id: run_id.into(),
+            uptime: secs(uptime),
+            maxmemory_policy: Some("noeviction".into()),
+        })
+    }
+
+    fn at(s: u64) -> Timestamp {
+        Timestamp::ZERO.saturating_add(secs(s))
+    }
+
+    fn n0() -> NodeId {
+        NodeId::new(0)
+    }
+
+    #[test]
+    fn an_old_node_seen_first_is_counted_and_a_restart_is_not() {
+        let mut nodes = Eligibility::new(1, RestartPolicy::Quarantine(secs(10)));
+        nodes.identified(n0(), ConnectionId(1), identity("a", 3_600), at(0));
+        assert_eq!(
+            nodes.admit(n0(), ConnectionId(1), &set(), at(0)),
+            Admission::Send
+        );
+        // A new connection must be identified again, even to the same node.
+        assert_eq!(
+            nodes.admit(n0(), ConnectionId(2), &set(), at(1)),
+            Admission::Identify
+        );
+        let events = nodes.identified(n0(), ConnectionId(2), identity("b", 2), at(1));
+        assert_eq!(
+            events,
+            [EligibilityEvent::Quarantined {
+                node: n0(),
+                until: at(9),
+                reason: QuarantineReason::Restarted
+            }]
+        );
+        assert!(matches!(
+            nodes.admit(n0(), ConnectionId(2), &set(), at(8)),
+            Admission::Refuse(NodeFailure::Quarantined { .. })
+        ));
+        // Releases never wait, not even for an identification.
+        assert_eq!(
+            nodes.admit(n0(), ConnectionId(3), &release(), at(8)),
+            Admission::Send
+        );
+        assert_eq!(
+            nodes.admit(n0(), ConnectionId(2), &set(), at(9)),
+            Admission::Send
+        );
+    }
+
+    #[test]
+    fn a_node_that_cannot_be_identified_is_counted_once_then_quarantined_on_reconnect() {
+        let mut nodes = Eligibility::new(1, RestartPolicy::Quarantine(secs(10)));
+        let refused = || Err("NOPERM".to_owned());
+        let events = nodes.identified(n0(), ConnectionId(1), refused(), at(0));
+        assert!(matches!(
+            events[..],
+            [EligibilityEvent::Unidentifiable { .. }]
+        ));
+        assert_eq!(
+            nodes.admit(n0(), ConnectionId(1), &set(), at(0)),
+            Admission::Send
+        );
+        let events = nodes.identified(n0(), ConnectionId(2), refused(), at(5));
+        assert!(matches!(
+            events[..],
+            [EligibilityEvent::Quarantined {
+                reason: QuarantineReason::Reconnected,
+                ..
+            }]
+        ));
+        assert_eq!(nodes.quarantined_until(n0(), at(5)), Some(at(15)));
+    }
+
+    #[test]
+    fn the_same_server_under_two_names_votes_once() {
+        let mut nodes = Eligibility::new(2, RestartPolicy::Persistent);
+        let n1 = NodeId::new(1);
+        nodes.identified(n0(), ConnectionId(1), identity("same", 100), at(0));
+        let events = nodes.identified(n1, ConnectionId(1), identity("same", 100), at(0));
+        assert_eq!(events, [EligibilityEvent::Duplicate { node: n1, of: n0() }]);
+        assert_eq!(
+            nodes.admit(n1, ConnectionId(1), &set(), at(0)),
+            Admission::Refuse(NodeFailure::Duplicate { of: n0() })
+        );
+        assert_eq!(
+            nodes.admit(n0(), ConnectionId(1), &set(), at(0)),
+            Admission::Send
+        );
+    }
+
+    #[test]
+    fn persistent_nodes_are_never_left_out_and_evicting_ones_are_reported_once() {
+        let mut nodes = Eligibility::new(1, RestartPolicy::Persistent);
+        let lru = || {
+            Ok(NodeIdentity {
+                run_id: "a".into(),
+                uptime: secs(0),
+                maxmemory_policy: Some("allkeys-lru".into()),
+            })
+        };
+        let events = nodes.identified(n0(), ConnectionId(1), lru(), at(0));
+        assert_eq!(
+            events,
+            [EligibilityEvent::Evicting {
+                node: n0(),
+                policy: "allkeys-lru".into()
+            }]
+        );
+        assert_eq!(
+            nodes.admit(n0(), ConnectionId(1), &set(), at(0)),
+            Admission::Send
+        );
+        assert!(
+            nodes
+                .identified(n0(), ConnectionId(2), lru(), at(1))
+                .is_empty()
+        );
+    }
+}

@@ -1,0 +1,536 @@
+//! Keeping a lease alive: when to extend, when to try again, and when to give the lease up.
+//!
+//! A [`Keeper`] owns a [`Held`] lease and is driven like the other machines, with one
+//! difference: it never finishes on its own. It emits an event for every extension that
+//! succeeds or fails, and ends with [`KeeperEvent::Lost`] when the lease cannot be kept. The
+//! driver stops it with [`Keeper::into_held`] and releases the lease.
+//!
+//! # The schedule
+//!
+//! Let `V` be the lease's current end of validity, `t` the per-node timeout and `m` the loss
+//! margin (by default `t`):
+//!
+//! - the first attempt starts at `V − threshold` (a third of the TTL by default, see
+//!   [`KeepAlive::extend_before`]);
+//! - a failed attempt is tried again `t` after it was decided;
+//! - an attempt is only started if it can be decided before `V − m` (a round is decided
+//!   within `t` of its start), so no round straddles the end of the lease;
+//! - the lease is reported [lost](KeeperEvent::Lost) at `V − m` if no extension succeeded,
+//!   whether or not a round is still in flight, or at once when the nodes say the key is
+//!   gone from a quorum;
+//! - no extension starts once the lease has been held for [`LockConfig::max_hold`]: the
+//!   lease then runs out and is reported lost at `V − m` too.
+//!
+//! The margin is what lets work stop *before* another client can hold the resource: a timer
+//! that fires late (a busy runtime, a slow `select!`) still has `m` left before `V`, and `V`
+//! itself already lies a drift allowance before the keys expire on the nodes.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::Duration;
+
+use super::{
+    Extend, ExtendFailure, ExtendOutcome, Extension, Held, LockConfig, Machine, NodeFailure, Reply,
+    RequestId, Timestamp, Transmit,
+};
+
+/// How a lease is kept alive.
+///
+/// ```
+/// use std::time::Duration;
+/// use redlock::core::{KeepAlive, LockConfig};
+///
+/// let config = LockConfig::new(5).with_ttl(Duration::from_secs(30));
+/// let policy = KeepAlive::default().extend_before(Duration::from_secs(5));
+/// assert_eq!(policy.threshold(&config), Duration::from_secs(5));
+/// // A loss is reported one per-node timeout before the validity ends.
+/// assert_eq!(policy.margin(&config), Duration::from_millis(50));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeepAlive {
+    extend_before: Option<Duration>,
+    margin: Option<Duration>,
+}
+
+impl KeepAlive {
+    /// Extends when this much validity remains (a third of the TTL by default). The value is
+    /// clamped so that at least two attempts fit before the loss deadline (three per-node
+    /// timeouts plus the margin) and so that the lease is not extended more often than every
+    /// half validity.
+    #[must_use]
+    pub fn extend_before(mut self, remaining: Duration) -> Self {
+        self.extend_before = Some(remaining);
+        self
+    }
+
+    /// Reports the lease lost this long before its validity ends (one per-node timeout by
+    /// default). Work told of the loss then still has `margin` to stop before the lease is
+    /// over, which covers timers that fire late.
+    #[must_use]
+    pub fn loss_margin(mut self, margin: Duration) -> Self {
+        self.margin = Some(margin);
+        self
+    }
+
+    /// The loss margin for leases of `config`.
+    pub fn margin(&self, config: &LockConfig) -> Duration {
+        self.margin.unwrap_or_else(|| config.node_timeout())
+    }
+
+    /// When, before the end of validity, the first extension attempt starts.
+    pub fn threshold(&self, config: &LockConfig) -> Duration {
+        let validity = config.ttl().saturating_sub(config.drift());
+        let wanted = self.extend_before.unwrap_or(config.ttl() / 3);
+        let floor = config
+            .node_timeout()
+            .saturating_mul(3)
+            .saturating_add(self.margin(config));
+        let ceiling = (validity / 2).max(floor);
+        wanted.clamp(floor, ceiling)
+    }
+}
+
+/// Why a kept-alive lease was given up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LeaseLost {
+    /// No extension succeeded before the loss deadline (the validity minus the margin).
+    Expired {
+        /// Why the last attempt failed, when one ran.
+        last_failure: Option<String>,
+    },
+    /// Extension stopped at [`LockConfig::max_hold`] and the validity ran out.
+    HoldLimit,
+    /// An extension found the key gone, or someone else's, on so many nodes that no quorum
+    /// holds it: the lease cannot be trusted any more, whatever its deadline says.
+    KeysGone {
+        /// What the nodes answered.
+        failure: String,
+    },
+}
+
+impl fmt::Display for LeaseLost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Expired {
+                last_failure: Some(failure),
+            } => write!(
+                f,
+                "its validity ran out before it could be extended (last attempt: {failure})"
+            ),
+            Self::Expired { last_failure: None } => {
+                f.write_str("its validity ran out before it could be extended")
+            }
+            Self::HoldLimit => f.write_str("it reached its longest hold and its validity ran out"),
+            Self::KeysGone { failure } => {
+                write!(f, "a quorum of nodes no longer holds its key ({failure})")
+            }
+        }
+    }
+}
+
+/// What a [`Keeper`] reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeeperEvent {
+    /// An extension succeeded; the lease is valid until [`Held::valid_until`].
+    Extended(Extension),
+    /// An extension failed; another attempt follows if one can still finish in time.
+    ExtendFailed(ExtendFailure),
+    /// The lease has been held for [`LockConfig::max_hold`]: no more extensions.
+    HoldLimitReached,
+    /// The lease is given up; nothing follows.
+    Lost(LeaseLost),
+}
+
+#[derive(Debug)]
+enum State {
+    /// Waiting for the next attempt.
+    Waiting { next: Timestamp },
+    /// An attempt is running (boxed: a machine is far larger than a timestamp).
+    Extending(Box<Extend>),
+    /// No attempt can help any more (the hold limit, or too little time left): waiting for
+    /// the loss deadline.
+    Idle,
+    /// Given up.
+    Lost,
+}
+
+/// The keep-alive machine (see [the module documentation](self)).
+///
+/// ```
+/// use std::time::Duration;
+/// use redlock::core::*;
+///
+/// let config = LockConfig::new(3).with_ttl(Duration::from_millis(1_000));
+/// # let key = LockKey::new(DEFAULT_KEY_PREFIX, "report").unwrap();
+/// # let t0 = Timestamp::ZERO;
+/// # let mut acquire = Acquire::new(&config, key, Token::from_bytes([1; 16]), t0);
+/// # let sent: Vec<Transmit> = std::iter::from_fn(|| acquire.poll_transmit()).collect();
+/// # acquire.handle_reply(sent[0].request, Ok(Reply::Acquired), t0);
+/// # acquire.handle_reply(sent[1].request, Ok(Reply::Acquired), t0);
+/// # let Some(AcquireEvent::Acquired(grant)) = acquire.poll_outcome() else { panic!() };
+/// // A lease valid until t0 + 988 ms (1 s TTL − 12 ms drift allowance).
+/// let mut keeper = Keeper::new(&config, KeepAlive::default(), Held::new(grant));
+/// assert_eq!(keeper.lost_at(), t0.saturating_add(Duration::from_millis(988 - 50)));
+///
+/// // Nothing happens before the first attempt, a third of the TTL before the deadline.
+/// let first = keeper.poll_timeout().unwrap();
+/// assert_eq!(first, keeper.held().valid_until().saturating_sub(config.ttl() / 3));
+/// keeper.handle_timeout(first);
+/// let sent: Vec<Transmit> = std::iter::from_fn(|| keeper.poll_transmit()).collect();
+/// assert_eq!(sent.len(), 3);
+///
+/// // Every node hangs: the round fails at its timeout, and the loss is reported at the
+/// // deadline minus the margin, never after it.
+/// let mut now = first;
+/// let lost = loop {
+///     now = keeper.poll_timeout().unwrap();
+///     keeper.handle_timeout(now);
+///     while keeper.poll_transmit().is_some() {}
+///     if let Some(KeeperEvent::Lost(reason)) = keeper.poll_outcome() {
+///         break reason;
+///     }
+/// };
+/// assert_eq!(now, keeper.lost_at());
+/// assert!(matches!(lost, LeaseLost::Expired { last_failure: Some(_) }));
+/// ```
+#[derive(Debug)]
+pub struct Keeper {
+    config: LockConfig,
+    threshold: Duration,
+    margin: Duration,
+    held: Held,
+    state: State,
+    /// The number of the current (or last) attempt; request ids carry it.
+    attempt: u32,
+    hold_limit_reported: bool,
+    last_failure: Option<ExtendFailure>,
+    events: VecDeque<KeeperEvent>,
+}
+
+impl Keeper {
+    /// Keeps `held` alive under `policy`.
+    pub fn new(config: &LockConfig, policy: KeepAlive, held: Held) -> Self {
+        let threshold = policy.threshold(config);
+        let next = held.valid_until().saturating_sub(threshold);
+        Self {
+            config: config.clone(),
+            threshold,
+            margin: policy.margin(config),
+            held,
+            state: State::Waiting { next },
+            attempt: 0,
+            hold_limit_reported: false,
+            last_failure: None,
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The lease as it stands (its deadline moves with every extension).
+    pub fn held(&self) -> &Held {
+        &self.held
+    }
+
+    /// Stops keeping the lease and hands it back, to be released. Requests of an attempt in
+    /// flight are abandoned: the driver lets them finish, and they can only push the keys'
+    /// expiry further, never re-create a key.
+    pub fn into_held(self) -> Held {
+        self.held
+    }
+
+    /// When the lease is reported lost unless an extension succeeds first: the end of
+    /// validity minus the margin.
+    pub fn lost_at(&self) -> Timestamp {
+        self.held.valid_until().saturating_sub(self.margin)
+    }
+
+    /// Whether the lease has been given up.
+    pub fn is_lost(&self) -> bool {
+        matches!(self.state, State::Lost)
+    }
+
+    /// Whether the lease is still worth using at `now`: not lost and before the loss deadline.
+    pub fn is_valid(&self, now: Timestamp) -> bool {
+        !self.is_lost() && now < self.lost_at()
+    }
+
+    fn lose(&mut self, reason: LeaseLost) {
+        self.state = State::Lost;
+        self.events.push_back(KeeperEvent::Lost(reason));
+    }
+
+    fn expired(&mut self) -> LeaseLost {
+        if self.hold_limit_reported {
+            LeaseLost::HoldLimit
+        } else {
+            LeaseLost::Expired {
+                last_failure: self.last_failure.as_ref().map(ToString::to_string),
+            }
+        }
+    }
+
+    /// Starts an attempt at `now` if one may still help; otherwise waits for the deadline.
+    fn attempt_at(&mut self, now: Timestamp) {
+        if now >= self.held.hold_limit(&self.config) {
+            self.reach_hold_limit();
+            return;
+        }
+        let decided_by = now.saturating_add(self.config.node_timeout());
+        if decided_by > self.lost_at() {
+            // Too late for a round to be decided before the loss deadline.
+            self.state = State::Idle;
+            return;
+        }
+        self.attempt = self.attempt.saturating_add(1);
+        let extend = self.held.extend_numbered(&self.config, now, self.attempt);
+        self.state = State::Extending(Box::new(extend));
+        self.settle(now);
+    }
+
+    fn reach_hold_limit(&mut self) {
+        self.state = State::Idle;
+        if !self.hold_limit_reported {
+            self.hold_limit_reported = true;
+            self.events.push_back(KeeperEvent::HoldLimitReached);
+        }
+    }
+
+    /// Takes the running attempt's outcome, if it has one.
+    fn settle(&mut self, now: Timestamp) {
+        let State::Extending(extend) = &mut self.state else {
+            return;
+        };
+        let Some(outcome) = extend.poll_outcome() else {
+            return;
+        };
+        match outcome {
+            ExtendOutcome::Extended(extension) => {
+                self.held.apply(&extension);
+                self.last_failure = None;
+                self.state = State::Waiting {
+                    next: self.held.valid_until().saturating_sub(self.threshold),
+                };
+                self.events.push_back(KeeperEvent::Extended(extension));
+            }
+            ExtendOutcome::Failed(ExtendFailure::HoldLimit { .. }) => self.reach_hold_limit(),
+            ExtendOutcome::Failed(failure) if failure.keys_gone(&self.config) => {
+                let reason = LeaseLost::KeysGone {
+                    failure: failure.to_string(),
+                };
+                self.events.push_back(KeeperEvent::ExtendFailed(failure));
+                self.lose(reason);
+            }
+            ExtendOutcome::Failed(failure) => {
+                self.last_failure = Some(failure.clone());
+                self.events.push_back(KeeperEvent::ExtendFailed(failure));
+                // A failed extension deletes nothing: try again shortly while it can help.
+                self.state = State::Waiting {
+                    next: now.saturating_add(self.config.node_timeout()),
+                };
+            }
+        }
+        if now >= self.lost_at() && !self.is_lost() {
+            let reason = self.expired();
+            self.lose(reason);
+        }
+    }
+}
+
+impl Machine for Keeper {
+    type Outcome = KeeperEvent;
+
+    fn poll_transmit(&mut self) -> Option<Transmit> {
+        match &mut self.state {
+            State::Extending(extend) => extend.poll_transmit(),
+            _ => None,
+        }
+    }
+
+    fn handle_reply(
+        &mut self,
+        request: RequestId,
+        reply: Result<Reply, NodeFailure>,
+        now: Timestamp,
+    ) {
+        if let State::Extending(extend) = &mut self.state {
+            // Replies of earlier attempts carry another number; the machine ignores them.
+            extend.handle_reply(request, reply, now);
+            self.settle(now);
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if self.is_lost() {
+            return;
+        }
+        if now >= self.lost_at() {
+            // Whatever is in flight, the lease is over for its holder.
+            let reason = self.expired();
+            self.lose(reason);
+            return;
+        }
+        match &mut self.state {
+            State::Waiting { next } => {
+                if now >= *next {
+                    self.attempt_at(now);
+                }
+            }
+            State::Extending(extend) => {
+                extend.handle_timeout(now);
+                self.settle(now);
+            }
+            State::Idle | State::Lost => {}
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        let lost_at = self.lost_at();
+        match &self.state {
+            State::Lost => None,
+            State::Waiting { next } => Some((*next).min(lost_at)),
+            State::Extending(extend) => {
+                Some(extend.poll_timeout().map_or(lost_at, |t| t.min(lost_at)))
+            }
+            State::Idle => Some(lost_at),
+        }
+    }
+
+    fn poll_outcome(&mut self) -> Option<KeeperEvent> {
+        self.events.pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{Acquire, AcquireEvent, LockKey, Token};
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn granted(config: &LockConfig, t0: Timestamp) -> Held {
+        let key = LockKey::new("", "r").unwrap();
+        let mut acquire = Acquire::new(config, key, Token::from_bytes([1; 16]), t0);
+        let sent: Vec<Transmit> = std::iter::from_fn(|| acquire.poll_transmit()).collect();
+        for t in &sent {
+            acquire.handle_reply(t.request, Ok(Reply::Acquired), t0);
+        }
+        let Some(AcquireEvent::Acquired(grant)) = acquire.poll_outcome() else {
+            panic!("granted")
+        };
+        Held::new(grant)
+    }
+
+    fn drain(keeper: &mut Keeper) -> Vec<Transmit> {
+        std::iter::from_fn(|| keeper.poll_transmit()).collect()
+    }
+
+    #[test]
+    fn a_successful_extension_moves_the_deadline_and_the_next_attempt() {
+        let config = LockConfig::new(3).with_ttl(ms(1_000));
+        let t0 = Timestamp::ZERO;
+        let mut keeper = Keeper::new(&config, KeepAlive::default(), granted(&config, t0));
+        let first = keeper.poll_timeout().unwrap();
+        keeper.handle_timeout(first);
+        let sent = drain(&mut keeper);
+        let t1 = first.saturating_add(ms(2));
+        keeper.handle_reply(sent[0].request, Ok(Reply::Extended), t1);
+        keeper.handle_reply(sent[1].request, Ok(Reply::Extended), t1);
+        assert!(matches!(
+            keeper.poll_outcome(),
+            Some(KeeperEvent::Extended(_))
+        ));
+        assert_eq!(keeper.held().valid_until(), first.saturating_add(ms(988)));
+        assert_eq!(keeper.held().extensions(), 1);
+        assert_eq!(
+            keeper.poll_timeout(),
+            Some(
+                first
+                    .saturating_add(ms(988))
+                    .saturating_sub(config.ttl() / 3)
+            )
+        );
+        // A late reply of that attempt changes nothing.
+        keeper.handle_reply(sent[2].request, Ok(Reply::Extended), t1);
+        assert!(keeper.poll_outcome().is_none());
+    }
+
+    #[test]
+    fn no_attempt_starts_that_cannot_be_decided_before_the_loss_deadline() {
+        let config = LockConfig::new(3).with_ttl(ms(1_000));
+        let t0 = Timestamp::ZERO;
+        let mut keeper = Keeper::new(&config, KeepAlive::default(), granted(&config, t0));
+        let lost_at = keeper.lost_at();
+        let mut starts = Vec::new();
+        let mut now = t0;
+        while let Some(next) = keeper.poll_timeout() {
+            now = next;
+            keeper.handle_timeout(now);
+            if !drain(&mut keeper).is_empty() {
+                starts.push(now);
+            }
+            while let Some(event) = keeper.poll_outcome() {
+                if let KeeperEvent::Lost(_) = event {
+                    assert_eq!(now, lost_at);
+                }
+            }
+        }
+        assert!(keeper.is_lost());
+        assert!(starts.len() >= 2, "{starts:?}");
+        for start in starts {
+            assert!(start.saturating_add(config.node_timeout()) <= lost_at);
+        }
+        assert!(now <= lost_at && lost_at < keeper.held().valid_until());
+    }
+
+    #[test]
+    fn keys_gone_from_a_quorum_lose_the_lease_at_once() {
+        let config = LockConfig::new(3).with_ttl(ms(1_000));
+        let t0 = Timestamp::ZERO;
+        let mut keeper = Keeper::new(&config, KeepAlive::default(), granted(&config, t0));
+        let first = keeper.poll_timeout().unwrap();
+        keeper.handle_timeout(first);
+        let sent = drain(&mut keeper);
+        keeper.handle_reply(sent[0].request, Ok(Reply::NotHeld), first);
+        keeper.handle_reply(sent[1].request, Ok(Reply::HeldByOther), first);
+        assert!(matches!(
+            keeper.poll_outcome(),
+            Some(KeeperEvent::ExtendFailed(_))
+        ));
+        assert!(matches!(
+            keeper.poll_outcome(),
+            Some(KeeperEvent::Lost(LeaseLost::KeysGone { .. }))
+        ));
+        assert_eq!(keeper.poll_timeout(), None);
+    }
+
+    #[test]
+    fn the_hold_limit_stops_extensions_and_the_lease_then_runs_out() {
+        let config = LockConfig::new(3)
+            .with_ttl(ms(1_000))
+            .with_max_hold(ms(100));
+        let t0 = Timestamp::ZERO;
+        let mut keeper = Keeper::new(&config, KeepAlive::default(), granted(&config, t0));
+        let first = keeper.poll_timeout().unwrap();
+        keeper.handle_timeout(first);
+        assert!(drain(&mut keeper).is_empty());
+        assert_eq!(keeper.poll_outcome(), Some(KeeperEvent::HoldLimitReached));
+        assert_eq!(keeper.poll_timeout(), Some(keeper.lost_at()));
+        keeper.handle_timeout(keeper.lost_at());
+        assert_eq!(
+            keeper.poll_outcome(),
+            Some(KeeperEvent::Lost(LeaseLost::HoldLimit))
+        );
+    }
+
+    #[test]
+    fn thresholds_leave_room_for_two_attempts_and_the_margin() {
+        let config = LockConfig::new(3).with_ttl(ms(1_000));
+        let policy = KeepAlive::default().extend_before(ms(1));
+        assert_eq!(policy.threshold(&config), ms(3 * 50 + 50));
+        let policy = KeepAlive::default().extend_before(ms(900));
+        assert_eq!(policy.threshold(&config), ms(494), "half the validity");
+    }
+}
