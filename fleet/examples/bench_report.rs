@@ -581,9 +581,7 @@ fn report(results: &Results) -> String {
 }
 
 fn main() -> Result<()> {
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
-    let results = Results::load(&target.join("criterion"))?;
+    let results = Results::load(&redlock_fleet::target_dir().join("criterion"))?;
     let text = report(&results);
     let mut args = std::env::args().skip(1);
     match (args.next().as_deref(), args.next()) {
