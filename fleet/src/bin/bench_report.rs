@@ -2,9 +2,9 @@
 //! ratios and latency chart of `docs/benchmarks.md`.
 //!
 //! ```text
-//! cargo bench -p redlock-fleet                                # measure (a quarter of an hour)
-//! cargo run --example bench_report                            # print the report
-//! cargo run --example bench_report -- --write docs/benchmarks.md
+//! cargo bench -p redlock-fleet                                          # measure (a quarter of an hour)
+//! cargo run --release -p redlock-fleet --bin bench_report               # print the report
+//! cargo run --release -p redlock-fleet --bin bench_report -- --write docs/benchmarks.md
 //! ```
 //!
 //! With `--write FILE`, the text between `<!-- results:begin -->` and `<!-- results:end -->`
@@ -45,7 +45,13 @@ impl Results {
         let mut oldest: Option<std::time::SystemTime> = None;
         let mut pending = vec![root.to_path_buf()];
         while let Some(dir) = pending.pop() {
-            for entry in std::fs::read_dir(&dir)? {
+            let entries = std::fs::read_dir(&dir).map_err(|e| {
+                format!(
+                    "{}: {e} (run `cargo bench -p redlock-fleet` first)",
+                    dir.display()
+                )
+            })?;
+            for entry in entries {
                 let path = entry?.path();
                 if path.is_dir() {
                     pending.push(path);
