@@ -155,7 +155,7 @@ const SIZES: [u32; 4] = [1, 3, 5, 7];
 /// The latency table: one row per contender, one column per N.
 fn latency_table(results: &Results, out: &mut String) {
     out.push_str(
-        "Uncontended acquire + release, median µs (`benches/latency.rs`; mt: multi-thread \
+        "Uncontended acquire + release, median µs (`fleet/benches/latency.rs`; mt: multi-thread \
          runtime with two workers, ct: current-thread):\n\n",
     );
     out.push_str("| contender | N = 1 | N = 3 | N = 5 | N = 7 |\n|---|---:|---:|---:|---:|\n");
@@ -183,7 +183,7 @@ const LATENCY_SERIES: [(&str, &str); 8] = [
 
 fn tail_table(results: &Results, out: &mut String) {
     out.push_str(
-        "One of five nodes unhealthy, acquire + release, median µs (`benches/tail.rs`; every \
+        "One of five nodes unhealthy, acquire + release, median µs (`fleet/benches/tail.rs`; every \
          node behind a proxy, multi-thread runtime):\n\n",
     );
     out.push_str(
@@ -207,7 +207,7 @@ fn tail_table(results: &Results, out: &mut String) {
 fn throughput_table(results: &Results, out: &mut String) {
     out.push_str(
         "Throughput, acquire + release per second on distinct resources, N = 5 \
-         (`benches/throughput.rs`, multi-thread runtime):\n\n",
+         (`fleet/benches/throughput.rs`, multi-thread runtime):\n\n",
     );
     out.push_str("| contender | 1 task | 16 tasks | 64 tasks |\n|---|---:|---:|---:|\n");
     for (label, function) in [
@@ -235,7 +235,7 @@ fn other_table(results: &Results, out: &mut String) {
     for n in [3, 5, 7] {
         let _ = writeln!(
             out,
-            "| core alone, one acquire round, N = {n} (`benches/core.rs`) | {} ns |",
+            "| core alone, one acquire round, N = {n} (`fleet/benches/core.rs`) | {} ns |",
             cell(
                 results
                     .get(&format!("core/acquire_round/{n}"))
@@ -252,13 +252,13 @@ fn other_table(results: &Results, out: &mut String) {
     for variant in ["plain", "fenced"] {
         let _ = writeln!(
             out,
-            "| acquire + release, N = 5, {variant} (`benches/fencing.rs`) | {} µs |",
+            "| acquire + release, N = 5, {variant} (`fleet/benches/fencing.rs`) | {} µs |",
             cell(results.micros(&format!("acquire_release_n5/{variant}")), 0)
         );
     }
     let _ = writeln!(
         out,
-        "| simulator, standard scenario (`benches/simulator.rs`) | {} events/s |",
+        "| simulator, standard scenario (`fleet/benches/simulator.rs`) | {} events/s |",
         thousands(results.per_second("simulator/events_rl18"))
     );
     let _ = writeln!(
@@ -378,7 +378,7 @@ fn targets(results: &Results) -> Vec<Target> {
 fn targets_table(results: &Results, out: &mut String) {
     out.push_str(
         "Targets. *One after another*: the ratio of criterion's medians below, each \
-         contender measured in its own phase. *Interleaved*: `benches/paired.rs`, the \
+         contender measured in its own phase. *Interleaved*: `fleet/benches/paired.rs`, the \
          contenders taking turns in short blocks, round after round; the median of the \
          per-round ratios, with its quartiles. The verdict uses the interleaved ratio where \
          there is one.\n\n\
