@@ -29,3 +29,18 @@ mod target_dir;
 
 pub use fleet::{FleetError, FleetOptions, Persistence, RedisFleet, SERVER_ENV};
 pub use target_dir::target_dir;
+
+// The repository's documents outside any published package, compiled as doc-tests here so
+// that their examples cannot rot: this crate is never published, so it may reach outside its
+// directory. (Each published crate doc-tests its own README.)
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct RepositoryReadme;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/fencing.md")]
+struct FencingGuide;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../simulator/README.md")]
+struct SimulatorReadme;
