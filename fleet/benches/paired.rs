@@ -7,7 +7,7 @@
 //! gives one ratio per pair, and the median over the rounds is reported with its quartiles.
 //! A burst of noise then lands on one round, not on one contender.
 //!
-//! Writes `target/criterion/paired/ratios.json`, which `examples/bench_report.rs` reads.
+//! Writes `target/criterion/paired/ratios.json`, which `src/bin/bench_report.rs` reads.
 //!
 //! ```text
 //! cargo bench --bench paired
