@@ -60,10 +60,5 @@ pub use error::Error;
 
 /// The README's example is compiled as a doc-test so that it cannot rot.
 #[cfg(all(doctest, feature = "tokio"))]
-#[doc = include_str!("../../README.md")]
+#[doc = include_str!("../README.md")]
 struct ReadmeExample;
-
-/// So is the fencing guide's.
-#[cfg(all(doctest, feature = "tokio"))]
-#[doc = include_str!("../../docs/fencing.md")]
-struct FencingGuideExample;

@@ -13,7 +13,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use redlock_sim::Scenario;
 
 fn scenarios_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("simulator/scenarios")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../simulator/scenarios")
 }
 
 fn standard(c: &mut Criterion) {

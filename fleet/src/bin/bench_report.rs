@@ -2,9 +2,9 @@
 //! ratios and latency chart of `docs/benchmarks.md`.
 //!
 //! ```text
-//! cargo bench -p redlock-fleet                                # measure (a quarter of an hour)
-//! cargo run --example bench_report                            # print the report
-//! cargo run --example bench_report -- --write docs/benchmarks.md
+//! cargo bench -p redlock-fleet                                          # measure (a quarter of an hour)
+//! cargo run --release -p redlock-fleet --bin bench_report               # print the report
+//! cargo run --release -p redlock-fleet --bin bench_report -- --write docs/benchmarks.md
 //! ```
 //!
 //! With `--write FILE`, the text between `<!-- results:begin -->` and `<!-- results:end -->`
@@ -45,7 +45,13 @@ impl Results {
         let mut oldest: Option<std::time::SystemTime> = None;
         let mut pending = vec![root.to_path_buf()];
         while let Some(dir) = pending.pop() {
-            for entry in std::fs::read_dir(&dir)? {
+            let entries = std::fs::read_dir(&dir).map_err(|e| {
+                format!(
+                    "{}: {e} (run `cargo bench -p redlock-fleet` first)",
+                    dir.display()
+                )
+            })?;
+            for entry in entries {
                 let path = entry?.path();
                 if path.is_dir() {
                     pending.push(path);
@@ -149,7 +155,7 @@ const SIZES: [u32; 4] = [1, 3, 5, 7];
 /// The latency table: one row per contender, one column per N.
 fn latency_table(results: &Results, out: &mut String) {
     out.push_str(
-        "Uncontended acquire + release, median µs (`benches/latency.rs`; mt: multi-thread \
+        "Uncontended acquire + release, median µs (`fleet/benches/latency.rs`; mt: multi-thread \
          runtime with two workers, ct: current-thread):\n\n",
     );
     out.push_str("| contender | N = 1 | N = 3 | N = 5 | N = 7 |\n|---|---:|---:|---:|---:|\n");
@@ -177,7 +183,7 @@ const LATENCY_SERIES: [(&str, &str); 8] = [
 
 fn tail_table(results: &Results, out: &mut String) {
     out.push_str(
-        "One of five nodes unhealthy, acquire + release, median µs (`benches/tail.rs`; every \
+        "One of five nodes unhealthy, acquire + release, median µs (`fleet/benches/tail.rs`; every \
          node behind a proxy, multi-thread runtime):\n\n",
     );
     out.push_str(
@@ -201,7 +207,7 @@ fn tail_table(results: &Results, out: &mut String) {
 fn throughput_table(results: &Results, out: &mut String) {
     out.push_str(
         "Throughput, acquire + release per second on distinct resources, N = 5 \
-         (`benches/throughput.rs`, multi-thread runtime):\n\n",
+         (`fleet/benches/throughput.rs`, multi-thread runtime):\n\n",
     );
     out.push_str("| contender | 1 task | 16 tasks | 64 tasks |\n|---|---:|---:|---:|\n");
     for (label, function) in [
@@ -229,7 +235,7 @@ fn other_table(results: &Results, out: &mut String) {
     for n in [3, 5, 7] {
         let _ = writeln!(
             out,
-            "| core alone, one acquire round, N = {n} (`benches/core.rs`) | {} ns |",
+            "| core alone, one acquire round, N = {n} (`fleet/benches/core.rs`) | {} ns |",
             cell(
                 results
                     .get(&format!("core/acquire_round/{n}"))
@@ -246,13 +252,13 @@ fn other_table(results: &Results, out: &mut String) {
     for variant in ["plain", "fenced"] {
         let _ = writeln!(
             out,
-            "| acquire + release, N = 5, {variant} (`benches/fencing.rs`) | {} µs |",
+            "| acquire + release, N = 5, {variant} (`fleet/benches/fencing.rs`) | {} µs |",
             cell(results.micros(&format!("acquire_release_n5/{variant}")), 0)
         );
     }
     let _ = writeln!(
         out,
-        "| simulator, standard scenario (`benches/simulator.rs`) | {} events/s |",
+        "| simulator, standard scenario (`fleet/benches/simulator.rs`) | {} events/s |",
         thousands(results.per_second("simulator/events_rl18"))
     );
     let _ = writeln!(
@@ -372,7 +378,7 @@ fn targets(results: &Results) -> Vec<Target> {
 fn targets_table(results: &Results, out: &mut String) {
     out.push_str(
         "Targets. *One after another*: the ratio of criterion's medians below, each \
-         contender measured in its own phase. *Interleaved*: `benches/paired.rs`, the \
+         contender measured in its own phase. *Interleaved*: `fleet/benches/paired.rs`, the \
          contenders taking turns in short blocks, round after round; the median of the \
          per-round ratios, with its quartiles. The verdict uses the interleaved ratio where \
          there is one.\n\n\
@@ -581,9 +587,7 @@ fn report(results: &Results) -> String {
 }
 
 fn main() -> Result<()> {
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
-    let results = Results::load(&target.join("criterion"))?;
+    let results = Results::load(&redlock_fleet::target_dir().join("criterion"))?;
     let text = report(&results);
     let mut args = std::env::args().skip(1);
     match (args.next().as_deref(), args.next()) {

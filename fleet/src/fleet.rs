@@ -1,26 +1,5 @@
-//! Real `redis-server` fleets on loopback, for the integration tests, benchmarks and
-//! examples of `redlock-quorum`.
-//!
-//! A [`RedisFleet`] starts N `redis-server` processes on free `127.0.0.1` ports, each in its
-//! own temporary directory, and can pause (`SIGSTOP`), resume, kill and restart any of
-//! them. It only ever signals the processes it started, by pid, and kills them all when
-//! dropped.
-//!
-//! The binary is `redis-server` from `PATH`, or the path in the `REDLOCK_REDIS_SERVER`
-//! environment variable. When neither exists, [`RedisFleet::start`] fails with a message
-//! saying how to install it: a test that needs Redis never skips silently.
-//!
-//! ```no_run
-//! let fleet = redlock_fleet::RedisFleet::start(3).expect("redis-server fleet");
-//! println!("nodes: {:?}", fleet.urls());
-//! ```
-//!
-//! [`proxy::FaultProxy`] puts a TCP proxy in front of a node that can delay, hold or reset
-//! its traffic on command, and [`chaos`] runs clients against a fleet behind such proxies
-//! while injecting random faults, checking that no two of them ever hold a lease at once.
-
-pub mod chaos;
-pub mod proxy;
+//! [`RedisFleet`]: N `redis-server` processes on free loopback ports, each in its own
+//! temporary directory, started, paused, killed and restarted on command.
 
 use std::fmt;
 use std::io::Read;

@@ -7,7 +7,7 @@
 //! gives one ratio per pair, and the median over the rounds is reported with its quartiles.
 //! A burst of noise then lands on one round, not on one contender.
 //!
-//! Writes `target/criterion/paired/ratios.json`, which `examples/bench_report.rs` reads.
+//! Writes `target/criterion/paired/ratios.json`, which `src/bin/bench_report.rs` reads.
 //!
 //! ```text
 //! cargo bench --bench paired
@@ -18,7 +18,6 @@ mod support;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -424,10 +423,7 @@ fn main() {
     drop(fleet);
     tail(&mut out);
 
-    let dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| PathBuf::from("target"), PathBuf::from)
-        .join("criterion")
-        .join("paired");
+    let dir = redlock_fleet::target_dir().join("criterion").join("paired");
     std::fs::create_dir_all(&dir).expect("create the output directory");
     let file = dir.join("ratios.json");
     let text = serde_json::to_string_pretty(&out).expect("JSON");

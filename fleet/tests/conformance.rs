@@ -4,16 +4,21 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::*;
 use redlock::{Error, Redlock};
 use redlock_sim::Scenario;
 
+/// The simulator's `conformance.toml`, in the catalogue beside this crate.
+fn conformance_toml() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../simulator/scenarios/conformance.toml")
+}
+
 /// The outcome kinds the simulator's clients reported, per client.
 fn simulated() -> Vec<Vec<&'static str>> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("simulator/scenarios/conformance.toml");
+    let path = conformance_toml();
     let scenario = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let run = redlock_sim::run(&scenario, scenario.seed, false).unwrap();
     assert!(run.report.matches, "{:?}", run.report.mismatch());
@@ -89,7 +94,7 @@ async fn the_simulator_and_real_redis_agree_on_the_outcomes() {
 #[test]
 fn the_simulated_client_config_matches_the_real_defaults() {
     // Both sides run the default lock parameters, so the comparison is like for like.
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("simulator/scenarios/conformance.toml");
+    let path = conformance_toml();
     let scenario = Scenario::load(&path).unwrap();
     let real = Redlock::builder()
         .nodes((1..=5).map(|p| format!("redis://127.0.0.1:{p}")))
