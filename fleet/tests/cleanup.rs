@@ -23,6 +23,97 @@ fn occupy(fleet: &redlock_fleet::RedisFleet, nodes: &[usize], key: &str) {
     }
 }
 
+/// How many times `node` ran a script (`EVAL` or `EVALSHA`): the releases it received.
+fn scripts_run(fleet: &redlock_fleet::RedisFleet, node: usize) -> u64 {
+    let mut c = fleet.connect(node).unwrap();
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut c)
+        .unwrap();
+    stats
+        .lines()
+        .filter(|line| line.starts_with("cmdstat_eval:") || line.starts_with("cmdstat_evalsha:"))
+        .filter_map(|line| {
+            let calls = line.split("calls=").nth(1)?;
+            calls.split(',').next()?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_that_answered_taken_get_no_cleanup_release() {
+    let fleet = fleet(5);
+    occupy(&fleet, &[0, 1, 2], "redlock:busy");
+    let redlock = builder(&fleet).build().unwrap();
+    redlock.connect().await;
+    let err = redlock.try_acquire("busy").await.unwrap_err();
+    assert!(matches!(err, Error::Taken { .. }), "{err:?}");
+    redlock.settle().await;
+    // Nodes 0-2 answered *taken*: their SET NX wrote nothing, there is nothing to release.
+    // Nodes 3 and 4 took the key (or could have, had they been too slow to answer) and get
+    // the round's release.
+    let releases: Vec<u64> = (0..5).map(|i| scripts_run(&fleet, i)).collect();
+    assert_eq!(releases, [0, 0, 0, 1, 1]);
+    assert_eq!(lock_keys(&fleet), 3, "{}", describe_keys(&fleet));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_try_acquire_returns_at_its_decision_and_the_next_round_queues_behind_its_cleanup()
+{
+    let mut fleet = fleet(5);
+    // Node 4 behind a proxy that holds its replies back: it executes our SET at once but
+    // answers late, so the round's cleanup release to it waits for that answer.
+    let proxy = redlock_fleet::proxy::FaultProxy::start(fleet.addr(4))
+        .await
+        .unwrap();
+    let mut urls = fleet.urls();
+    urls[4] = proxy.url();
+    let redlock = fresh(redlock::Redlock::builder().nodes(urls))
+        .node_timeout(Duration::from_secs(2))
+        .ttl(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    redlock.connect().await;
+    occupy(&fleet, &[0, 1, 2], "redlock:busy");
+    proxy.handle().set_latency(
+        redlock_fleet::proxy::Direction::ToClient,
+        Duration::from_millis(400),
+    );
+
+    let err = redlock.try_acquire("busy").await.unwrap_err();
+    assert!(matches!(err, Error::Taken { .. }), "{err:?}");
+    // Decided by the three *taken*: it returned while node 4's answer is still on its way,
+    // so node 4 still holds the failed round's key.
+    let node4 = fleet.keys_with_prefix(4, PREFIX).unwrap();
+    assert_eq!(node4.len(), 1, "the SET to node 4 has landed: {node4:?}");
+    let failed_token = node4[0].1.clone();
+
+    // The resource frees up; the next round runs while the cleanup to node 4 waits.
+    for i in 0..3 {
+        let _: () = redis::cmd("DEL")
+            .arg("redlock:busy")
+            .query(&mut fleet.connect(i).unwrap())
+            .unwrap();
+    }
+    let lease = redlock.try_acquire("busy").await.unwrap();
+    redlock.settle().await;
+    // On node 4 the new round's SET came after the old round's release: it holds the new
+    // token. Had it overtaken the release, it would have found the old key (taken), and
+    // the release would then have left node 4 empty.
+    let node4 = fleet.keys_with_prefix(4, PREFIX).unwrap();
+    let holders: Vec<Option<String>> = node4.into_iter().map(|(_, v)| v).collect();
+    assert_eq!(holders.len(), 1, "node 4: {holders:?}");
+    assert_ne!(holders[0], failed_token);
+    assert_eq!(holders[0], fleet.keys_with_prefix(3, PREFIX).unwrap()[0].1);
+    lease.release().await;
+    redlock.settle().await;
+    proxy
+        .handle()
+        .set_latency(redlock_fleet::proxy::Direction::ToClient, Duration::ZERO);
+    assert_no_lock_keys(&fleet).await;
+    fleet.resume(4).ok();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_acquire_leaves_none_of_its_tokens() {
     let fleet = fleet(5);
@@ -35,7 +126,8 @@ async fn a_failed_acquire_leaves_none_of_its_tokens() {
     // Every round wins nodes 3 and 4 and must give them back.
     let err = redlock.acquire("busy").await.unwrap_err();
     assert!(matches!(err, Error::Taken { attempts: 4, .. }), "{err:?}");
-    // The acquisition returns only after its cleanup: check at once, no waiting.
+    // The acquisition returns at its decision; its cleanup finishes in the background.
+    redlock.settle().await;
     for i in 0..5 {
         let keys = fleet.keys_with_prefix(i, PREFIX).unwrap();
         let expected: Vec<(String, Option<String>)> = if i < 3 {

@@ -15,6 +15,12 @@ pub(crate) enum NodeOp {
         token: Token,
         ttl_ms: u64,
     },
+    /// `SET key token NX PX ttl` followed by `PTTL key` in the same request.
+    SetNxReportHolder {
+        key: Arc<str>,
+        token: Token,
+        ttl_ms: u64,
+    },
     /// The fenced acquisition script: `SET NX PX` and read the fence counter.
     SetNxReadFence {
         key: Arc<str>,

@@ -126,6 +126,29 @@ impl Server {
                     (Reply::Acquired, Some(Effect::Set { key: k, entry }))
                 }
             }
+            NodeOp::SetNxReportHolder { key, token, ttl_ms } => {
+                let (reply, effect) = self.execute(
+                    &NodeOp::SetNx {
+                        key: key.clone(),
+                        token: *token,
+                        ttl_ms: *ttl_ms,
+                    },
+                    t,
+                );
+                let reply = match reply {
+                    NodeReply::Core(Reply::Taken) => {
+                        let remaining = self
+                            .live(key, now)
+                            .and_then(|entry| entry.expire_at_ms)
+                            .map_or(std::time::Duration::MAX, |at| {
+                                std::time::Duration::from_millis(at.saturating_sub(now))
+                            });
+                        NodeReply::Core(Reply::TakenFor { remaining })
+                    }
+                    other => other,
+                };
+                return (reply, effect);
+            }
             NodeOp::SetNxReadFence {
                 key,
                 fence_key,

@@ -701,6 +701,7 @@ impl<'s> World<'s> {
         match (cmd, reply) {
             (
                 NodeOp::SetNx { token, ttl_ms, .. }
+                | NodeOp::SetNxReportHolder { token, ttl_ms, .. }
                 | NodeOp::SetNxReadFence { token, ttl_ms, .. }
                 | NodeOp::SetOrExtend { token, ttl_ms, .. },
                 Reply::Acquired | Reply::AcquiredWithFence { .. } | Reply::Extended,

@@ -313,6 +313,7 @@ impl RedlockBuilder {
         let addresses = nodes.iter().map(|n| n.address().clone()).collect();
         Ok(Redlock {
             shared: Arc::new(Shared {
+                lanes: super::lanes::LaneRegistry::new(nodes.len()),
                 nodes: Arc::new(Nodes::new(nodes, policy, Clock::new())),
                 background: super::flight::Background::default(),
                 addresses,

@@ -8,22 +8,21 @@
 //!   lands. Requests are never dropped here: when an operation ends (or is cancelled), what
 //!   is still in flight moves to a background task that runs it to completion.
 //! - A cleanup release must reach a node after the `SET` it cleans up. Each node has a
-//!   *lane*: a command starts only once the previous command of the same lease to that node
-//!   has finished. The node's connection is ordered, so the node executes them in order too.
+//!   *lane* ([`Lanes`]): a command starts only once the previous command of the same
+//!   resource to that node has finished. The node's connection is ordered, so the node
+//!   executes them in order too.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use std::sync::atomic::AtomicBool;
-use std::sync::{Mutex, PoisonError};
-
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::Notify;
 use tracing::Instrument;
 
+use super::lanes::{Gate, Lanes, OpensOnDrop};
 use super::node::Nodes;
 use crate::core::{NodeFailure, Reply, RequestId, Transmit};
 
@@ -98,66 +97,6 @@ pub(crate) struct Completion {
     pub(crate) result: Result<Reply, NodeFailure>,
 }
 
-/// Opens when a command of a lane has finished (or was dropped unfinished), and wakes every
-/// command waiting for it.
-#[derive(Default)]
-struct Gate {
-    open: AtomicBool,
-    opened: Notify,
-}
-
-impl Gate {
-    fn is_open(&self) -> bool {
-        self.open.load(Ordering::Acquire)
-    }
-
-    async fn wait(&self) {
-        loop {
-            // Registered before the second look, so an opening in between still wakes us.
-            let opened = self.opened.notified();
-            tokio::pin!(opened);
-            opened.as_mut().enable();
-            if self.is_open() {
-                return;
-            }
-            opened.await;
-        }
-    }
-}
-
-/// Opens its gate when dropped: when the command finishes, times out or is cancelled.
-struct OpensOnDrop(Arc<Gate>);
-
-impl Drop for OpensOnDrop {
-    fn drop(&mut self) {
-        self.0.open.store(true, Ordering::Release);
-        self.0.opened.notify_waiters();
-    }
-}
-
-/// For each node, a gate that opens when the lease's last command to that node finished.
-///
-/// Shared by every operation of one lease, and updated when a command is *sent*, not when
-/// the operation that sent it ends: an operation cancelled half-way (a dropped `extend()`)
-/// still leaves its commands in the lanes, so the lease's next command waits for them.
-#[derive(Clone, Default)]
-pub(crate) struct Lanes(Arc<Mutex<Vec<Option<Arc<Gate>>>>>);
-
-impl Lanes {
-    pub(crate) fn new(nodes: usize) -> Self {
-        Self(Arc::new(Mutex::new(vec![None; nodes])))
-    }
-
-    /// Installs `gate` as node `index`'s last command; returns the one it follows.
-    fn push(&self, index: usize, gate: Arc<Gate>) -> Option<Arc<Gate>> {
-        let mut lanes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if lanes.len() <= index {
-            lanes.resize(index + 1, None);
-        }
-        lanes[index].replace(gate)
-    }
-}
-
 /// The requests of one operation (acquire, extend or release).
 pub(crate) struct Flight {
     nodes: Arc<Nodes>,
@@ -197,12 +136,28 @@ impl Flight {
         let nodes = Arc::clone(&self.nodes);
         let timeout = self.timeout;
         self.pending.push(Box::pin(async move {
-            if let Some(previous) = previous {
-                previous.wait().await;
-            }
-            let result = tokio::time::timeout(timeout, nodes.execute(index, &transmit.command))
+            let queued = async {
+                if let Some(previous) = previous {
+                    previous.wait().await;
+                }
+            };
+            let command = &transmit.command;
+            let result = if command.is_release() {
+                // A release waits for the command before it however long that takes (that
+                // command may have written the key it deletes), then gets its own timeout.
+                queued.await;
+                tokio::time::timeout(timeout, nodes.execute(index, command)).await
+            } else {
+                // Anything else gives up when its round does, waiting in the lane included:
+                // a command cut before it was sent wrote nothing, and a backlog of commands
+                // whose rounds are long decided cannot build up behind a slow node.
+                tokio::time::timeout(timeout, async {
+                    queued.await;
+                    nodes.execute(index, command).await
+                })
                 .await
-                .unwrap_or(Err(NodeFailure::TimedOut));
+            }
+            .unwrap_or(Err(NodeFailure::TimedOut));
             if let Err(failure) = &result {
                 let node = nodes.iter().nth(index).map_or("?", |n| &**n.address());
                 tracing::debug!(node, error = %failure, "node request failed");
@@ -237,11 +192,6 @@ impl Flight {
         }
     }
 
-    /// Runs every request to completion (each is bounded by its timeout).
-    pub(crate) async fn finish(&mut self) {
-        while self.pending.next().await.is_some() {}
-    }
-
     /// The lanes, for the lease's next operation. What is still in flight continues in the
     /// background (see `Drop`).
     pub(crate) fn lanes(&self) -> Lanes {
@@ -259,10 +209,13 @@ impl Drop for Flight {
         }
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
-                self.background.spawn(
-                    &runtime,
-                    async move { while pending.next().await.is_some() {} },
-                )
+                // The resource's lanes stay alive with the requests: the next operation on
+                // the resource queues behind them on each node.
+                let lanes = self.lanes.clone();
+                self.background.spawn(&runtime, async move {
+                    while pending.next().await.is_some() {}
+                    drop(lanes);
+                })
             }
             Err(_) => tracing::warn!(
                 requests = pending.len(),

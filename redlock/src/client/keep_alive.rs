@@ -213,7 +213,7 @@ type StopRequest = oneshot::Receiver<oneshot::Sender<ReleaseReport>>;
 async fn keep(
     redlock: super::Redlock,
     mut keeper: Keeper,
-    lanes: super::flight::Lanes,
+    lanes: super::lanes::Lanes,
     granted_at: Instant,
     state: watch::Sender<State>,
     mut stop: StopRequest,

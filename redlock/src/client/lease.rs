@@ -7,7 +7,7 @@ use tracing::Instrument;
 
 use super::Redlock;
 use super::drive::drive;
-use super::flight::Lanes;
+use super::lanes::Lanes;
 use crate::core::{ExtendFailure, ExtendOutcome, Held, ReleaseReport, Target, Token};
 use crate::error::{Error, NodeReport};
 

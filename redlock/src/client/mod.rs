@@ -68,6 +68,7 @@ mod fence;
 mod flight;
 mod identity;
 mod keep_alive;
+mod lanes;
 mod lease;
 mod node;
 mod redact;
@@ -90,7 +91,8 @@ pub use telemetry::Stats;
 
 use self::clock::Clock;
 use self::drive::drive;
-use self::flight::{Background, Flight, Lanes};
+use self::flight::{Background, Flight};
+use self::lanes::{LaneRegistry, Lanes};
 use self::node::Nodes;
 use self::telemetry::Telemetry;
 use crate::core::{
@@ -140,6 +142,8 @@ pub struct Redlock {
 /// What every handle of one client shares.
 struct Shared {
     nodes: Arc<Nodes>,
+    /// Per resource, the order of its commands on each node.
+    lanes: LaneRegistry,
     background: Background,
     addresses: Arc<[Arc<str>]>,
     key_prefix: Arc<str>,
@@ -437,8 +441,8 @@ impl Redlock {
         let resource = described.as_str();
         let called = std::time::Instant::now();
         let mut op = AcquireOperation {
+            flight: self.flight(config, shared.lanes.of(&target)),
             machine: Acquire::new(config, target, random_token()?, clock.now()),
-            flight: self.flight(config, Lanes::new(shared.nodes.len())),
             finished: false,
         };
         loop {
@@ -474,7 +478,9 @@ impl Redlock {
                     }
                     return Ok(lease);
                 }
-                Some(AcquireEvent::Retry { window, failure }) => {
+                Some(AcquireEvent::Retry {
+                    window, failure, ..
+                }) => {
                     shared
                         .telemetry
                         .round(failure.reason == FailureReason::Contended);
@@ -496,8 +502,8 @@ impl Redlock {
                     shared
                         .telemetry
                         .acquire_failed(reason == FailureReason::Unavailable);
-                    // Leave nothing behind: wait for this round's cleanup releases.
-                    op.flight.finish().await;
+                    // The cleanup releases finish in the background (dropping the flight),
+                    // ahead of any later command on this resource in its lanes.
                     tracing::debug!(
                         resource,
                         attempt = failure.attempts,

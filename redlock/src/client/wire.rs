@@ -1,6 +1,8 @@
 //! The wire: each core [`Command`] as one Redis call, each answer as a core [`Reply`], and
 //! each redis-rs error as a core [`NodeFailure`].
 
+use std::time::Duration;
+
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
@@ -27,6 +29,34 @@ pub(crate) async fn run(
                 Value::Okay => Ok(Reply::Acquired),
                 Value::SimpleString(text) if text == "OK" => Ok(Reply::Acquired),
                 Value::Nil => Ok(Reply::Taken),
+                other => Err(unexpected("SET NX", &other)),
+            }
+        }
+        Command::SetIfAbsentReportHolder { key, token, ttl } => {
+            // One request, two commands: the holder's remaining time is read right after
+            // the SET NX that found its key.
+            let (set, pttl): (Value, i64) = redis::pipe()
+                .cmd("SET")
+                .arg(key.as_str())
+                .arg(&token.to_hex()[..])
+                .arg("NX")
+                .arg("PX")
+                .arg(Command::px(*ttl))
+                .cmd("PTTL")
+                .arg(key.as_str())
+                .query_async(connection)
+                .await
+                .map_err(classify)?;
+            match set {
+                Value::Okay => Ok(Reply::Acquired),
+                Value::SimpleString(text) if text == "OK" => Ok(Reply::Acquired),
+                // -1: no expiry (not a lease of this protocol); -2: gone meanwhile.
+                Value::Nil => Ok(Reply::TakenFor {
+                    remaining: match pttl {
+                        -1 => Duration::MAX,
+                        ms => Duration::from_millis(ms.max(0).unsigned_abs()),
+                    },
+                }),
                 other => Err(unexpected("SET NX", &other)),
             }
         }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use super::command::RequestKind;
 use super::round::{QuorumRound, Verdict, Vote};
 use super::{
-    Command, LockConfig, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId, RetryWindow,
-    RoundFailure, Target, Timestamp, Token, Transmit,
+    Command, FailureReason, LockConfig, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId,
+    RetryWindow, RoundFailure, Target, Timestamp, Token, Transmit,
 };
 
 /// A lease won by an acquisition.
@@ -58,14 +58,23 @@ pub enum AcquireEvent {
     /// A quorum agreed in time. The lease is the caller's until [`Grant::valid_until`].
     Acquired(Grant),
     /// The round failed and its cleanup releases were queued. Pick a start in `window` with
-    /// [`RetryWindow::pick`], wait until then and call [`Acquire::retry`].
+    /// [`RetryWindow::pick`], wait until then and call [`Acquire::retry`]. A driver that
+    /// learns of the holder's release earlier (a notification) may start sooner: the next
+    /// round is an ordinary quorum round either way, so a notification that is lost, late or
+    /// wrong costs time, never safety.
     Retry {
-        /// When the next round may start.
+        /// When the next round starts: the retry policy's window, ending no later than
+        /// `free_at` (there is no point in waiting longer than the holder's keys live) and no
+        /// later than the deadline of [`Acquire::waiting_until`].
         window: RetryWindow,
         /// The round that failed.
         failure: RoundFailure,
+        /// When, on the client's clock, enough of the other owners' keys expire for a quorum
+        /// to be possible again, if the round learnt it.
+        free_at: Option<Timestamp>,
     },
-    /// The last allowed round failed; its cleanup releases were queued.
+    /// The last allowed round failed (or no round may start before the deadline of
+    /// [`Acquire::waiting_until`]); its cleanup releases were queued.
     Failed(AcquireFailure),
 }
 
@@ -125,6 +134,12 @@ pub struct Acquire {
     target: Target,
     token: Token,
     attempt: u32,
+    /// Whether the rounds ask for the holder's remaining time: from the round after one
+    /// that met another owner.
+    report_holder: bool,
+    /// With a wait budget: the last instant a round may start; the retry count is then not
+    /// the limit.
+    deadline: Option<Timestamp>,
     round: QuorumRound,
     /// The phase-1 round of a fenced acquisition, kept for its statuses while phase 2 runs.
     locked: Option<QuorumRound>,
@@ -150,6 +165,8 @@ impl Acquire {
             target: target.into(),
             token,
             attempt: 0,
+            report_holder: false,
+            deadline: None,
             round: QuorumRound::new(config, Vote::Acquired, now),
             locked: None,
             state: State::Finished,
@@ -158,6 +175,34 @@ impl Acquire {
         };
         acquire.start_round(token, now);
         acquire
+    }
+
+    /// Waits for the lease until `deadline` instead of for a number of rounds: rounds follow
+    /// each other (spaced by the retry policy's delay and jitter, or sooner when the holder's
+    /// keys expire sooner) as long as one can start by `deadline`, whatever the policy's
+    /// retry count. The last round starts at `deadline` at the latest.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock::core::*;
+    ///
+    /// let config = LockConfig::new(1).with_retry(RetryPolicy::no_retry());
+    /// let key = LockKey::new("lock:", "report")?;
+    /// let t0 = Timestamp::ZERO;
+    /// let deadline = t0.saturating_add(Duration::from_millis(30));
+    /// let mut acquire = Acquire::new(&config, key, Token::from_bytes([1; 16]), t0)
+    ///     .waiting_until(deadline);
+    /// let set = acquire.poll_transmit().unwrap();
+    /// acquire.handle_reply(set.request, Ok(Reply::Taken), t0);
+    /// // No retry in the policy, but time left in the budget: another round.
+    /// let Some(AcquireEvent::Retry { window, .. }) = acquire.poll_outcome() else { panic!() };
+    /// assert!(window.latest() <= deadline);
+    /// # Ok::<(), redlock::core::KeyError>(())
+    /// ```
+    #[must_use]
+    pub fn waiting_until(mut self, deadline: Timestamp) -> Self {
+        self.deadline = Some(deadline);
+        self
     }
 
     /// Starts the next round at `now` with a fresh `token`, after an [`AcquireEvent::Retry`].
@@ -205,7 +250,13 @@ impl Acquire {
         self.state = State::Locking;
         for index in 0..self.config.nodes() {
             let node = NodeId::new(index);
-            let command = Command::set(&self.target, token, self.config.ttl(), self.fenced());
+            let command = Command::set(
+                &self.target,
+                token,
+                self.config.ttl(),
+                self.fenced(),
+                self.report_holder,
+            );
             self.transmits.push_back(Transmit {
                 request: RequestId::new(self.attempt, node, RequestKind::Main),
                 node,
@@ -250,10 +301,21 @@ impl Acquire {
         }
     }
 
-    /// Releases this round's token everywhere, including on nodes that did not answer or
-    /// refused: a `SET` may still land after its timeout.
+    /// Releases this round's token on every node that may hold it: every node but those
+    /// that answered that another owner holds the key (their `SET NX` wrote nothing). Nodes
+    /// that did not answer, or failed, are released too: a `SET` may still land after its
+    /// timeout.
     fn queue_cleanup(&mut self) {
+        let locked = self.locked.as_ref().unwrap_or(&self.round);
+        let wrote_nothing: Vec<bool> = locked
+            .statuses()
+            .iter()
+            .map(|status| status.reply().is_some_and(Reply::is_taken))
+            .collect();
         for index in 0..self.config.nodes() {
+            if wrote_nothing.get(index).copied().unwrap_or(false) {
+                continue;
+            }
             let node = NodeId::new(index);
             self.transmits.push_back(Transmit {
                 request: RequestId::new(self.attempt, node, RequestKind::Cleanup),
@@ -296,12 +358,27 @@ impl Acquire {
                     // Report the whole round: it started with the lock phase.
                     failure.started_at = locked.started_at();
                 }
+                // Someone else holds it: the next rounds ask how long for.
+                self.report_holder |= reason == FailureReason::Contended;
+                let free_at = failure.free_after().map(|left| now.saturating_add(left));
+                let mut window = self.config.retry().window_after(now);
+                if let Some(free_at) = free_at {
+                    window = window.ending_by(free_at);
+                }
+                let may_retry = match self.deadline {
+                    Some(deadline) => {
+                        window = window.ending_by(deadline);
+                        now < deadline
+                    }
+                    None => self.attempt < self.config.retry().attempts(),
+                };
                 // Refused credentials or permissions do not pass: no retry for them.
-                if self.attempt < self.config.retry().attempts() && !failure.is_denied() {
+                if may_retry && !failure.is_denied() {
                     self.state = State::AwaitingRetry;
                     self.outcome = Some(AcquireEvent::Retry {
-                        window: self.config.retry().window_after(now),
+                        window,
                         failure,
+                        free_at,
                     });
                 } else {
                     self.state = State::Finished;
@@ -340,7 +417,10 @@ impl Machine for Acquire {
                         Reply::AcquiredWithFence { .. } | Reply::TakenWithFence { .. }
                     )
                 } else {
-                    matches!(reply, Reply::Acquired | Reply::Taken)
+                    matches!(
+                        reply,
+                        Reply::Acquired | Reply::Taken | Reply::TakenFor { .. }
+                    )
                 }
             },
             (State::Fencing { .. }, RequestKind::Fence) => |reply: Reply, _: bool| {
@@ -399,7 +479,7 @@ mod tests {
     }
 
     #[test]
-    fn failure_releases_every_node_then_retries_with_a_new_token() {
+    fn failure_releases_every_node_that_may_hold_the_key_then_retries_with_a_new_token() {
         let config = LockConfig::new(3).with_retry(RetryPolicy::new(1, ms(10), ms(0)));
         let t0 = Timestamp::ZERO;
         let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
@@ -407,12 +487,18 @@ mod tests {
         m.handle_reply(sets[0].request, Ok(Reply::Taken), t0);
         m.handle_reply(sets[1].request, Err(NodeFailure::Refused), t0);
         let cleanup = drain(&mut m);
-        assert_eq!(cleanup.len(), 3, "all nodes, answered or not");
+        // Node 0 answered *taken*: its SET NX wrote nothing. Node 1 failed and node 2 did not
+        // answer: either may still hold the key.
+        let released: Vec<usize> = cleanup.iter().map(|t| t.node.index()).collect();
+        assert_eq!(released, [1, 2], "every node but the one that was taken");
         assert!(cleanup.iter().all(|t| matches!(
             t.command,
             Command::ReleaseIfOwner { token, .. } if token == Token::from_bytes([1; 16])
         )));
-        let Some(AcquireEvent::Retry { window, failure }) = m.poll_outcome() else {
+        let Some(AcquireEvent::Retry {
+            window, failure, ..
+        }) = m.poll_outcome()
+        else {
             panic!("expected a retry")
         };
         assert_eq!(failure.reason, FailureReason::Contended);
@@ -428,6 +514,11 @@ mod tests {
         assert!(
             sets.iter()
                 .all(|t| t.command.token() == Some(Token::from_bytes([2; 16])))
+        );
+        // After a round that met another owner, the rounds ask for the holder's time.
+        assert!(
+            sets.iter()
+                .all(|t| matches!(t.command, Command::SetIfAbsentReportHolder { .. }))
         );
         for t in &sets[..2] {
             m.handle_reply(t.request, Ok(Reply::Acquired), t1.saturating_add(ms(1)));
@@ -621,7 +712,7 @@ mod tests {
         };
         assert_eq!(f.last_round.reason, FailureReason::Contended);
         let cleanup = drain(&mut m);
-        assert_eq!(cleanup.len(), 3);
+        assert_eq!(cleanup.len(), 3, "each node took the key in phase 1");
         assert!(
             cleanup
                 .iter()
@@ -680,6 +771,109 @@ mod tests {
         m.handle_reply(sets[0].request, denied(), t0);
         m.handle_reply(sets[1].request, Err(NodeFailure::Refused), t0);
         assert!(matches!(m.poll_outcome(), Some(AcquireEvent::Retry { .. })));
+    }
+
+    #[test]
+    fn a_waiting_round_learns_when_the_holder_expires() {
+        let config = LockConfig::new(3).with_retry(RetryPolicy::new(5, ms(100), ms(0)));
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        for t in &sets {
+            m.handle_reply(t.request, Ok(Reply::Taken), t0);
+        }
+        // Decided at the second *taken*: only the node that had not answered may hold ours.
+        let cleanup: Vec<usize> = drain(&mut m).iter().map(|t| t.node.index()).collect();
+        assert_eq!(cleanup, [2]);
+        let Some(AcquireEvent::Retry { free_at: None, .. }) = m.poll_outcome() else {
+            panic!("the first round cannot know")
+        };
+        assert!(m.retry(Token::from_bytes([2; 16]), t0));
+        let sets = drain(&mut m);
+        let taken = |n| Ok(Reply::TakenFor { remaining: ms(n) });
+        m.handle_reply(sets[0].request, taken(40), t0);
+        m.handle_reply(sets[1].request, taken(70), t0);
+        let Some(AcquireEvent::Retry { free_at, .. }) = m.poll_outcome() else {
+            panic!()
+        };
+        // Quorum two of three: one taken key may stay, so the first to expire frees it.
+        assert_eq!(free_at, Some(t0.saturating_add(ms(40))));
+    }
+
+    #[test]
+    fn a_waiter_never_sleeps_past_the_holders_expiry() {
+        let config = LockConfig::new(1).with_retry(RetryPolicy::new(5, ms(100), ms(100)));
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let set = drain(&mut m);
+        m.handle_reply(set[0].request, Ok(Reply::Taken), t0);
+        let Some(AcquireEvent::Retry { window, .. }) = m.poll_outcome() else {
+            panic!()
+        };
+        // Nothing known about the holder: the policy's window.
+        assert_eq!(
+            window,
+            RetryWindow::new(t0.saturating_add(ms(100)), ms(100))
+        );
+        m.retry(Token::from_bytes([2; 16]), t0);
+        let set = drain(&mut m);
+        m.handle_reply(
+            set[0].request,
+            Ok(Reply::TakenFor { remaining: ms(30) }),
+            t0,
+        );
+        let Some(AcquireEvent::Retry { window, .. }) = m.poll_outcome() else {
+            panic!()
+        };
+        // The holder's key expires before the policy's delay: start when it does.
+        assert_eq!(window, RetryWindow::new(t0.saturating_add(ms(30)), ms(0)));
+        m.retry(Token::from_bytes([3; 16]), t0);
+        let set = drain(&mut m);
+        m.handle_reply(
+            set[0].request,
+            Ok(Reply::TakenFor { remaining: ms(150) }),
+            t0,
+        );
+        let Some(AcquireEvent::Retry { window, .. }) = m.poll_outcome() else {
+            panic!()
+        };
+        // Inside the window: cut there.
+        assert_eq!(window, RetryWindow::new(t0.saturating_add(ms(100)), ms(50)));
+    }
+
+    #[test]
+    fn a_wait_budget_retries_until_its_deadline_whatever_the_count() {
+        let config = LockConfig::new(1).with_retry(RetryPolicy::new(1, ms(10), ms(0)));
+        let t0 = Timestamp::ZERO;
+        let deadline = t0.saturating_add(ms(25));
+        let mut m =
+            Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0).waiting_until(deadline);
+        let mut now = t0;
+        let mut starts = vec![now];
+        loop {
+            let set = drain(&mut m);
+            m.handle_reply(set[0].request, Ok(Reply::Taken), now);
+            match m.poll_outcome() {
+                Some(AcquireEvent::Retry { window, .. }) => {
+                    assert!(window.latest() <= deadline);
+                    now = window.earliest();
+                    starts.push(now);
+                    assert!(m.retry(Token::from_bytes([2; 16]), now));
+                }
+                Some(AcquireEvent::Failed(failure)) => {
+                    assert_eq!(failure.attempts, 4);
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // Three rounds 10 ms apart, then one last at the deadline, then no more: the policy's
+        // single retry is not the limit.
+        let ms_of = |t: &Timestamp| t.saturating_duration_since(t0).as_millis();
+        assert_eq!(
+            starts.iter().map(ms_of).collect::<Vec<_>>(),
+            [0, 10, 20, 25]
+        );
     }
 
     #[test]

@@ -48,6 +48,17 @@ pub enum Command {
         /// The expiry written with `PX` (a whole number of milliseconds once validated).
         ttl: Duration,
     },
+    /// `SET key token NX PX ttl`, and the key's remaining time to live (`PTTL`) in the same
+    /// request: a waiter's round, which learns when the holder's key expires if it is taken
+    /// ([`Reply::TakenFor`]).
+    SetIfAbsentReportHolder {
+        /// The lock key.
+        key: LockKey,
+        /// This round's owner token.
+        token: Token,
+        /// The expiry written with `PX`.
+        ttl: Duration,
+    },
     /// Delete the key only if it still holds `token` (never a plain `DEL`).
     ReleaseIfOwner {
         /// The lock key.
@@ -119,6 +130,7 @@ impl Command {
     pub fn keys(&self) -> &[LockKey] {
         match self {
             Self::SetIfAbsent { key, .. }
+            | Self::SetIfAbsentReportHolder { key, .. }
             | Self::SetIfAbsentReadFence { key, .. }
             | Self::RaiseFence { key, .. }
             | Self::ReleaseIfOwner { key, .. }
@@ -134,6 +146,7 @@ impl Command {
     pub fn ttl_millis(&self) -> Option<u64> {
         match self {
             Self::SetIfAbsent { ttl, .. }
+            | Self::SetIfAbsentReportHolder { ttl, .. }
             | Self::SetIfAbsentReadFence { ttl, .. }
             | Self::SetAllIfAbsent { ttl, .. }
             | Self::ExtendAllIfOwner { ttl, .. }
@@ -163,6 +176,7 @@ impl Command {
     pub fn token(&self) -> Option<Token> {
         match self {
             Self::SetIfAbsent { token, .. }
+            | Self::SetIfAbsentReportHolder { token, .. }
             | Self::SetIfAbsentReadFence { token, .. }
             | Self::ReleaseIfOwner { token, .. }
             | Self::ExtendIfOwner { token, .. }
@@ -173,10 +187,22 @@ impl Command {
         }
     }
 
-    /// The command that takes `target`.
-    pub(crate) fn set(target: &Target, token: Token, ttl: Duration, fencing: bool) -> Self {
+    /// The command that takes `target`; a waiter's round also asks for the holder's
+    /// remaining time (`report_holder`).
+    pub(crate) fn set(
+        target: &Target,
+        token: Token,
+        ttl: Duration,
+        fencing: bool,
+        report_holder: bool,
+    ) -> Self {
         match target {
             Target::One(key) if fencing => Self::SetIfAbsentReadFence {
+                key: key.clone(),
+                token,
+                ttl,
+            },
+            Target::One(key) if report_holder => Self::SetIfAbsentReportHolder {
                 key: key.clone(),
                 token,
                 ttl,
@@ -233,6 +259,12 @@ pub enum Reply {
     Acquired,
     /// `SetIfAbsent`: another value holds the key.
     Taken,
+    /// `SetIfAbsentReportHolder`: another value holds the key, and expires in `remaining`
+    /// (on the node's clock; a key without expiry reports `Duration::MAX`).
+    TakenFor {
+        /// The holder's remaining time to live on the node.
+        remaining: Duration,
+    },
     /// `ReleaseIfOwner`: the key held the token and is deleted.
     Released,
     /// `ExtendIfOwner`: the key held the token and its expiry was reset.
@@ -270,7 +302,7 @@ impl Reply {
     pub fn is_taken(self) -> bool {
         matches!(
             self,
-            Self::Taken | Self::TakenWithFence { .. } | Self::HeldByOther
+            Self::Taken | Self::TakenFor { .. } | Self::TakenWithFence { .. } | Self::HeldByOther
         )
     }
 
@@ -433,6 +465,9 @@ impl fmt::Display for NodeStatus {
             Self::Pending => f.write_str("no answer yet"),
             Self::Replied(Reply::Acquired) => f.write_str("acquired"),
             Self::Replied(Reply::Taken) => f.write_str("taken by another owner"),
+            Self::Replied(Reply::TakenFor { remaining }) => {
+                write!(f, "taken by another owner for {remaining:?}")
+            }
             Self::Replied(Reply::Released) => f.write_str("released"),
             Self::Replied(Reply::Extended) => f.write_str("extended"),
             Self::Replied(Reply::NotHeld) => f.write_str("not held"),

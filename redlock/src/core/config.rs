@@ -175,10 +175,10 @@ impl LockConfig {
     /// The longest an acquisition driven by the client can take, success or failure:
     /// `attempts × 3 × node_timeout + retries × (retry_delay + retry_jitter)`.
     ///
-    /// Each round is decided within one per-node timeout. A node that never answers can hold
-    /// a backlog of two commands per round (the `SET` and its cleanup release), each bounded
-    /// by the per-node timeout, and a failed acquisition waits for its cleanup before it
-    /// returns; the third timeout per round covers that.
+    /// Each round is decided within one per-node timeout, a fenced round within two (the
+    /// lock phase, then the fence phase); the third per round is headroom for a loaded
+    /// machine's scheduler. A failed acquisition returns at its decision: its cleanup
+    /// releases finish in the background, ahead of the resource's next command on each node.
     ///
     /// ```
     /// use std::time::Duration;

@@ -116,6 +116,29 @@ impl RetryWindow {
         self.earliest.saturating_add(self.spread)
     }
 
+    /// This window, ending no later than `at`: cut at `at`, or the instant `at` itself when
+    /// the window starts after it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock::core::{RetryWindow, Timestamp};
+    ///
+    /// let at = |n| Timestamp::from_nanos(n);
+    /// let window = RetryWindow::new(at(100), Duration::from_nanos(50));
+    /// assert_eq!(window.ending_by(at(120)).latest(), at(120));
+    /// assert_eq!(window.ending_by(at(60)), RetryWindow::new(at(60), Duration::ZERO));
+    /// assert_eq!(window.ending_by(at(500)), window);
+    /// ```
+    #[must_use]
+    pub fn ending_by(self, at: Timestamp) -> Self {
+        if at <= self.earliest {
+            Self::new(at, Duration::ZERO)
+        } else {
+            let spread = self.spread.min(at.saturating_duration_since(self.earliest));
+            Self::new(self.earliest, spread)
+        }
+    }
+
     /// A start drawn uniformly from the window with the caller's generator.
     pub fn pick<R: Rng + ?Sized>(&self, rng: &mut R) -> Timestamp {
         let spread = u64::try_from(self.spread.as_nanos()).unwrap_or(u64::MAX);
@@ -152,6 +175,18 @@ mod tests {
             prop_assert!(at >= window.earliest());
             prop_assert!(at <= window.latest());
             prop_assert!(at < window.latest() || window.earliest() == window.latest() || window.latest() == Timestamp::MAX);
+        }
+
+        #[test]
+        fn a_window_ending_by_an_instant_never_ends_after_it(start in any::<u64>(), spread in any::<u64>(), by in any::<u64>(), seed in any::<u64>()) {
+            let window = RetryWindow::new(Timestamp::from_nanos(start), Duration::from_nanos(spread));
+            let by = Timestamp::from_nanos(by);
+            let cut = window.ending_by(by);
+            let at = cut.pick(&mut StdRng::seed_from_u64(seed));
+            prop_assert!(at <= by);
+            prop_assert!(cut.latest() <= window.latest());
+            // Never earlier than needed: the original start, unless `by` comes first.
+            prop_assert_eq!(cut.earliest(), window.earliest().min(by));
         }
     }
 }

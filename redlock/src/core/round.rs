@@ -4,6 +4,7 @@
 //! this is that logic, once.
 
 use std::fmt;
+use std::time::Duration;
 
 use super::validity::validity_deadline;
 use super::{LockConfig, NodeFailure, NodeId, NodeStatus, Reply, Timestamp};
@@ -51,6 +52,26 @@ impl RoundFailure {
     /// How many nodes answered with `reply`.
     pub fn count(&self, reply: Reply) -> usize {
         count(&self.nodes, reply)
+    }
+
+    /// How long until enough of the other owners' keys have expired for a quorum to be
+    /// possible again, when every node that found the key taken said for how long
+    /// ([`Reply::TakenFor`]); `None` when that is unknown or nothing blocks a quorum.
+    pub fn free_after(&self) -> Option<Duration> {
+        let nodes = self.nodes.len();
+        let spare = nodes.saturating_sub(super::quorum(nodes));
+        let mut remaining = Vec::new();
+        for status in &self.nodes {
+            match status.reply() {
+                Some(Reply::TakenFor { remaining: left }) => remaining.push(left),
+                Some(reply) if reply.is_taken() => return None,
+                _ => {}
+            }
+        }
+        // A quorum needs all but `spare` nodes: that many taken keys may stay.
+        let must_expire = remaining.len().checked_sub(spare).filter(|n| *n > 0)?;
+        remaining.sort_unstable();
+        remaining.get(must_expire - 1).copied()
     }
 
     /// Whether so many nodes refused this client ([`NodeFailure::Denied`]: credentials,
@@ -269,7 +290,6 @@ impl QuorumRound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     fn round(nodes: usize) -> QuorumRound {
         QuorumRound::new(&LockConfig::new(nodes), Vote::Acquired, Timestamp::ZERO)
@@ -308,6 +328,33 @@ mod tests {
             r.verdict(late),
             Some(Verdict::Lost(FailureReason::ValidityExhausted))
         ));
+    }
+
+    #[test]
+    fn the_holder_expires_when_enough_keys_have() {
+        let ms = Duration::from_millis;
+        let failure = |replies: &[Reply]| RoundFailure {
+            reason: FailureReason::Contended,
+            nodes: replies.iter().map(|r| NodeStatus::Replied(*r)).collect(),
+            started_at: Timestamp::ZERO,
+            decided_at: Timestamp::ZERO,
+        };
+        let taken = |n| Reply::TakenFor { remaining: ms(n) };
+        // Five nodes, quorum three: two taken keys may stay, so the third shortest decides.
+        let five = failure(&[
+            taken(900),
+            taken(100),
+            taken(500),
+            taken(300),
+            Reply::Acquired,
+        ]);
+        assert_eq!(five.free_after(), Some(ms(300)));
+        // A taken node that did not say for how long: unknown.
+        let unknown = failure(&[taken(900), Reply::Taken, taken(500), Reply::Acquired]);
+        assert_eq!(unknown.free_after(), None);
+        // Nothing blocks a quorum.
+        let free = failure(&[taken(900), Reply::Acquired, Reply::Acquired]);
+        assert_eq!(free.free_after(), None);
     }
 
     #[test]

@@ -128,6 +128,11 @@ impl Faults {
                 token,
                 ttl_ms: Command::px(ttl),
             },
+            Command::SetIfAbsentReportHolder { token, ttl, .. } => NodeOp::SetNxReportHolder {
+                key,
+                token,
+                ttl_ms: Command::px(ttl),
+            },
             Command::ReleaseIfOwner { token, .. } => match self.release {
                 ReleaseImpl::Script => NodeOp::ReleaseIfOwner { key, token },
                 ReleaseImpl::PlainDel => NodeOp::Del { key },

@@ -93,7 +93,9 @@ impl Client {
             Pumped::Outcome(AcquireEvent::Acquired(grant)) => {
                 self.granted(ctx, grant, acquiring.round);
             }
-            Pumped::Outcome(AcquireEvent::Retry { window, failure }) => {
+            Pumped::Outcome(AcquireEvent::Retry {
+                window, failure, ..
+            }) => {
                 ctx.trace(
                     &self.spec.name,
                     format_args!(

@@ -1,0 +1,163 @@
+//! Per-node ordering of the commands of one resource.
+//!
+//! A release must reach a node after the `SET` it cleans up, and a new round's `SET` after
+//! the previous round's release: otherwise the `SET` finds the client's own old key (a lost
+//! vote), or, worse, a release of an old token lands after nothing and the old `SET` lands
+//! after it (a key left until its TTL). Each node's connection is ordered, so it is enough
+//! that a command *starts* only once the previous command of the same resource to that node
+//! has finished: its *lane*.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use tokio::sync::Notify;
+
+use crate::core::Target;
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain data behind these locks: a poisoned lock still holds usable values.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Opens when a command of a lane has finished (or was dropped unfinished), and wakes every
+/// command waiting for it.
+#[derive(Default)]
+pub(crate) struct Gate {
+    open: AtomicBool,
+    opened: Notify,
+}
+
+impl Gate {
+    pub(crate) fn is_open(&self) -> bool {
+        self.open.load(Ordering::Acquire)
+    }
+
+    pub(crate) async fn wait(&self) {
+        loop {
+            // Registered before the second look, so an opening in between still wakes us.
+            let opened = self.opened.notified();
+            tokio::pin!(opened);
+            opened.as_mut().enable();
+            if self.is_open() {
+                return;
+            }
+            opened.await;
+        }
+    }
+}
+
+/// Opens its gate when dropped: when the command finishes, times out or is cancelled.
+pub(crate) struct OpensOnDrop(pub(crate) Arc<Gate>);
+
+impl Drop for OpensOnDrop {
+    fn drop(&mut self) {
+        self.0.open.store(true, Ordering::Release);
+        self.0.opened.notify_waiters();
+    }
+}
+
+type Slots = Mutex<Vec<Option<Arc<Gate>>>>;
+
+/// For each node, a gate that opens when the resource's last command to that node finished.
+///
+/// Shared by every operation on one resource within a client (the rounds of acquisitions,
+/// their cleanups, the lease's extensions and release), and updated when a command is
+/// *sent*, not when the operation that sent it ends: an operation that returned at its
+/// decision, or was cancelled half-way, still leaves its commands in the lanes, so the next
+/// command to the same node waits for them.
+#[derive(Clone)]
+pub(crate) struct Lanes(Arc<Slots>);
+
+impl Lanes {
+    fn new(nodes: usize) -> Self {
+        Self(Arc::new(Mutex::new(vec![None; nodes])))
+    }
+
+    /// Installs `gate` as node `index`'s last command; returns the one it follows.
+    pub(crate) fn push(&self, index: usize, gate: Arc<Gate>) -> Option<Arc<Gate>> {
+        let mut lanes = lock(&self.0);
+        if lanes.len() <= index {
+            lanes.resize(index + 1, None);
+        }
+        lanes[index].replace(gate)
+    }
+}
+
+/// The lanes of every resource that has an operation or a lease alive in this client.
+///
+/// Entries are weak: the lanes live as long as something uses them, and a resource nobody
+/// touches any more costs one dead entry until the next sweep.
+pub(crate) struct LaneRegistry {
+    nodes: usize,
+    lanes: Mutex<Registry>,
+}
+
+struct Registry {
+    by_target: HashMap<Target, Weak<Slots>>,
+    /// The size at which dead entries are next swept out (twice the live ones at the last
+    /// sweep), so that sweeping costs O(1) per lookup over time.
+    sweep_at: usize,
+}
+
+impl LaneRegistry {
+    pub(crate) fn new(nodes: usize) -> Self {
+        Self {
+            nodes,
+            lanes: Mutex::new(Registry {
+                by_target: HashMap::new(),
+                sweep_at: 64,
+            }),
+        }
+    }
+
+    /// The lanes of `target`, shared with every live operation and lease on it.
+    pub(crate) fn of(&self, target: &Target) -> Lanes {
+        let mut registry = lock(&self.lanes);
+        if let Some(slots) = registry.by_target.get(target).and_then(Weak::upgrade) {
+            return Lanes(slots);
+        }
+        let lanes = Lanes::new(self.nodes);
+        registry
+            .by_target
+            .insert(target.clone(), Arc::downgrade(&lanes.0));
+        if registry.by_target.len() >= registry.sweep_at {
+            registry
+                .by_target
+                .retain(|_, slots| slots.strong_count() > 0);
+            registry.sweep_at = (registry.by_target.len() * 2).max(64);
+        }
+        lanes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(name: &str) -> Target {
+        Target::many("lock:", [name]).unwrap()
+    }
+
+    #[test]
+    fn operations_on_one_resource_share_its_lanes_while_any_is_alive() {
+        let registry = LaneRegistry::new(3);
+        let first = registry.of(&target("a"));
+        let second = registry.of(&target("a"));
+        assert!(Arc::ptr_eq(&first.0, &second.0));
+        assert!(!Arc::ptr_eq(&first.0, &registry.of(&target("b")).0));
+        drop((first, second));
+        // Nothing alive: a fresh set of lanes, no gate left from before.
+        let again = registry.of(&target("a"));
+        assert!(lock(&again.0).iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn dead_entries_are_swept() {
+        let registry = LaneRegistry::new(1);
+        for i in 0..1000 {
+            drop(registry.of(&target(&format!("r{i}"))));
+        }
+        assert!(lock(&registry.lanes).by_target.len() <= 64);
+    }
+}
