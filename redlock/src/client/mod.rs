@@ -71,7 +71,6 @@ mod keep_alive;
 mod lease;
 mod node;
 mod redact;
-mod scripts;
 mod telemetry;
 mod wire;
 
