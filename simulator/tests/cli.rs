@@ -110,3 +110,54 @@ fn explain_prints_the_counterexample_and_writes_the_diagram() {
         "{diagram}"
     );
 }
+
+/// The sweep's CSV, read the way a spreadsheet or a script reads it: by header name. Every
+/// row has as many fields as the header, and each named column holds what its name says.
+#[test]
+fn the_sweep_csv_reads_by_header_name() {
+    let csv = temp_file("sweep.csv", "");
+    let output = sim(&[
+        "sweep",
+        "scenarios/rl-00-baseline.toml",
+        "--param",
+        "latency",
+        "--values",
+        "1,2",
+        "--seeds",
+        "3",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 6, "{text}");
+    for row in &rows {
+        assert_eq!(row.len(), header.len(), "a row under {header:?}: {row:?}");
+    }
+    let column = |name: &str| -> Vec<&str> {
+        let i = header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no column `{name}` in {header:?}"));
+        rows.iter().map(|r| r[i]).collect()
+    };
+    let numbers = |name: &str| -> Vec<u64> {
+        column(name)
+            .iter()
+            .map(|v| v.parse().unwrap_or_else(|_| panic!("{name}: {v}")))
+            .collect()
+    };
+    assert_eq!(column("value"), ["1", "1", "1", "2", "2", "2"]);
+    assert_eq!(numbers("seed"), [1, 2, 3, 1, 2, 3]);
+    assert!(column("plain").iter().all(|v| *v == "SAFE"), "{text}");
+    assert_eq!(numbers("leases"), [2; 6], "{text}");
+    let calls = numbers("acquire_calls");
+    let failures = numbers("acquire_failures");
+    assert!(calls.iter().all(|&c| c == 2), "{text}");
+    assert!(failures.iter().all(|&f| f == 0), "{text}");
+    // A run of this scenario takes dozens of events: far more than any count above.
+    assert!(numbers("events").iter().all(|&e| e > 10), "{text}");
+}

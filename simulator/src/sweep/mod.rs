@@ -221,30 +221,47 @@ pub enum SweepError {
 }
 
 impl Sweep {
-    /// The runs as CSV, one line per run.
+    /// The runs as CSV: a header naming every column, then one line per run.
     pub fn csv(&self) -> String {
-        let mut out = String::from(
-            "parameter,value,seed,plain,fenced,strict,cause,leases,overlaps,stale_plain,stale_fenced,stale_strict,events\n",
-        );
+        let header: [&str; 15] = [
+            "parameter",
+            "value",
+            "seed",
+            "plain",
+            "fenced",
+            "strict",
+            "cause",
+            "leases",
+            "overlaps",
+            "stale_plain",
+            "stale_fenced",
+            "stale_strict",
+            "acquire_calls",
+            "acquire_failures",
+            "events",
+        ];
+        let mut out = header.join(",");
+        out.push('\n');
         for r in &self.runs {
-            out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            let row: [String; 15] = [
                 self.parameter.replace(',', ";"),
-                r.value,
-                r.seed,
-                r.verdicts[0],
-                r.verdicts[1],
-                r.verdicts[2],
+                r.value.to_string(),
+                r.seed.to_string(),
+                r.verdicts[0].to_string(),
+                r.verdicts[1].to_string(),
+                r.verdicts[2].to_string(),
                 r.cause.map_or_else(String::new, |c| c.to_string()),
-                r.leases,
-                r.overlaps,
-                r.stale_applied[0],
-                r.stale_applied[1],
-                r.stale_applied[2],
-                r.acquire_calls,
-                r.acquire_failures,
-                r.events
-            ));
+                r.leases.to_string(),
+                r.overlaps.to_string(),
+                r.stale_applied[0].to_string(),
+                r.stale_applied[1].to_string(),
+                r.stale_applied[2].to_string(),
+                r.acquire_calls.to_string(),
+                r.acquire_failures.to_string(),
+                r.events.to_string(),
+            ];
+            out.push_str(&row.join(","));
+            out.push('\n');
         }
         out
     }
