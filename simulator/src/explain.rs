@@ -54,11 +54,18 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
             second,
             from,
             until,
+            cause,
         }) => {
             let (a, b) = (&history.leases[*first], &history.leases[*second]);
+            let why = match cause {
+                crate::scenario::Cause::C => "an implementation fault of a client made it possible",
+                _ => {
+                    "Redlock's assumptions failed: a node forgot or expired a key early, or a clock ran beyond the drift factor"
+                }
+            };
             let _ = writeln!(
                 out,
-                "first problem: the windows of {} (epoch {}) and {} (epoch {}) overlap from {}ms to {}ms ({}ms): both believed they held the lease",
+                "first problem: the windows of {} (epoch {}) and {} (epoch {}) overlap from {}ms to {}ms ({}ms): both believed they held the lease (cause {cause}: {why})",
                 name(a.client),
                 a.epoch,
                 name(b.client),

@@ -27,8 +27,9 @@ pub struct LeaseRecord {
     pub released_at: Option<Nanos>,
     /// When the holder crashed, true time.
     pub crashed_at: Option<Nanos>,
-    /// When the holder stopped believing it holds the lease: the earliest of the end of
-    /// validity (mapped to true time), the release and the crash. Set when the run ends.
+    /// When the holder stopped believing it holds the lease for good: the end of the last of
+    /// its windows (see [`History::windows`]), or the grant when it had none. Set when the
+    /// run ends.
     pub window_end: Nanos,
 }
 
@@ -75,6 +76,18 @@ pub struct Note {
     pub what: String,
 }
 
+/// How a lock key's span ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum KeyEnd {
+    /// The key expired on the server's clock.
+    Expired,
+    /// The key went before its expiry: deleted (by its owner's release, or by anyone's plain
+    /// `DEL`) or lost in a crash or a failover.
+    Removed,
+    /// The key was still there when the run ended.
+    Held,
+}
+
 /// A lock key held on a server during `[from, until)`, true time.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct KeySpan {
@@ -87,6 +100,8 @@ pub struct KeySpan {
     pub from: Nanos,
     /// Until (the run's end when still held).
     pub until: Nanos,
+    /// How it ended.
+    pub ended: KeyEnd,
 }
 
 /// The record of one run.
@@ -94,6 +109,12 @@ pub struct KeySpan {
 pub struct History {
     /// Every grant, in epoch order.
     pub leases: Vec<LeaseRecord>,
+    /// The windows of each lease (same index as `leases`): the true-time intervals, in
+    /// order, during which its holder believed it held it — its clock read before the
+    /// lease's deadline (the one its last extension set, if any), from the grant to the
+    /// release or the crash. One interval for a clock that only moves forward; a wall clock
+    /// that steps back past the deadline opens another. Set when the run ends.
+    pub windows: Vec<Vec<(Nanos, Nanos)>>,
     /// Every access, in the order sent.
     pub accesses: Vec<AccessRecord>,
     /// Faults and notable events, in time order.
