@@ -1,6 +1,11 @@
 //! Judges a history: mutual exclusion in true time, and what the protected resource applied
 //! under each of the three resource modes.
 //!
+//! Mutual exclusion is a property of the lock: it is `VIOLATED` as soon as two holders'
+//! windows overlap, whether or not the workload touched the resource inside the overlap.
+//! The resource verdicts say what that (or a holder acting after its validity) did to the
+//! data.
+//!
 //! Definitions (in true time):
 //!
 //! - A lease's **windows** are the intervals during which its holder believed it held it:
@@ -20,8 +25,8 @@
 //! `fenced` rejects writes whose token is below the highest token a write carried; `strict`
 //! rejects any access whose token is below the highest any access carried.
 //!
-//! Verdicts: `plain` is `VIOLATED` when a stale access was applied or an overlap was used,
-//! else `SAFE`. A fenced mode is `VIOLATED` when it applied a stale access; else
+//! Verdicts: `exclusion` is `VIOLATED` when any two leases overlap, else `SAFE`. `plain` is
+//! `VIOLATED` when a stale access was applied or an overlap was used, else `SAFE`. A fenced mode is `VIOLATED` when it applied a stale access; else
 //! `PREVENTED_BY_FENCING` when plain would have been violated or it rejected a stale access;
 //! else `SAFE`.
 //!
@@ -31,8 +36,10 @@
 //! that stepped back, a clock frozen by a pause, before the overlap ended), or when a key of
 //! either lease was deleted by someone else while its holder still believed (only a plain
 //! `DEL` does that); `A` otherwise (a node forgot a key or expired it early, or a clock ran
-//! beyond the drift factor). The run's cause is the first overlap's; without an overlap, a
-//! stale access is `B` (a holder acted after its validity).
+//! beyond the drift factor). Never `B`: a window is what its holder believes, and neither a
+//! pause nor a delayed message lengthens that (only a clock that misbehaves does). The run's
+//! cause is the first overlap's; without an overlap, a resource verdict other than `SAFE` is
+//! `B` (a holder's access arrived after its validity).
 
 use serde::Serialize;
 
@@ -81,9 +88,12 @@ pub struct Judgement {
     /// What happened to each access, per mode (plain, fenced, strict).
     #[serde(skip)]
     pub fates: Vec<[Fate; 3]>,
-    /// Verdict per mode: plain, fenced, strict.
+    /// Mutual exclusion: `VIOLATED` when any two leases' windows overlap.
+    pub exclusion: Verdict,
+    /// Verdict per resource mode: plain, fenced, strict.
     pub verdicts: [Verdict; 3],
-    /// Why, when any verdict is not `SAFE`.
+    /// Why, when any verdict (mutual exclusion included) is not `SAFE`: the first overlap's
+    /// cause, or `B` without an overlap.
     pub cause: Option<Cause>,
     /// The counts.
     pub counts: Counts,
@@ -282,10 +292,18 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
             Verdict::Safe
         }
     });
-    let cause = verdicts
-        .iter()
-        .any(|v| *v != Verdict::Safe)
-        .then(|| overlaps.first().map_or(Cause::B, |o| o.cause));
+    let exclusion = if overlaps.is_empty() {
+        Verdict::Safe
+    } else {
+        Verdict::Violated
+    };
+    let cause = match overlaps.first() {
+        Some(overlap) => Some(overlap.cause),
+        None => verdicts
+            .iter()
+            .any(|v| *v != Verdict::Safe)
+            .then_some(Cause::B),
+    };
     let first_stale = replays[0]
         .first_stale
         .map(|(access, after)| Problem::StaleAccess { access, after });
@@ -313,6 +331,7 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
         .collect();
     Judgement {
         fates,
+        exclusion,
         verdicts,
         cause,
         counts,

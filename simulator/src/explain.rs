@@ -36,7 +36,8 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
     }
     let _ = writeln!(
         out,
-        "\nverdicts: plain {}, fenced {}, strict {}; cause {}",
+        "\nverdicts: mutual exclusion {}; resource plain {}, fenced {}, strict {}; cause {}",
+        report.exclusion,
         report.verdicts[0],
         report.verdicts[1],
         report.verdicts[2],
@@ -241,9 +242,10 @@ pub fn svg(scenario: &Scenario, run: &Run) -> String {
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         s,
-        r#"<text x="10" y="18" font-size="13" font-weight="bold">{} (seed {}): plain {}, fenced {}, strict {}</text>"#,
+        r#"<text x="10" y="18" font-size="13" font-weight="bold">{} (seed {}): exclusion {}, plain {}, fenced {}, strict {}</text>"#,
         esc(&scenario.name),
         run.report.seed,
+        run.report.exclusion,
         run.report.verdicts[0],
         run.report.verdicts[1],
         run.report.verdicts[2]

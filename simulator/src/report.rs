@@ -16,9 +16,11 @@ pub struct Report {
     pub source: String,
     /// The seed that reproduces the run.
     pub seed: u64,
-    /// Verdicts: plain, fenced, strict.
+    /// Mutual exclusion: `VIOLATED` when two holders' windows overlapped.
+    pub exclusion: Verdict,
+    /// Verdicts per resource mode: plain, fenced, strict.
     pub verdicts: [Verdict; 3],
-    /// The cause, when any verdict is not `SAFE`.
+    /// The cause, when any verdict (mutual exclusion included) is not `SAFE`.
     pub cause: Option<Cause>,
     /// The counts behind the verdicts.
     pub counts: Counts,
@@ -50,10 +52,11 @@ impl Report {
         simulated_ns: Nanos,
     ) -> Self {
         let expected = scenario.expect.clone();
-        let matches = ResourceMode::ALL
-            .iter()
-            .enumerate()
-            .all(|(i, &mode)| judgement.verdicts[i] == expected.verdict(mode))
+        let matches = judgement.exclusion == expected.exclusion
+            && ResourceMode::ALL
+                .iter()
+                .enumerate()
+                .all(|(i, &mode)| judgement.verdicts[i] == expected.verdict(mode))
             && judgement.cause == expected.cause
             && expected
                 .fences_increase
@@ -62,6 +65,7 @@ impl Report {
             scenario: scenario.name.clone(),
             source: scenario.source.clone(),
             seed,
+            exclusion: judgement.exclusion,
             verdicts: judgement.verdicts,
             cause: judgement.cause,
             counts: judgement.counts,
@@ -81,6 +85,12 @@ impl Report {
             return None;
         }
         let mut parts = Vec::new();
+        if self.exclusion != self.expected.exclusion {
+            parts.push(format!(
+                "mutual exclusion: got {}, expected {}",
+                self.exclusion, self.expected.exclusion
+            ));
+        }
         for (i, mode) in ResourceMode::ALL.iter().enumerate() {
             let expected = self.expected.verdict(*mode);
             if self.verdicts[i] != expected {
@@ -121,6 +131,7 @@ impl Report {
 pub fn table(reports: &[Report]) -> String {
     let header = [
         "scenario",
+        "exclusion",
         "plain",
         "fenced",
         "strict",
@@ -133,11 +144,12 @@ pub fn table(reports: &[Report]) -> String {
         "seed",
         "result",
     ];
-    let rows: Vec<[String; 12]> = reports
+    let rows: Vec<[String; 13]> = reports
         .iter()
         .map(|r| {
             [
                 r.scenario.clone(),
+                r.exclusion.to_string(),
                 r.verdicts[0].to_string(),
                 r.verdicts[1].to_string(),
                 r.verdicts[2].to_string(),

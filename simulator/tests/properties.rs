@@ -3,8 +3,9 @@
 //! 1. Within Redlock's assumptions (clock rates within the drift factor, no clock steps,
 //!    accesses made right after a validity check and delivered within the margin, crashed
 //!    nodes that keep their keys or stay down longer than the TTL, no failover) the correct
-//!    client never yields `VIOLATED`, whatever the partitions, losses, duplicates, pauses
-//!    and client crashes.
+//!    client never yields `VIOLATED`, neither for mutual exclusion (no two windows overlap)
+//!    nor for the resource, whatever the partitions, losses, duplicates, pauses and client
+//!    crashes.
 //! 2. With the linearizable token source and strict fencing, no stale access is ever
 //!    applied, whatever the faults, assumptions broken or not.
 //! 3. Quorum-minted tokens strictly increase across leases whenever no node loses its
@@ -316,6 +317,7 @@ fn build(plan: &Plan) -> Scenario {
         max_events: 5_000_000,
         tokens: TokenSource::Linearizable,
         expect: Expectation {
+            exclusion: Verdict::Safe,
             plain: Verdict::Safe,
             fenced: Verdict::Safe,
             strict: Verdict::Safe,
@@ -354,6 +356,10 @@ proptest! {
     fn within_the_assumptions_the_correct_client_is_never_violated(plan in plan(true), seed in any::<u64>()) {
         let scenario = build(&plan);
         let run = redlock_sim::run(&scenario, seed, false).unwrap();
+        prop_assert_eq!(
+            run.report.exclusion, Verdict::Safe,
+            "overlaps {:?}", run.judgement.overlaps
+        );
         prop_assert!(
             run.report.verdicts.iter().all(|v| *v == Verdict::Safe),
             "verdicts {:?}, counts {:?}, first problem {:?}",
