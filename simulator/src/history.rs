@@ -115,6 +115,9 @@ pub struct History {
     /// release or the crash. One interval for a clock that only moves forward; a wall clock
     /// that steps back past the deadline opens another. Set when the run ends.
     pub windows: Vec<Vec<(Nanos, Nanos)>>,
+    /// For each lease (same index as `leases`), when its holder's clock first read the
+    /// lease's deadline, true time (`Nanos::MAX` when it never did). Set when the run ends.
+    pub deadlines_reached: Vec<Nanos>,
     /// Every access, in the order sent.
     pub accesses: Vec<AccessRecord>,
     /// Faults and notable events, in time order.

@@ -741,8 +741,10 @@ impl<'s> World<'s> {
         // the grant to the first of its release and its crash. A clock that steps back past
         // the deadline (a client that reads the wall clock) opens another window.
         let mut windows = Vec::with_capacity(self.history.leases.len());
+        let mut deadlines = Vec::with_capacity(self.history.leases.len());
         for lease in &mut self.history.leases {
             let clock = &self.clients[lease.client].clock;
+            deadlines.push(clock.when(lease.valid_until_local, lease.granted_at));
             let stop = [lease.released_at, lease.crashed_at]
                 .into_iter()
                 .flatten()
@@ -755,6 +757,7 @@ impl<'s> World<'s> {
             windows.push(intervals);
         }
         self.history.windows = windows;
+        self.history.deadlines_reached = deadlines;
         Outcome {
             history: self.history,
             trace: self.trace,

@@ -185,7 +185,9 @@ fn an_overlap_nobody_used_violates_mutual_exclusion() {
         .unwrap_or_else(|| panic!("{table}"));
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert!(
-        cells.windows(5).any(|w| w == ["VIOLATED", "SAFE", "SAFE", "SAFE", "A"]),
+        cells
+            .windows(5)
+            .any(|w| w == ["VIOLATED", "SAFE", "SAFE", "SAFE", "A"]),
         "{row}"
     );
 
