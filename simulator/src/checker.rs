@@ -67,6 +67,9 @@ pub struct Counts {
     /// Leases whose fencing token was not above every earlier lease's (repeats and
     /// regressions).
     pub fence_regressions: usize,
+    /// Of those, the leases whose token equals an earlier lease's (the others are below the
+    /// highest earlier token).
+    pub fence_repeats: usize,
 }
 
 /// What the resource did with one access in one mode.
@@ -267,11 +270,17 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
         cause: o.cause,
     });
 
-    // Token monotonicity across leases, in grant order.
+    // Token monotonicity across leases, in grant order (the epoch: leases with tokens from
+    // Redis counters are recorded when their token is minted, which can be in another order).
+    let mut by_grant: Vec<&crate::history::LeaseRecord> = leases.iter().collect();
+    by_grant.sort_by_key(|l| l.epoch);
     let mut highest = None;
-    for lease in leases {
+    for (i, lease) in by_grant.iter().enumerate() {
         if highest.is_some_and(|h| lease.fence <= h) {
             counts.fence_regressions += 1;
+            if by_grant[..i].iter().any(|l| l.fence == lease.fence) {
+                counts.fence_repeats += 1;
+            }
         }
         highest = highest.max(Some(lease.fence));
     }

@@ -107,7 +107,9 @@ pub struct KeySpan {
 /// The record of one run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct History {
-    /// Every grant, in epoch order.
+    /// Every lease, in the order its holder started to hold it: the order of the grants,
+    /// except with tokens from Redis counters, where a lease is recorded once its token is
+    /// minted (`epoch` is always the order of the grants).
     pub leases: Vec<LeaseRecord>,
     /// The windows of each lease (same index as `leases`): the true-time intervals, in
     /// order, during which its holder believed it held it — its clock read before the

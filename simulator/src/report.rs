@@ -161,10 +161,7 @@ pub fn table(reports: &[Report]) -> String {
                     r.counts.stale_applied[0], r.counts.stale_applied[1], r.counts.stale_applied[2]
                 ),
                 format!("{}/{}", r.counts.rejected[1], r.counts.rejected[2]),
-                match r.counts.fence_regressions {
-                    0 => "increasing".into(),
-                    n => format!("{n} repeated"),
-                },
+                tokens_cell(&r.counts),
                 r.seed.to_string(),
                 if r.matches {
                     "ok".into()
@@ -197,4 +194,17 @@ pub fn table(reports: &[Report]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The `tokens` cell: `increasing`, or how many leases repeated an earlier lease's token and
+/// how many fell below one (in grant order).
+pub fn tokens_cell(counts: &Counts) -> String {
+    let repeated = counts.fence_repeats;
+    let regressed = counts.fence_regressions - repeated;
+    match (repeated, regressed) {
+        (0, 0) => "increasing".into(),
+        (r, 0) => format!("{r} repeated"),
+        (0, g) => format!("{g} regressed"),
+        (r, g) => format!("{r} repeated, {g} regressed"),
+    }
 }
