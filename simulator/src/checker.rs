@@ -9,10 +9,11 @@
 //! Definitions (in true time):
 //!
 //! - A lease's **windows** are the intervals during which its holder believed it held it:
-//!   its clock read before the lease's deadline (the one its last extension set), from the
-//!   grant to its release or its holder's crash (see [`History::windows`]). A clock that only
-//!   moves forward gives one window; a wall clock that steps back past the deadline opens
-//!   another.
+//!   its clock read before the lease's deadline, from the grant to its release or its
+//!   holder's crash (see [`History::windows`]). The deadline is the one the last extension
+//!   set, for the whole lease: a lease extended after its deadline had passed counts as
+//!   believed throughout. A clock that only moves forward gives one window; a wall clock that
+//!   steps back past the deadline opens another.
 //! - Leases are ordered by grant: that order is their **epoch**. With the linearizable token
 //!   source the fencing token *is* the epoch.
 //! - An access is **stale** when the resource applies it after it applied an access of a

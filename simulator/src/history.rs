@@ -113,9 +113,11 @@ pub struct History {
     pub leases: Vec<LeaseRecord>,
     /// The windows of each lease (same index as `leases`): the true-time intervals, in
     /// order, during which its holder believed it held it — its clock read before the
-    /// lease's deadline (the one its last extension set, if any), from the grant to the
-    /// release or the crash. One interval for a clock that only moves forward; a wall clock
-    /// that steps back past the deadline opens another. Set when the run ends.
+    /// lease's deadline, from the grant to the release or the crash. The deadline is the one
+    /// the last extension set (if any), for the whole lease: a lease extended after its
+    /// deadline had passed counts as believed throughout. One interval for a clock that only
+    /// moves forward; a wall clock that steps back past the deadline opens another. Set when
+    /// the run ends.
     pub windows: Vec<Vec<(Nanos, Nanos)>>,
     /// For each lease (same index as `leases`), when its holder's clock first read the
     /// lease's deadline, true time (`Nanos::MAX` when it never did). Set when the run ends.

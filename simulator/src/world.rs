@@ -737,9 +737,10 @@ impl<'s> World<'s> {
             });
         }
         self.history.keys.sort_by_key(|k| (k.server, k.from));
-        // A lease's windows: while its holder's clock reads before the lease's deadline, from
-        // the grant to the first of its release and its crash. A clock that steps back past
-        // the deadline (a client that reads the wall clock) opens another window.
+        // A lease's windows: while its holder's clock reads before the lease's deadline (the
+        // last extension's, for the whole lease), from the grant to the first of its release
+        // and its crash. A clock that steps back past the deadline (a client that reads the
+        // wall clock) opens another window.
         let mut windows = Vec::with_capacity(self.history.leases.len());
         let mut deadlines = Vec::with_capacity(self.history.leases.len());
         for lease in &mut self.history.leases {
