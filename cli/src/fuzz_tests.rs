@@ -37,6 +37,7 @@ retry_jitter = "100ms"
 wait = "1m 30s"
 kill_after = "5s"
 max_hold = "2h"
+restart_quarantine = "1h"
 "#;
 
 /// Fragments that break TOML and durations in interesting ways.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-/// The review's recipe: A holds `q` on nodes 0–2 only (3 and 4 are taken by someone else for
+/// A holds `q` on nodes 0–2 only (3 and 4 are taken by someone else for
 /// half a second); node 2 is killed and starts again empty; B, a new process, must not count
 /// it, or it wins nodes 2–4 while A still holds.
 #[test]
@@ -45,7 +45,9 @@ fn a_new_process_leaves_out_a_node_that_restarted_empty() {
         "--restart-quarantine",
         "2s",
     ];
-    let b = finish(&mut run_sh(&fleet, &args, "echo B >> \"$LINES\""));
+    let mut b = run_sh(&fleet, &args, "echo B >> \"$LINES\"");
+    files.env(&mut b);
+    let b = finish(&mut b);
     files.go();
     let a = a.finish();
 

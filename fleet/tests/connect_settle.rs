@@ -103,3 +103,28 @@ async fn settle_returns_at_once_when_nothing_runs_in_the_background() {
     assert_eq!(lock_keys(&fleet), 0, "{}", describe_keys(&fleet));
     assert!(started.elapsed() < Duration::from_secs(1));
 }
+
+/// Durations too long to add to a clock reading are as good as forever, never a panic: a
+/// connect timeout of `Duration::MAX`, and a restart quarantine of `Duration::MAX` meeting a
+/// young node and a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durations_too_long_to_add_do_not_overflow() {
+    let mut fleet = fleet(3);
+    let redlock = Redlock::builder()
+        .nodes(fleet.urls())
+        .connect_timeout(Duration::MAX)
+        .restart_quarantine(Some(Duration::MAX))
+        .retry_count(0)
+        .build()
+        .unwrap();
+    let report = redlock.connect().await;
+    assert_eq!(report.connected(), 3, "{report}");
+    // Every node is younger than the quarantine: left out, and the error says so.
+    let err = redlock.acquire("forever").await.unwrap_err();
+    assert!(err.to_string().contains("restart quarantine"), "{err}");
+    fleet.restart(0).unwrap();
+    for _ in 0..3 {
+        let _ = redlock.acquire("forever").await;
+    }
+    assert_no_lock_keys(&fleet).await;
+}

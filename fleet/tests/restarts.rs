@@ -47,7 +47,7 @@ fn occupy(fleet: &RedisFleet, nodes: &[usize], ttl: Duration) {
     }
 }
 
-/// The review's recipe, with two clients: A holds `q` on nodes 0–2 only; node 2 restarts
+/// Two clients: A holds `q` on nodes 0–2 only; node 2 restarts
 /// empty; a client built after the restart has no earlier `run_id` to compare, and still
 /// must not count node 2.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -169,9 +169,12 @@ async fn a_restarted_node_is_left_out_for_the_quarantine() {
     );
 }
 
-/// With RESP3 a connection can be re-established without any command failing (redis-rs'
-/// reconnecting manager does so on its own); every new connection is identified anyway.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// With RESP3, redis-rs' reconnecting connection manager reconnects on its own when the
+/// server goes away: if the client does not run while the node restarts (a stopped process,
+/// a starved runtime), it reconnects to the new server without any command failing. Every
+/// new connection must be identified anyway. One runtime thread, blocked through the
+/// restart, stands for the client that does not run.
+#[tokio::test]
 async fn a_restart_behind_an_idle_resp3_connection_is_noticed() {
     let mut fleet = fleet(3);
     let started = Instant::now();
@@ -188,8 +191,9 @@ async fn a_restart_behind_an_idle_resp3_connection_is_noticed() {
         .build()
         .unwrap();
     redlock.acquire("job").await.unwrap().release().await;
-    // Restarted while the client is idle; give a reconnecting connection time to reconnect.
+    // Blocks the only runtime thread: the client sees nothing until the node is back.
     fleet.restart(0).unwrap();
+    // Now the client runs again, idle: a reconnecting connection reconnects here.
     tokio::time::sleep(Duration::from_millis(300)).await;
     fleet.kill(1).unwrap();
     let mut seen = false;

@@ -172,3 +172,66 @@ async fn spans_and_events_carry_the_documented_fields() {
     fleet.resume(3).unwrap();
     assert_no_lock_keys(&fleet).await;
 }
+
+/// The warnings about nodes come once per node, however many connections and leases follow.
+fn once_per_node(captured: &Captured, starts: &str, fleet: &redlock_fleet::RedisFleet) {
+    let warned = captured.events_where(|e| e.name.starts_with(starts));
+    let mut nodes: Vec<String> = warned.iter().map(|e| e.fields["node"].clone()).collect();
+    nodes.sort();
+    let mut expected: Vec<String> = (0..fleet.len())
+        .map(|i| fleet.addr(i).to_string())
+        .collect();
+    expected.sort();
+    assert_eq!(nodes, expected, "{warned:#?}");
+}
+
+#[tokio::test]
+async fn a_node_that_may_evict_keys_is_reported_once() {
+    let captured = Captured::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(captured.clone()));
+    let options = redlock_fleet::FleetOptions {
+        extra_args: vec!["--maxmemory-policy".into(), "allkeys-lru".into()],
+        ..redlock_fleet::FleetOptions::default()
+    };
+    let fleet = fleet_with(3, options);
+    let redlock = builder(&fleet).build().unwrap();
+    for _ in 0..3 {
+        redlock.acquire("evictable").await.unwrap().release().await;
+    }
+    once_per_node(&captured, "the node may evict keys", &fleet);
+    let warned = captured.events_where(|e| e.name.starts_with("the node may evict keys"));
+    assert!(
+        warned.iter().all(|e| e.fields["policy"] == "allkeys-lru"),
+        "{warned:#?}"
+    );
+}
+
+#[tokio::test]
+async fn a_node_that_refuses_info_is_reported_once_and_still_counted() {
+    let captured = Captured::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(captured.clone()));
+    let fleet = fleet(3);
+    for i in 0..3 {
+        let mut c = fleet.connect(i).unwrap();
+        let _: () = redis::cmd("ACL")
+            .arg(&["SETUSER", "default", "-info"][..])
+            .query(&mut c)
+            .unwrap();
+    }
+    // The default quarantine: a young node that could be identified would be left out.
+    let redlock = redlock::Redlock::builder()
+        .nodes(fleet.urls())
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        redlock
+            .acquire("unidentified")
+            .await
+            .unwrap()
+            .release()
+            .await;
+    }
+    once_per_node(&captured, "cannot read the node's identity", &fleet);
+}

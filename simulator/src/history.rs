@@ -162,6 +162,14 @@ pub enum ClientOutcome {
     },
     /// A validity check before an access failed (the client stops and releases).
     CheckFailed,
+    /// The keep-alive gave the lease up (the work is dropped, or the supervisor kills the
+    /// command).
+    Lost {
+        /// Why.
+        reason: String,
+    },
+    /// The supervisor killed the command before the lease could pass to anyone else.
+    Killed,
     /// The resource did not answer an access in time.
     AccessTimedOut,
     /// The release finished.
@@ -183,8 +191,8 @@ pub enum ClientOutcome {
 
 impl ClientOutcome {
     /// A one-word kind, comparable with what the tokio client reports for the same step:
-    /// `acquired`, `taken`, `no-quorum`, `extended`, `extend-failed`, `check-failed`,
-    /// `access-timeout`, `released`, `crashed`.
+    /// `acquired`, `taken`, `no-quorum`, `extended`, `extend-failed`, `check-failed`, `lost`,
+    /// `killed`, `access-timeout`, `released`, `crashed`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Acquired { .. } => "acquired",
@@ -193,6 +201,8 @@ impl ClientOutcome {
             Self::Extended => "extended",
             Self::ExtendFailed { .. } => "extend-failed",
             Self::CheckFailed => "check-failed",
+            Self::Lost { .. } => "lost",
+            Self::Killed => "killed",
             Self::AccessTimedOut => "access-timeout",
             Self::Released { .. } => "released",
             Self::Crashed => "crashed",
@@ -210,6 +220,8 @@ impl std::fmt::Display for ClientOutcome {
             Self::Extended => f.write_str("extended"),
             Self::ExtendFailed { reason } => write!(f, "extension failed: {reason}"),
             Self::CheckFailed => f.write_str("lease no longer valid: stopped work"),
+            Self::Lost { reason } => write!(f, "lease lost: {reason}"),
+            Self::Killed => f.write_str("the supervisor killed the command"),
             Self::AccessTimedOut => f.write_str("access timed out"),
             Self::Released {
                 released,

@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use redlock::core::{Reply, RequestId, Token};
+use redlock::core::{ConnectionId, NodeFailure, Reply, RequestId, Token};
 
-/// An operation a Redis server performs. The first three are exactly what the client's
-/// `SET NX PX` and Lua scripts do; the rest model broken clients and weak token sources.
+/// An operation a Redis server performs. The first five are exactly what the client's
+/// `SET NX PX` and single-key Lua scripts do; `Identify` is the `INFO` the client reads on
+/// every new connection; the rest model broken clients and weak token sources.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum NodeOp {
     /// `SET key token NX PX ttl`.
@@ -36,6 +37,8 @@ pub(crate) enum NodeOp {
         token: Token,
         ttl_ms: u64,
     },
+    /// `INFO`: the server's `run_id` and uptime.
+    Identify,
     /// A plain `DEL`, whoever holds the key.
     Del { key: Arc<str> },
     /// Extension that re-creates a missing key.
@@ -48,22 +51,61 @@ pub(crate) enum NodeOp {
     Incr { key: Arc<str> },
 }
 
+/// One incarnation of one server: what a `run_id` names. A restart makes a new one, and so
+/// does a failover to another server behind the same address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct ServerId {
+    pub(crate) server: usize,
+    pub(crate) incarnation: u64,
+}
+
+impl ServerId {
+    /// The `run_id` the server reports.
+    pub(crate) fn run_id(self) -> String {
+        format!("sim-{}-{}", self.server, self.incarnation)
+    }
+}
+
 /// A server's answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum NodeReply {
     /// One of the answers the core understands.
     Core(Reply),
     /// The value of a counter after `INCR`.
     Counter(i64),
+    /// `INFO`: the server's identity and how long it has run, in milliseconds of its clock.
+    Identity { server: ServerId, uptime_ms: u64 },
+    /// No answer that the client can use: the connection broke (the server it was opened to
+    /// restarted, or another server now answers at the address).
+    Failure(NodeFailure),
 }
 
 /// What a request belongs to, so that its reply finds its way back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Tag {
-    /// A command of a core machine.
-    Core(RequestId),
+    /// A command of a core machine, to the client's n-th node.
+    Core { request: RequestId, node: usize },
     /// An `INCR` of the Redis-derived token source, for the client's n-th node.
     Mint(usize),
+    /// The identification of a new connection to the client's n-th node.
+    Identify(usize),
+}
+
+impl Tag {
+    /// The client's node the request went to.
+    pub(crate) fn node(self) -> usize {
+        match self {
+            Self::Core { node, .. } | Self::Mint(node) | Self::Identify(node) => node,
+        }
+    }
+}
+
+/// The connection a request travels on: the client's number for it, and the server it was
+/// found to lead to (unknown until its first reply).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Conn {
+    pub(crate) id: ConnectionId,
+    pub(crate) bound: Option<ServerId>,
 }
 
 /// A message.
@@ -74,10 +116,17 @@ pub(crate) enum Msg {
         client: usize,
         op: u64,
         tag: Tag,
+        conn: Conn,
         cmd: NodeOp,
     },
-    /// Server to client.
-    Reply { op: u64, tag: Tag, reply: NodeReply },
+    /// Server to client, naming the server that answered.
+    Reply {
+        op: u64,
+        tag: Tag,
+        conn: ConnectionId,
+        server: ServerId,
+        reply: NodeReply,
+    },
     /// Client to resource: the access recorded under this index.
     Access { access: usize },
     /// Resource to client.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use redlock::core::{Reply, Token};
 
 use crate::clock::ClockModel;
-use crate::message::{NodeOp, NodeReply};
+use crate::message::{NodeOp, NodeReply, ServerId};
 use crate::scenario::{Persistence, ServerSpec};
 use crate::time::{MS, Nanos};
 
@@ -36,6 +36,12 @@ pub(crate) struct Server {
     pub(crate) clock: ClockModel,
     persistence: Persistence,
     pub(crate) up: bool,
+    /// Which server this is, and how many times it has started: its `run_id`.
+    id: ServerId,
+    /// When the current incarnation started, true time.
+    started_at: Nanos,
+    /// How long it had run when the scenario began (the first incarnation only).
+    uptime_before: Nanos,
     keys: BTreeMap<Arc<str>, Entry>,
     /// What the last fsync wrote (persistence `everysec`).
     durable: BTreeMap<Arc<str>, Entry>,
@@ -44,16 +50,37 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    pub(crate) fn new(spec: &ServerSpec) -> Self {
+    pub(crate) fn new(index: usize, spec: &ServerSpec) -> Self {
         Self {
             name: spec.name.clone(),
             clock: spec.clock.clone(),
             persistence: spec.persistence,
             up: true,
+            id: ServerId {
+                server: index,
+                incarnation: 1,
+            },
+            started_at: 0,
+            uptime_before: spec.uptime,
             keys: BTreeMap::new(),
             durable: BTreeMap::new(),
             replicating: spec.replica.is_some(),
         }
+    }
+
+    /// The current incarnation.
+    pub(crate) fn id(&self) -> ServerId {
+        self.id
+    }
+
+    /// How long the current incarnation has run at `t`, in whole milliseconds of the
+    /// server's clock (Redis reports whole seconds; the client truncates them anyway).
+    pub(crate) fn uptime_ms(&self, t: Nanos) -> u64 {
+        let ran = self
+            .clock
+            .read(t)
+            .saturating_sub(self.clock.read(self.started_at));
+        (ran + self.uptime_before) / MS
     }
 
     /// The server's clock in whole milliseconds, as Redis's `mstime()`.
@@ -174,6 +201,13 @@ impl Server {
                     (Reply::Extended, Some(Effect::Set { key: k, entry }))
                 }
             },
+            NodeOp::Identify => {
+                let reply = NodeReply::Identity {
+                    server: self.id,
+                    uptime_ms: self.uptime_ms(t),
+                };
+                return (reply, None);
+            }
             NodeOp::Incr { key } => {
                 let next = match self.live(key, now) {
                     Some(Entry {
@@ -245,8 +279,12 @@ impl Server {
         }
     }
 
-    pub(crate) fn restart(&mut self) {
+    /// Starts again at `t`: a new incarnation (a new `run_id`), with whatever the crash left.
+    pub(crate) fn restart(&mut self, t: Nanos) {
         self.up = true;
+        self.id.incarnation += 1;
+        self.started_at = t;
+        self.uptime_before = 0;
     }
 
     /// The token holding `key` at `t`, if any (for the space-time diagram).
@@ -268,14 +306,18 @@ mod tests {
     use crate::clock::ClockModel;
 
     fn server(persistence: Persistence, clock: ClockModel) -> Server {
-        Server::new(&ServerSpec {
-            name: "n0".into(),
-            clock,
-            persistence,
-            crashes: vec![],
-            replica: None,
-            failover: None,
-        })
+        Server::new(
+            0,
+            &ServerSpec {
+                name: "n0".into(),
+                clock,
+                persistence,
+                uptime: 0,
+                crashes: vec![],
+                replica: None,
+                failover: None,
+            },
+        )
     }
 
     #[test]
@@ -317,7 +359,7 @@ mod tests {
             NodeReply::Core(Reply::HeldByOther)
         );
         s.crash();
-        s.restart();
+        s.restart(1_002 * MS);
         assert_eq!(
             s.execute(&release(b), 1_002 * MS).0,
             NodeReply::Core(Reply::NotHeld)
@@ -326,7 +368,7 @@ mod tests {
         let mut always = server(Persistence::Always, ClockModel::ideal());
         always.execute(&set(a), 0);
         always.crash();
-        always.restart();
+        always.restart(0);
         assert_eq!(always.execute(&set(b), 0).0, NodeReply::Core(Reply::Taken));
 
         let mut everysec = server(Persistence::Everysec, ClockModel::ideal());
@@ -342,6 +384,24 @@ mod tests {
         );
         everysec.crash();
         assert!(everysec.holder("k", 0).is_some() && everysec.holder("other", 0).is_none());
+    }
+
+    #[test]
+    fn a_restart_is_a_new_identity_with_a_new_uptime() {
+        let mut s = server(Persistence::None, ClockModel::ideal());
+        let NodeReply::Identity { server, uptime_ms } = s.execute(&NodeOp::Identify, 5_000 * MS).0
+        else {
+            panic!()
+        };
+        assert_eq!((server.incarnation, uptime_ms), (1, 5_000));
+        s.crash();
+        s.restart(6_000 * MS);
+        let NodeReply::Identity { server, uptime_ms } = s.execute(&NodeOp::Identify, 6_500 * MS).0
+        else {
+            panic!()
+        };
+        assert_eq!((server.incarnation, uptime_ms), (2, 500));
+        assert_ne!(server.run_id(), s.id().run_id().replace("-2", "-1"));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use redlock::core::Token;
 
-use crate::client::{Client, Ctx, Outgoing};
+use crate::client::{Client, Ctx, Outgoing, Timer};
 use crate::history::{History, KeyEnd, KeySpan};
 use crate::message::{Msg, NodeOp, NodeReply};
 use crate::net::Network;
@@ -37,6 +37,7 @@ enum Event {
     ClientStart(usize),
     ClientWake {
         client: usize,
+        timer: Timer,
         generation: u64,
     },
     ClientPause {
@@ -147,7 +148,12 @@ impl<'s> World<'s> {
             queue: BinaryHeap::new(),
             rng: ChaCha8Rng::seed_from_u64(seed),
             network: Network::new(scenario.network.clone()),
-            servers: scenario.servers.iter().map(Server::new).collect(),
+            servers: scenario
+                .servers
+                .iter()
+                .enumerate()
+                .map(|(i, spec)| Server::new(i, spec))
+                .collect(),
             deferred: clients.iter().map(|_| Vec::new()).collect(),
             clients,
             routes,
@@ -348,29 +354,40 @@ impl<'s> World<'s> {
         Ok(self.finish())
     }
 
-    /// The client an event is for, if any (events for a paused client wait).
-    fn client_of(event: &Event) -> Option<usize> {
+    /// The client an event is for, and which of its sides (events for a paused client
+    /// wait; a supervised command's own events do not).
+    fn client_of(event: &Event) -> Option<(usize, Timer)> {
         match event {
-            Event::ClientStart(c) | Event::ClientWake { client: c, .. } => Some(*c),
+            Event::ClientStart(c) => Some((*c, Timer::Lock)),
+            Event::ClientWake { client, timer, .. } => Some((*client, *timer)),
             Event::Deliver {
                 to: Endpoint::Client(c),
+                msg,
                 ..
-            } => Some(*c),
+            } => Some(match msg {
+                Msg::AccessAck { .. } => (*c, Timer::Work),
+                _ => (*c, Timer::Lock),
+            }),
             _ => None,
         }
     }
 
     fn dispatch(&mut self, scheduled: Scheduled) {
-        if let Some(c) = Self::client_of(&scheduled.event)
+        if let Some((c, side)) = Self::client_of(&scheduled.event)
             && self.clients[c].paused_until.is_some()
+            && self.clients[c].pauses(side)
         {
             self.deferred[c].push(scheduled);
             return;
         }
         match scheduled.event {
             Event::ClientStart(c) => self.with_client(c, |client, ctx| client.on_start(ctx)),
-            Event::ClientWake { client, generation } => {
-                self.with_client(client, |c, ctx| c.on_wake(ctx, generation));
+            Event::ClientWake {
+                client,
+                timer,
+                generation,
+            } => {
+                self.with_client(client, |c, ctx| c.on_wake(ctx, timer, generation));
             }
             Event::ClientPause { client, until } => self.pause(client, until),
             Event::ClientResume(c) => self.resume(c),
@@ -399,7 +416,7 @@ impl<'s> World<'s> {
             Event::ServerRestart(server) => {
                 let name = self.servers[server].name.clone();
                 self.note(&name, "restarts".into());
-                self.servers[server].restart();
+                self.servers[server].restart(self.now);
             }
             Event::ServerFsync(server) => {
                 self.servers[server].fsync();
@@ -536,8 +553,17 @@ impl<'s> World<'s> {
                 Outgoing::Resource { msg } => {
                     self.send(Endpoint::Client(client), Endpoint::Resource, msg)
                 }
-                Outgoing::Wake { at, generation } => {
-                    self.at(at.max(self.now), Event::ClientWake { client, generation });
+                Outgoing::Wake {
+                    at,
+                    timer,
+                    generation,
+                } => {
+                    let wake = Event::ClientWake {
+                        client,
+                        timer,
+                        generation,
+                    };
+                    self.at(at.max(self.now), wake);
                 }
                 Outgoing::Pause { until } => self.pause(client, until),
             }
@@ -580,6 +606,7 @@ impl<'s> World<'s> {
                     client,
                     op,
                     tag,
+                    conn,
                     cmd,
                 },
             ) => {
@@ -588,9 +615,32 @@ impl<'s> World<'s> {
                     self.log(&name, format_args!("down: drops {cmd:?}"));
                     return;
                 }
+                let server = self.servers[s].id();
+                if conn.bound.is_some_and(|bound| bound != server) {
+                    // The connection was opened to another incarnation (the server restarted)
+                    // or another server (a failover): it is broken, nothing is executed.
+                    let reply = NodeReply::Failure(redlock::core::NodeFailure::Io(
+                        "connection reset: another server instance answers here".into(),
+                    ));
+                    let reply_msg = Msg::Reply {
+                        op,
+                        tag,
+                        conn: conn.id,
+                        server,
+                        reply,
+                    };
+                    self.send(to, from, reply_msg);
+                    return;
+                }
                 let (reply, effect) = self.servers[s].execute(&cmd, self.now);
-                self.track_spans(s, &cmd, reply);
-                let reply_msg = Msg::Reply { op, tag, reply };
+                self.track_spans(s, &cmd, &reply);
+                let reply_msg = Msg::Reply {
+                    op,
+                    tag,
+                    conn: conn.id,
+                    server,
+                    reply,
+                };
                 let replication = self.scenario.servers[s].replica.clone();
                 match (effect, replication) {
                     (Some(effect), Some(replication)) if self.servers[s].replicating => {
@@ -610,8 +660,19 @@ impl<'s> World<'s> {
                     _ => self.send(to, from, reply_msg),
                 }
             }
-            (Endpoint::Client(c), Msg::Reply { op, tag, reply }) => {
-                self.with_client(c, |client, ctx| client.on_reply(ctx, op, tag, reply));
+            (
+                Endpoint::Client(c),
+                Msg::Reply {
+                    op,
+                    tag,
+                    conn,
+                    server,
+                    reply,
+                },
+            ) => {
+                self.with_client(c, |client, ctx| {
+                    client.on_reply(ctx, op, tag, conn, server, reply);
+                });
             }
             (Endpoint::Resource, Msg::Access { access }) => {
                 if let Some(record) = self.history.accesses.get_mut(access) {
@@ -631,9 +692,9 @@ impl<'s> World<'s> {
     }
 
     /// Keeps the lock-key lifetimes of each server for the diagrams.
-    fn track_spans(&mut self, server: usize, cmd: &NodeOp, reply: NodeReply) {
+    fn track_spans(&mut self, server: usize, cmd: &NodeOp, reply: &NodeReply) {
         use redlock::core::Reply;
-        let NodeReply::Core(reply) = reply else {
+        let NodeReply::Core(reply) = *reply else {
             return;
         };
         let now_ms = self.servers[server].now_ms(self.now);

@@ -2,10 +2,10 @@
 //!
 //! 1. Within Redlock's assumptions (clock rates within the drift factor, no clock steps,
 //!    accesses made right after a validity check and delivered within the margin, crashed
-//!    nodes that keep their keys or stay down longer than the TTL, no failover) the correct
-//!    client never yields `VIOLATED`, neither for mutual exclusion (no two windows overlap)
-//!    nor for the resource, whatever the partitions, losses, duplicates, pauses and client
-//!    crashes.
+//!    nodes that keep their keys, or stay down longer than the TTL, or are left out by every
+//!    client's restart quarantine, no failover) the correct client never yields `VIOLATED`,
+//!    neither for mutual exclusion (no two windows overlap) nor for the resource, whatever
+//!    the partitions, losses, duplicates, pauses and client crashes.
 //! 2. With the linearizable token source and strict fencing, no stale access is ever
 //!    applied, whatever the faults, assumptions broken or not.
 //! 3. Quorum-minted tokens are unique and ordered like the leases' keys whenever no node
@@ -18,13 +18,13 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use redlock::core::{LockConfig, RetryPolicy};
+use redlock::core::{LockConfig, RestartPolicy, RetryPolicy};
 use redlock_sim::History;
 use redlock_sim::clock::ClockModel;
 use redlock_sim::scenario::{
-    ClientSpec, ClockKind, Crash, Delay, Endpoint, Expectation, ExtendImpl, LinkSpec, NetworkSpec,
-    Partition, PartitionKind, Persistence, ReleaseImpl, Scenario, ServerSpec, Step, TimingImpl,
-    TokenSource, Verdict,
+    ClientSpec, ClockKind, Crash, DEFAULT_UPTIME, Delay, Endpoint, Expectation, ExtendImpl,
+    LinkSpec, NetworkSpec, Partition, PartitionKind, Persistence, ReleaseImpl, Scenario,
+    ServerSpec, Step, TimingImpl, TokenSource, Verdict,
 };
 use redlock_sim::time::{MS, Nanos};
 
@@ -71,6 +71,9 @@ struct Plan {
     duplicate: f64,
     resource_delay_ms: u64,
     safe: bool,
+    /// Whether the clients apply the restart quarantine (as long as the TTL). With it, the
+    /// safe schedules let crashed nodes without persistence restart at once.
+    quarantine: bool,
 }
 
 fn moves(safe: bool) -> impl Strategy<Value = Vec<Move>> {
@@ -159,9 +162,18 @@ fn plan(safe: bool) -> impl Strategy<Value = Plan> {
             0.0f64..0.2,
             0.0f64..0.2,
             if safe { 0u64..10 } else { 0u64..5_000 },
+            any::<bool>(),
         )
             .prop_map(
-                move |(clients, node_plans, partitions, loss, duplicate, resource_delay_ms)| Plan {
+                move |(
+                    clients,
+                    node_plans,
+                    partitions,
+                    loss,
+                    duplicate,
+                    resource_delay_ms,
+                    quarantine,
+                )| Plan {
                     nodes,
                     clients,
                     node_plans,
@@ -170,6 +182,7 @@ fn plan(safe: bool) -> impl Strategy<Value = Plan> {
                     duplicate,
                     resource_delay_ms,
                     safe,
+                    quarantine,
                 },
             )
     })
@@ -208,8 +221,9 @@ fn build(plan: &Plan) -> Scenario {
                 None => (Vec::new(), Persistence::None),
                 Some((at, after, persistent)) => {
                     // Within the assumptions, a node without its keys stays down longer than
-                    // a TTL (the delayed restart), or keeps them (appendfsync always).
-                    let after = if plan.safe && !persistent {
+                    // a TTL (the delayed restart), or keeps them (appendfsync always), or the
+                    // clients' restart quarantine leaves it out for a TTL.
+                    let after = if plan.safe && !persistent && !plan.quarantine {
                         after.max(TTL_MS + 100)
                     } else {
                         after
@@ -236,6 +250,7 @@ fn build(plan: &Plan) -> Scenario {
                 name: format!("n{i}"),
                 clock: ClockModel::new(0, p.clock_ppm, steps),
                 persistence,
+                uptime: DEFAULT_UPTIME,
                 crashes,
                 replica: None,
                 failover: None,
@@ -279,6 +294,13 @@ fn build(plan: &Plan) -> Scenario {
                 timing: TimingImpl::Correct,
                 nodes: (0..plan.nodes).collect(),
                 config: config.clone(),
+                restart: if plan.quarantine {
+                    RestartPolicy::Quarantine(config.ttl())
+                } else {
+                    RestartPolicy::Persistent
+                },
+                keep_alive: None,
+                supervisor: None,
             }
         })
         .collect();

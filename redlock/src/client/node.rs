@@ -95,9 +95,8 @@ impl Nodes {
             .get(index)
             .ok_or_else(|| NodeFailure::Protocol(format!("no node #{index}")))?;
         let mut connection = node.connection().await?;
-        if !command.is_release() {
-            self.admit(node, &connection, command).await?;
-        }
+        // Releases are admitted at once (they never wait for an identification).
+        self.admit(node, &connection, command).await?;
         let result = wire::run(command, &mut connection.multiplexed).await;
         if let Err(failure) = &result
             && connection_lost(failure)

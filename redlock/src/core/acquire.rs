@@ -184,6 +184,13 @@ impl Acquire {
         self.outcome = None;
     }
 
+    /// Whether `request` belongs to the round in progress: a reply to it can still change
+    /// the decision. (Replies to earlier rounds are ignored by [`Machine::handle_reply`]
+    /// anyway; a driver that measures the round itself asks this first.)
+    pub fn expects(&self, request: RequestId) -> bool {
+        self.state.is_running() && request.round() == self.attempt
+    }
+
     /// The current round, from 1.
     pub fn attempt(&self) -> u32 {
         self.attempt

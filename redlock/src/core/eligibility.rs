@@ -198,14 +198,15 @@ impl Eligibility {
         command: &Command,
         now: Timestamp,
     ) -> Admission {
-        if command.is_release() {
-            return Admission::Send;
-        }
         let Some(state) = self.nodes.get_mut(node.index()) else {
             return Admission::Refuse(NodeFailure::Protocol(format!("no {node}")));
         };
+        // A duplicate never votes, not even in a release's count.
         if let Some(of) = state.duplicate_of {
             return Admission::Refuse(NodeFailure::Duplicate { of });
+        }
+        if command.is_release() {
+            return Admission::Send;
         }
         if state.identified != Some(connection) {
             return Admission::Identify;
@@ -237,6 +238,23 @@ impl Eligibility {
                 })
                 .map(|(index, _)| NodeId::new(index))
         });
+        if let Some(other) = duplicate {
+            // The earlier node in the list keeps its vote, whichever was identified first.
+            let (twin, kept) = if other.index() < node.index() {
+                (node, other)
+            } else {
+                (other, node)
+            };
+            if let Some(twin_state) = self.nodes.get_mut(twin.index())
+                && twin_state.duplicate_of.is_none()
+            {
+                twin_state.duplicate_of = Some(kept);
+                events.push(EligibilityEvent::Duplicate {
+                    node: twin,
+                    of: kept,
+                });
+            }
+        }
         let policy = self.policy;
         let Some(state) = self.nodes.get_mut(node.index()) else {
             return events;
@@ -246,15 +264,6 @@ impl Eligibility {
         state.identified = Some(connection);
         match identity {
             Ok(identity) => {
-                if let Some(of) = duplicate {
-                    // The earlier node in the list keeps its vote.
-                    if of.index() < node.index() {
-                        if state.duplicate_of.is_none() {
-                            events.push(EligibilityEvent::Duplicate { node, of });
-                        }
-                        state.duplicate_of = Some(of);
-                    }
-                }
                 if let Some(policy_name) = identity
                     .maxmemory_policy
                     .as_deref()
@@ -460,6 +469,21 @@ mod tests {
             nodes.admit(n0(), ConnectionId(1), &set(), at(0)),
             Admission::Send
         );
+    }
+
+    #[test]
+    fn the_earlier_name_keeps_the_vote_whichever_answers_first() {
+        let mut nodes = Eligibility::new(2, RestartPolicy::Persistent);
+        let n1 = NodeId::new(1);
+        nodes.identified(n1, ConnectionId(1), identity("same", 100), at(0));
+        let events = nodes.identified(n0(), ConnectionId(1), identity("same", 100), at(0));
+        assert_eq!(events, [EligibilityEvent::Duplicate { node: n1, of: n0() }]);
+        assert_eq!(nodes.duplicate_of(n1), Some(n0()));
+        assert_eq!(nodes.duplicate_of(n0()), None);
+        assert!(matches!(
+            nodes.admit(n1, ConnectionId(1), &release(), at(0)),
+            Admission::Refuse(NodeFailure::Duplicate { .. })
+        ));
     }
 
     #[test]

@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use redlock::core::{DriftFactor, LockConfig, RetryPolicy};
+use redlock::core::{DriftFactor, KeepAlive, LockConfig, RestartPolicy, RetryPolicy};
 use serde::Deserialize;
 use toml::Spanned;
 
 use super::{
-    ClientSpec, ClockKind, Crash, Delay, Endpoint, Expectation, ExtendImpl, Failover, LinkSpec,
-    NetworkSpec, Partition, PartitionKind, Persistence, ReleaseImpl, Replication, Scenario,
-    ServerSpec, Step, TimingImpl, TokenSource, Verdict,
+    ClientSpec, ClockKind, Crash, DEFAULT_UPTIME, Delay, Endpoint, Expectation, ExtendImpl,
+    Failover, LinkSpec, NetworkSpec, Partition, PartitionKind, Persistence, ReleaseImpl,
+    Replication, Scenario, ServerSpec, Step, TimingImpl, TokenSource, Verdict,
 };
 use crate::clock::ClockModel;
 use crate::scenario::Cause;
@@ -283,6 +283,7 @@ struct RawLock {
     retry_delay_ms: Option<Millis>,
     retry_jitter_ms: Option<Millis>,
     max_hold_ms: Option<Millis>,
+    restart_quarantine_ms: Option<Quarantine>,
 }
 
 impl RawLock {
@@ -306,6 +307,7 @@ impl Default for RawLock {
             retry_delay_ms: None,
             retry_jitter_ms: None,
             max_hold_ms: None,
+            restart_quarantine_ms: None,
         }
     }
 }
@@ -420,6 +422,8 @@ struct RawNode {
     crash: Vec<RawCrash>,
     replica: Option<RawReplica>,
     failover: Option<Spanned<RawFailover>>,
+    /// How long the node has run when the scenario starts.
+    uptime_ms: Option<Millis>,
 }
 
 #[derive(Deserialize, Default)]
@@ -472,6 +476,51 @@ struct RawClient {
     retry_delay_ms: Option<Millis>,
     retry_jitter_ms: Option<Millis>,
     node_timeout_ms: Option<Millis>,
+    ttl_ms: Option<Millis>,
+    restart_quarantine_ms: Option<Quarantine>,
+    keep_alive: Option<Spanned<RawKeepAlive>>,
+    supervisor: Option<Spanned<RawSupervisor>>,
+}
+
+/// `keep_alive = {}`: the lease is extended while the work runs (`with_lock`).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawKeepAlive {
+    extend_before_ms: Option<Millis>,
+    margin_ms: Option<Millis>,
+}
+
+/// `supervisor = {}`: the work is a command supervised as `redlock run` does.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawSupervisor {
+    kill_after_ms: Option<Millis>,
+}
+
+/// `restart_quarantine_ms`: a number of milliseconds, or `"off"` (the nodes are declared
+/// persistent: no quarantine).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "NumberOrWord")]
+struct Quarantine(Option<Nanos>);
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NumberOrWord {
+    Number(f64),
+    Word(String),
+}
+
+impl TryFrom<NumberOrWord> for Quarantine {
+    type Error = String;
+    fn try_from(value: NumberOrWord) -> Result<Self, String> {
+        match value {
+            NumberOrWord::Number(ms) => Millis::try_from(ms).map(|m| Self(Some(m.0))),
+            NumberOrWord::Word(word) if word == "off" => Ok(Self(None)),
+            NumberOrWord::Word(word) => Err(format!(
+                "`{word}`: give a number of milliseconds, or \"off\" for nodes that persist every write"
+            )),
+        }
+    }
 }
 
 fn one() -> u32 {
@@ -492,6 +541,7 @@ impl RawScenario {
                 name: format!("n{i}"),
                 clock: ClockModel::ideal(),
                 persistence: Persistence::None,
+                uptime: DEFAULT_UPTIME,
                 crashes: Vec::new(),
                 replica: None,
                 failover: None,
@@ -558,6 +608,9 @@ impl RawScenario {
                 .collect();
             servers[index].clock = ClockModel::new(node.clock.offset_ms.0, rate, steps);
             servers[index].persistence = node.persistence;
+            if let Some(uptime) = node.uptime_ms {
+                servers[index].uptime = uptime.0;
+            }
             servers[index].crashes = node
                 .crash
                 .iter()
@@ -572,6 +625,7 @@ impl RawScenario {
                     name: format!("n{index}.replica"),
                     clock: ClockModel::ideal(),
                     persistence: Persistence::None,
+                    uptime: DEFAULT_UPTIME,
                     crashes: Vec::new(),
                     replica: None,
                     failover: None,
@@ -627,8 +681,9 @@ impl RawScenario {
 
         let base = base.with_fencing(self.tokens == TokenSource::QuorumMinted);
         let mut clients = Vec::with_capacity(self.clients.len());
+        let quarantine = self.lock.restart_quarantine_ms;
         for (i, raw) in self.clients.into_iter().enumerate() {
-            clients.push(raw.into_spec(i, &base, nodes, at)?);
+            clients.push(raw.into_spec(i, &base, nodes, quarantine, at)?);
         }
         if clients.is_empty() {
             return Err(at.error(0, "client", "at least one [[client]] is required"));
@@ -828,6 +883,7 @@ impl RawClient {
         i: usize,
         base: &LockConfig,
         nodes: usize,
+        quarantine: Option<Quarantine>,
         at: &Locator<'_>,
     ) -> Result<ClientSpec, ScenarioError> {
         let field = format!("client[{i}]");
@@ -869,12 +925,22 @@ impl RawClient {
                 .map_or(base.retry().jitter(), |m| Duration::from_nanos(m.0)),
         );
         let mut config = base.clone().with_nodes(subset.len()).with_retry(retry);
+        if let Some(ttl) = self.ttl_ms {
+            config = config.with_ttl(Duration::from_nanos(ttl.0));
+        }
         if let Some(timeout) = self.node_timeout_ms {
             config = config.with_node_timeout(Duration::from_nanos(timeout.0));
         }
         config
             .validate()
             .map_err(|e| at.at(&self.name, format!("{field}.{}", e.field()), e.reason()))?;
+        // As the client's builder: a quarantine as long as the TTL unless set.
+        let restart = match self.restart_quarantine_ms.or(quarantine) {
+            None => RestartPolicy::Quarantine(config.ttl()),
+            Some(Quarantine(Some(ms))) => RestartPolicy::Quarantine(Duration::from_nanos(ms)),
+            Some(Quarantine(None)) => RestartPolicy::Persistent,
+        };
+        let (keep_alive, supervisor) = self.lease_keeping(&field, &config, at)?;
         Ok(ClientSpec {
             name: self.name.into_inner(),
             start: self.start_ms.0,
@@ -898,7 +964,81 @@ impl RawClient {
             timing: self.timing,
             nodes: subset,
             config,
+            restart,
+            keep_alive,
+            supervisor,
         })
+    }
+
+    /// The keep-alive policy and the supervisor's grace period, checked against the rest of
+    /// the client: a kept-alive lease is extended by the keep-alive alone, with the script.
+    fn lease_keeping(
+        &self,
+        field: &str,
+        config: &LockConfig,
+        at: &Locator<'_>,
+    ) -> Result<(Option<KeepAlive>, Option<Duration>), ScenarioError> {
+        let ms = |m: Millis| Duration::from_nanos(m.0);
+        let mut keep_alive = self.keep_alive.as_ref().map(|raw| {
+            let raw = raw.get_ref();
+            let mut policy = KeepAlive::default();
+            if let Some(before) = raw.extend_before_ms {
+                policy = policy.extend_before(ms(before));
+            }
+            if let Some(margin) = raw.margin_ms {
+                policy = policy.loss_margin(ms(margin));
+            }
+            policy
+        });
+        let supervisor = match &self.supervisor {
+            None => None,
+            Some(raw) => {
+                let quarter = config.ttl() / 4;
+                let grace = raw
+                    .get_ref()
+                    .kill_after_ms
+                    .map_or_else(|| quarter.min(Duration::from_secs(10)), ms);
+                if grace > quarter {
+                    return Err(at.at(
+                        raw,
+                        format!("{field}.supervisor.kill_after_ms"),
+                        "more than a quarter of the ttl (as `redlock run` refuses it)",
+                    ));
+                }
+                if self.clock.freeze_during_pauses {
+                    return Err(at.at(
+                        raw,
+                        format!("{field}.supervisor"),
+                        "a supervised client's pauses stop the supervisor alone, not the host's clock; drop `freeze_during_pauses`",
+                    ));
+                }
+                // As `redlock run`: extend at half-life.
+                keep_alive
+                    .get_or_insert_with(|| KeepAlive::default().extend_before(config.ttl() / 2));
+                Some(grace)
+            }
+        };
+        if keep_alive.is_some() {
+            let spanned = self
+                .keep_alive
+                .as_ref()
+                .map(|k| k.span())
+                .or_else(|| self.supervisor.as_ref().map(|s| s.span()))
+                .unwrap_or_default();
+            let refuse =
+                |why: &str| at.error(spanned.start, format!("{field}.keep_alive"), why.to_owned());
+            if self.steps.contains(&Step::Extend) {
+                return Err(refuse(
+                    "a kept-alive lease is extended by the keep-alive; remove the `extend` steps",
+                ));
+            }
+            if self.extend != ExtendImpl::Script {
+                return Err(refuse(
+                    "the keep-alive extends with the script; it cannot be combined with `extend = \"reacquire\"`",
+                ));
+            }
+        }
+        Ok((keep_alive, supervisor))
     }
 }
 

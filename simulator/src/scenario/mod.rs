@@ -6,7 +6,9 @@ mod file;
 use std::fmt;
 use std::path::Path;
 
-use redlock::core::LockConfig;
+use std::time::Duration;
+
+use redlock::core::{KeepAlive, LockConfig, RestartPolicy};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::ClockModel;
@@ -263,6 +265,10 @@ pub struct Failover {
     pub clients: Option<Vec<usize>>,
 }
 
+/// How long every server has been running when a scenario starts, unless it says
+/// otherwise: a day, so that only a restart in the scenario makes a node young.
+pub const DEFAULT_UPTIME: Nanos = 24 * 3_600_000 * crate::time::MS;
+
 /// One Redis server.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServerSpec {
@@ -272,6 +278,9 @@ pub struct ServerSpec {
     pub clock: ClockModel,
     /// What survives a crash.
     pub persistence: Persistence,
+    /// How long it had been running when the scenario starts (a day by default: only a
+    /// restart in the scenario makes a node young).
+    pub uptime: Nanos,
     /// Crashes.
     pub crashes: Vec<Crash>,
     /// The replica of this server, its replication lag, and whether writes wait for it
@@ -396,10 +405,21 @@ pub struct ClientSpec {
     pub nodes: Vec<usize>,
     /// Its lock parameters (`nodes` equals the length of `nodes` above).
     pub config: LockConfig,
+    /// How it treats nodes that may have restarted: the restart quarantine (by default as
+    /// long as its TTL, as the client's builder does) or none.
+    pub restart: RestartPolicy,
+    /// Whether its lease is kept alive while the work runs, and how (`with_lock`).
+    pub keep_alive: Option<KeepAlive>,
+    /// A supervisor (the `redlock` command) with this grace period between `SIGTERM` and
+    /// `SIGKILL`: the work is then a command of its own that keeps running while the
+    /// supervisor is paused. Implies keep-alive.
+    pub supervisor: Option<Duration>,
 }
 
 impl ClientSpec {
-    /// Whether this client carries an implementation fault (cause C).
+    /// Whether this client carries an implementation fault (cause C). A restart quarantine
+    /// switched off is not one: it is the algorithm as described, without the client's
+    /// extra rule.
     pub fn is_faulty(&self) -> bool {
         self.clock_kind == ClockKind::Wall
             || self.freeze_during_pauses

@@ -260,6 +260,7 @@ fn resize(s: &mut Scenario, nodes: usize) -> Result<(), SweepError> {
             name: format!("n{}", s.servers.len()),
             clock: ClockModel::ideal(),
             persistence: Persistence::None,
+            uptime: crate::scenario::DEFAULT_UPTIME,
             crashes: Vec::new(),
             replica: None,
             failover: None,

@@ -1,0 +1,308 @@
+//! Holding a lease in a simulated client: the core's keep-alive (`with_lock`) and supervisor
+//! (`redlock run`) when the scenario asks for them, and manual `extend` steps.
+
+use redlock::core::{
+    Extend, ExtendOutcome, Held, Keeper, KeeperEvent, Machine, NodeFailure, Reply, RequestId,
+    Supervisor, SupervisorAction, Timestamp,
+};
+
+use super::lock::Lock;
+use super::pump::{Pumped, pump};
+use super::{Client, Ctx, Timer};
+use crate::history::{ClientOutcome, LeaseRecord};
+
+/// A lease the client holds, and what runs while it does.
+#[derive(Debug)]
+pub(super) struct Holding {
+    /// Its record in the history.
+    pub(super) record: usize,
+    pub(super) epoch: u64,
+    pub(super) held: Held,
+    keeper: Option<Keeper>,
+    supervisor: Option<Supervisor>,
+    /// A manual extension (an `extend` step) in progress.
+    extending: Option<Extend>,
+}
+
+impl Holding {
+    /// Its machines' timers may have fired.
+    pub(super) fn handle_timeout(&mut self, now: Timestamp) {
+        if let Some(keeper) = &mut self.keeper {
+            keeper.handle_timeout(now);
+        }
+        if let Some(extend) = &mut self.extending {
+            extend.handle_timeout(now);
+        }
+        if let Some(supervisor) = &mut self.supervisor {
+            supervisor.handle_timeout(now);
+        }
+    }
+
+    /// A reply for the running extension (manual, or the keep-alive's).
+    pub(super) fn handle_reply(
+        &mut self,
+        request: RequestId,
+        result: Result<Reply, NodeFailure>,
+        now: Timestamp,
+    ) {
+        if let Some(extend) = &mut self.extending {
+            extend.handle_reply(request, result, now);
+        } else if let Some(keeper) = &mut self.keeper {
+            keeper.handle_reply(request, result, now);
+        }
+    }
+
+    /// Whether the work may still act under the lease at `now`: before the keep-alive's loss
+    /// deadline when one runs, else before the end of validity.
+    pub(super) fn is_valid(&self, now: Timestamp) -> bool {
+        match &self.keeper {
+            Some(keeper) => keeper.is_valid(now),
+            None => self.held.is_valid(now),
+        }
+    }
+}
+
+impl Client {
+    pub(super) fn hold(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        epoch: u64,
+        held: Held,
+        granted_at: crate::time::Nanos,
+    ) {
+        ctx.history.leases.push(LeaseRecord {
+            client: self.id,
+            epoch,
+            fence: held.fence().unwrap_or(0),
+            token: held.token(),
+            granted_at,
+            valid_until_local: held.valid_until().as_nanos(),
+            extensions: Vec::new(),
+            released_at: None,
+            crashed_at: None,
+            window_end: 0,
+        });
+        ctx.trace(
+            &self.spec.name,
+            format_args!(
+                "holds epoch {epoch} fence {} until local {}",
+                held.fence().unwrap_or(0),
+                held.valid_until()
+            ),
+        );
+        let config = &self.spec.config;
+        let keeper = self
+            .spec
+            .keep_alive
+            .clone()
+            .map(|policy| Keeper::new(config, policy, held.clone()));
+        let supervisor = self.spec.supervisor.map(|grace| {
+            let margin = self
+                .spec
+                .keep_alive
+                .as_ref()
+                .map_or_else(|| config.node_timeout(), |policy| policy.margin(config));
+            Supervisor::new(grace, margin, held.valid_until())
+        });
+        let holding = Holding {
+            record: ctx.history.leases.len() - 1,
+            epoch,
+            held,
+            keeper,
+            supervisor,
+            extending: None,
+        };
+        self.op += 1;
+        self.lock = Lock::Holding(Box::new(holding));
+        self.drive(ctx);
+        self.start_work(ctx);
+    }
+
+    /// Starts a manual extension (an `extend` step); the work waits for its outcome.
+    pub(super) fn begin_extend(&mut self, ctx: &mut Ctx<'_>) {
+        let now = self.local(ctx.now);
+        if let Lock::Holding(holding) = &mut self.lock {
+            holding.extending = Some(self.faults.extend(&self.spec.config, &holding.held, now));
+            self.op += 1;
+        }
+        self.drive(ctx);
+    }
+
+    pub(super) fn drive_holding(&mut self, ctx: &mut Ctx<'_>, mut holding: Box<Holding>) {
+        let now = self.local(ctx.now);
+        let mut wake: Option<Timestamp> = None;
+        let mut earliest = |at: Option<Timestamp>| {
+            wake = match (wake, at) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        };
+        // The keep-alive: several events may be waiting.
+        if let Some(mut keeper) = holding.keeper.take() {
+            loop {
+                match pump(&mut keeper, |t| self.send(ctx, t)) {
+                    Pumped::Waiting(at) => {
+                        earliest(at);
+                        break;
+                    }
+                    Pumped::Outcome(event) => {
+                        if let Some(stop) = self.kept(ctx, &mut holding, &keeper, event, now) {
+                            holding.keeper = Some(keeper);
+                            return self.stop_holding(ctx, holding, stop);
+                        }
+                    }
+                }
+            }
+            holding.keeper = Some(keeper);
+        }
+        let mut extended_step = false;
+        if let Some(mut extend) = holding.extending.take() {
+            match pump(&mut extend, |t| self.send(ctx, t)) {
+                Pumped::Waiting(at) => {
+                    earliest(at);
+                    holding.extending = Some(extend);
+                }
+                Pumped::Outcome(ExtendOutcome::Extended(extension)) => {
+                    holding.held.apply(&extension);
+                    self.extended(ctx, &holding, extension.valid_until);
+                    extended_step = true;
+                }
+                Pumped::Outcome(outcome) => {
+                    let reason = match outcome {
+                        ExtendOutcome::Failed(failure) => failure.to_string(),
+                        other => format!("{other:?}"),
+                    };
+                    self.outcome(ctx, ClientOutcome::ExtendFailed { reason });
+                    return self.stop_holding(ctx, holding, Stop::Release);
+                }
+            }
+        }
+        if let Some(supervisor) = &mut holding.supervisor {
+            while let Some(action) = supervisor.poll_action() {
+                match action {
+                    SupervisorAction::Terminate { cause, kill_at } => ctx.trace(
+                        &self.spec.name,
+                        format_args!(
+                            "supervisor: SIGTERM (the command ignores it; SIGKILL at local {kill_at}): {cause}"
+                        ),
+                    ),
+                    // After the command ended on its own, the kill only clears what it left.
+                    SupervisorAction::Kill if self.work_running() => {
+                        return self.stop_holding(ctx, holding, Stop::Killed);
+                    }
+                    SupervisorAction::Kill => {
+                        return self.stop_holding(ctx, holding, Stop::Release);
+                    }
+                    other => ctx.trace(&self.spec.name, format_args!("supervisor: {other:?}")),
+                }
+            }
+            earliest(supervisor.poll_timeout());
+        }
+        self.lock = Lock::Holding(holding);
+        if let Some(at) = wake {
+            self.wake_at(ctx, Timer::Lock, at);
+        }
+        if extended_step {
+            // With the lease back in place: the work may extend again or release.
+            self.work_extended(ctx);
+        }
+    }
+
+    /// Handles one keep-alive event; says how to stop holding, if it must.
+    fn kept(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        holding: &mut Holding,
+        keeper: &Keeper,
+        event: KeeperEvent,
+        now: Timestamp,
+    ) -> Option<Stop> {
+        match event {
+            KeeperEvent::Extended(_) => {
+                holding.held = keeper.held().clone();
+                let valid_until = holding.held.valid_until();
+                self.extended(ctx, holding, valid_until);
+                if let Some(supervisor) = &mut holding.supervisor {
+                    supervisor.extended(valid_until);
+                }
+                None
+            }
+            KeeperEvent::ExtendFailed(failure) => {
+                ctx.trace(
+                    &self.spec.name,
+                    format_args!("extension failed; retrying: {failure}"),
+                );
+                None
+            }
+            KeeperEvent::HoldLimitReached => {
+                if let Some(supervisor) = &mut holding.supervisor {
+                    supervisor.hold_limit_reached();
+                }
+                None
+            }
+            KeeperEvent::Lost(reason) => {
+                self.outcome(
+                    ctx,
+                    ClientOutcome::Lost {
+                        reason: reason.to_string(),
+                    },
+                );
+                match &mut holding.supervisor {
+                    // The supervisor kills the command; its next poll says so.
+                    Some(supervisor) => {
+                        supervisor.lost(reason, now);
+                        None
+                    }
+                    // `with_lock`: the work is dropped at once.
+                    None => Some(Stop::Release),
+                }
+            }
+            other => {
+                ctx.trace(&self.spec.name, format_args!("keep-alive: {other:?}"));
+                None
+            }
+        }
+    }
+
+    fn extended(&mut self, ctx: &mut Ctx<'_>, holding: &Holding, valid_until: Timestamp) {
+        let record = &mut ctx.history.leases[holding.record];
+        record.valid_until_local = valid_until.as_nanos();
+        record.extensions.push((ctx.now, valid_until.as_nanos()));
+        self.outcome(ctx, ClientOutcome::Extended);
+    }
+
+    /// The command ended on its own (a supervised client): the supervisor kills whatever it
+    /// left, then the lease is released.
+    pub(super) fn command_exited(&mut self, ctx: &mut Ctx<'_>) {
+        let now = self.local(ctx.now);
+        match &mut self.lock {
+            Lock::Holding(holding) if holding.supervisor.is_some() => {
+                if let Some(supervisor) = &mut holding.supervisor {
+                    let ending = supervisor.leader_exited(now);
+                    ctx.trace(&self.spec.name, format_args!("command ended: {ending:?}"));
+                }
+                self.drive(ctx);
+            }
+            _ => self.begin_release(ctx),
+        }
+    }
+
+    fn stop_holding(&mut self, ctx: &mut Ctx<'_>, holding: Box<Holding>, stop: Stop) {
+        if stop == Stop::Killed {
+            self.outcome(ctx, ClientOutcome::Killed);
+        }
+        self.stop_work();
+        self.lock = Lock::Holding(holding);
+        self.begin_release(ctx);
+    }
+}
+
+/// How a held lease ends before its work does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// The work is dropped and the lease released (a loss under `with_lock`, a failed
+    /// extension step).
+    Release,
+    /// The supervisor killed the command.
+    Killed,
+}

@@ -1,0 +1,292 @@
+//! A client's connections to its nodes, and the core's rule of which nodes may vote.
+//!
+//! As in the tokio client, each node has one connection at a time, numbered, and every new
+//! connection is identified (`INFO`: `run_id` and uptime) before it carries anything but a
+//! release; the core's [`Eligibility`] decides from those identities whether the node is in
+//! its restart quarantine. A connection is tied to the server incarnation that first
+//! answers on it: when that server restarts, or another one answers at the address after a
+//! failover, the connection breaks (the reply is a failure) and the next command opens a new
+//! one, identified again.
+//!
+//! Commands to one node go out in the order they were issued (the tokio client's lanes): a
+//! release waits behind a `SET` that waits for its connection's identity, so that a cleanup
+//! never overtakes what it cleans up. A command whose per-node budget runs out while it
+//! waits is never written, as redis-rs never writes a request whose caller has gone.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use redlock::core::{
+    Admission, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId, NodeIdentity,
+    RequestId, RestartPolicy, Timestamp, Transmit,
+};
+
+use super::faults::{Faults, Keys};
+use crate::message::{Conn, Msg, NodeOp, NodeReply, ServerId, Tag};
+
+/// A command waiting for its turn on a connection.
+#[derive(Debug)]
+pub(super) struct Queued {
+    pub(super) op: u64,
+    pub(super) transmit: Transmit,
+    /// When it was issued: it is given up once the per-node timeout has passed.
+    pub(super) at: Timestamp,
+}
+
+impl Queued {
+    fn alive(&self, now: Timestamp, patience: Duration) -> bool {
+        now < self.at.saturating_add(patience)
+    }
+}
+
+/// What the client must do: send a message, or feed a failure back to a machine.
+#[derive(Debug)]
+pub(super) enum Out {
+    Send {
+        index: usize,
+        msg: Msg,
+    },
+    Fail {
+        op: u64,
+        request: RequestId,
+        failure: NodeFailure,
+    },
+}
+
+#[derive(Debug)]
+struct Link {
+    id: ConnectionId,
+    bound: Option<ServerId>,
+    /// When the identification was last sent, while its answer is awaited.
+    identifying: Option<Timestamp>,
+    queued: VecDeque<Queued>,
+}
+
+/// The connections of one client.
+#[derive(Debug)]
+pub(super) struct Links {
+    client: usize,
+    links: Vec<Option<Link>>,
+    opened: u64,
+    eligibility: Eligibility,
+    /// The per-node timeout: how long a request (identification included) may take.
+    patience: Duration,
+    faults: Faults,
+    keys: Keys,
+}
+
+impl Links {
+    pub(super) fn new(
+        client: usize,
+        nodes: usize,
+        policy: RestartPolicy,
+        patience: Duration,
+        faults: Faults,
+        keys: Keys,
+    ) -> Self {
+        Self {
+            client,
+            links: (0..nodes).map(|_| None).collect(),
+            opened: 0,
+            eligibility: Eligibility::new(nodes, policy),
+            patience,
+            faults,
+            keys,
+        }
+    }
+
+    /// The current connection to node `index`, opening one if there is none.
+    fn link(&mut self, index: usize) -> &mut Link {
+        let opened = &mut self.opened;
+        self.links[index].get_or_insert_with(|| {
+            *opened += 1;
+            Link {
+                id: ConnectionId(*opened),
+                bound: None,
+                identifying: None,
+                queued: VecDeque::new(),
+            }
+        })
+    }
+
+    fn request(&self, op: u64, tag: Tag, index: usize, cmd: NodeOp) -> Msg {
+        let link = self.links[index].as_ref();
+        Msg::Request {
+            client: self.client,
+            op,
+            tag,
+            conn: Conn {
+                id: link.map_or(ConnectionId(0), |l| l.id),
+                bound: link.and_then(|l| l.bound),
+            },
+            cmd,
+        }
+    }
+
+    /// Issues `transmit` (of operation `op`) at `now`: it goes out in turn on its node's
+    /// connection, once the core admits it there.
+    pub(super) fn issue(&mut self, op: u64, transmit: Transmit, now: Timestamp) -> Vec<Out> {
+        self.requeue(
+            Queued {
+                op,
+                transmit,
+                at: now,
+            },
+            now,
+        )
+    }
+
+    fn requeue(&mut self, queued: Queued, now: Timestamp) -> Vec<Out> {
+        let index = queued.transmit.node.index();
+        if index >= self.links.len() {
+            return vec![Out::Fail {
+                op: queued.op,
+                request: queued.transmit.request,
+                failure: NodeFailure::Protocol(format!("no {}", queued.transmit.node)),
+            }];
+        }
+        self.link(index).queued.push_back(queued);
+        self.flush(index, now)
+    }
+
+    /// Sends what can go out on node `index`'s connection, in order.
+    fn flush(&mut self, index: usize, now: Timestamp) -> Vec<Out> {
+        let mut out = Vec::new();
+        let node = NodeId::new(index);
+        while let Some(link) = self.links[index].as_mut() {
+            let Some(front) = link.queued.front() else {
+                break;
+            };
+            let admission = self
+                .eligibility
+                .admit(node, link.id, &front.transmit.command, now);
+            if admission == Admission::Identify {
+                if !front.alive(now, self.patience) {
+                    link.queued.pop_front();
+                    continue;
+                }
+                let patience = self.patience;
+                if link
+                    .identifying
+                    .is_none_or(|sent| now >= sent.saturating_add(patience))
+                {
+                    link.identifying = Some(now);
+                    let msg = self.request(0, Tag::Identify(index), index, NodeOp::Identify);
+                    out.push(Out::Send { index, msg });
+                }
+                break;
+            }
+            let Queued { op, transmit, .. } = link.queued.pop_front().expect("a front");
+            let failure = match admission {
+                Admission::Refuse(failure) => failure,
+                _ => match self.faults.node_op(transmit.command.clone(), &self.keys) {
+                    Ok(cmd) => {
+                        let tag = Tag::Core {
+                            request: transmit.request,
+                            node: index,
+                        };
+                        let msg = self.request(op, tag, index, cmd);
+                        out.push(Out::Send { index, msg });
+                        continue;
+                    }
+                    Err(failure) => failure,
+                },
+            };
+            out.push(Out::Fail {
+                op,
+                request: transmit.request,
+                failure,
+            });
+        }
+        out
+    }
+
+    /// Sends what waits on every connection (a timer moved time on).
+    pub(super) fn flush_all(&mut self, now: Timestamp) -> Vec<Out> {
+        (0..self.links.len())
+            .flat_map(|index| self.flush(index, now))
+            .collect()
+    }
+
+    /// A request outside the core's commands (the Redis-derived token strawman's `INCR`) on
+    /// node `index`'s current connection, without asking the core: such a client does not.
+    pub(super) fn raw(&mut self, op: u64, tag: Tag, index: usize, cmd: NodeOp) -> Msg {
+        self.link(index);
+        self.request(op, tag, index, cmd)
+    }
+
+    /// Takes note of a reply from `server` on connection `conn` of node `index`. A failure,
+    /// or a reply from another server than the one the connection was tied to, means the
+    /// connection broke: it is dropped, and what waited on it goes out on a new one.
+    pub(super) fn answered(
+        &mut self,
+        index: usize,
+        conn: ConnectionId,
+        server: ServerId,
+        reply: &NodeReply,
+        now: Timestamp,
+    ) -> (bool, Vec<Out>) {
+        let Some(Some(link)) = self.links.get_mut(index) else {
+            return (false, Vec::new());
+        };
+        if link.id != conn {
+            // A reply on an older connection: it answered what it was asked.
+            return (false, Vec::new());
+        }
+        let broke = matches!(reply, NodeReply::Failure(_))
+            || link.bound.is_some_and(|bound| bound != server);
+        if !broke {
+            link.bound = Some(server);
+            return (false, Vec::new());
+        }
+        let queued = std::mem::take(&mut link.queued);
+        self.links[index] = None;
+        let out = queued
+            .into_iter()
+            .flat_map(|queued| self.requeue(queued, now))
+            .collect();
+        (true, out)
+    }
+
+    /// The identification of connection `conn` to node `index` came back at `now`. Returns
+    /// the core's events worth tracing, and what can go out now.
+    pub(super) fn identified(
+        &mut self,
+        index: usize,
+        conn: ConnectionId,
+        reply: &NodeReply,
+        now: Timestamp,
+    ) -> (Vec<EligibilityEvent>, Vec<Out>) {
+        let Some(Some(link)) = self.links.get_mut(index) else {
+            return (Vec::new(), Vec::new());
+        };
+        let NodeReply::Identity { server, uptime_ms } = reply else {
+            return (Vec::new(), Vec::new());
+        };
+        if link.id != conn {
+            return (Vec::new(), Vec::new());
+        }
+        link.identifying = None;
+        let identity = Ok(NodeIdentity {
+            run_id: server.run_id(),
+            uptime: Duration::from_millis(*uptime_ms),
+            maxmemory_policy: Some("noeviction".into()),
+        });
+        let events = self
+            .eligibility
+            .identified(NodeId::new(index), conn, identity, now);
+        (events, self.flush(index, now))
+    }
+
+    /// A trace line for an event of the core's eligibility rule.
+    pub(super) fn describe(event: &EligibilityEvent) -> String {
+        match event {
+            EligibilityEvent::Quarantined {
+                node,
+                until,
+                reason,
+            } => format!("{node} left out until local {until}: {reason}"),
+            other => format!("{other:?}"),
+        }
+    }
+}
