@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use redlock::client::Fencing;
 use redlock::core::RetryPolicy;
-use redlock::fencing::{FencedKey, FencedWrite};
+use redlock::fencing::{Fence, FencedKey, FencedWrite};
 use redlock::{Error, Redlock};
 use redlock_fleet::RedisFleet;
 
@@ -77,10 +77,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // north: a short lease, since it expects a quick sync.
     let north = redlock.with_ttl(Duration::from_secs(1))?;
     let lease = north.try_acquire(RESOURCE).await?;
-    let north_token = lease.fence().ok_or("a fenced lease carries a token")?;
+    let north_fence = Fence::of(&lease).ok_or("a fenced lease carries a token")?;
+    let north_token = north_fence.token();
     println!("north: got the lease, fencing token {north_token}");
     let applied = stock
-        .write(&mut target, north_token, "17 pallets (north)")
+        .write(&mut target, north_fence, "17 pallets (north)")
         .await?;
     println!("north: wrote 17 pallets with token {north_token}: {applied:?}");
 
@@ -105,7 +106,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .with_lock(RESOURCE, |lease| async move {
                     let token = lease.fence().unwrap_or_default();
                     println!("south: got the lease after north's expired, token {token}");
-                    let written = stock.write(&mut target, token, "15 pallets (south)").await;
+                    let fence = Fence::new(token, lease.token());
+                    let written = stock.write(&mut target, fence, "15 pallets (south)").await;
                     (token, written)
                 })
                 .await
@@ -126,7 +128,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         lease.is_valid()
     );
     let late = stock
-        .write(&mut target, north_token, "16 pallets (north, late)")
+        .write(&mut target, north_fence, "16 pallets (north, late)")
         .await?;
     match late {
         FencedWrite::Rejected { highest } => println!(

@@ -1,5 +1,5 @@
 //! Fencing tokens end to end on real Redis: minted on a quorum of lock nodes, checked by a
-//! protected Redis key that rejects older tokens.
+//! protected Redis key that rejects older tokens and refuses a token repeated by another lease.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 mod common;
@@ -11,7 +11,8 @@ use std::time::Duration;
 use common::*;
 use redlock::Error;
 use redlock::client::{FenceFuture, FenceSource, Fencing};
-use redlock::fencing::{FencedKey, FencedRead, FencedWrite};
+use redlock::core::Token;
+use redlock::fencing::{Fence, FenceError, FencedKey, FencedRead, FencedWrite};
 
 async fn target(fleet: &redlock_fleet::RedisFleet) -> redis::aio::MultiplexedConnection {
     redis::Client::open(fleet.url(0))
@@ -67,9 +68,10 @@ async fn a_late_write_of_an_expired_holder_is_rejected() {
     // Holder A writes, then stops extending and sleeps past its TTL.
     let a = redlock.acquire("warehouse-42").await.unwrap();
     let a_token = a.fence().unwrap();
+    let a_fence = Fence::of(&a).unwrap();
     assert_eq!(
         stock
-            .write(&mut conn, a_token, "A: 10 pallets")
+            .write(&mut conn, a_fence, "A: 10 pallets")
             .await
             .unwrap(),
         FencedWrite::Applied
@@ -80,10 +82,11 @@ async fn a_late_write_of_an_expired_holder_is_rejected() {
     // B acquires with a larger token and writes.
     let b = redlock.acquire("warehouse-42").await.unwrap();
     let b_token = b.fence().unwrap();
+    let b_fence = Fence::of(&b).unwrap();
     assert!(b_token > a_token);
     assert_eq!(
         stock
-            .write(&mut conn, b_token, "B: 12 pallets")
+            .write(&mut conn, b_fence, "B: 12 pallets")
             .await
             .unwrap(),
         FencedWrite::Applied
@@ -91,7 +94,7 @@ async fn a_late_write_of_an_expired_holder_is_rejected() {
 
     // A wakes up and writes: rejected, and the data stays B's.
     let late = stock
-        .write(&mut conn, a_token, "A: 7 pallets")
+        .write(&mut conn, a_fence, "A: 7 pallets")
         .await
         .unwrap();
     assert_eq!(late, FencedWrite::Rejected { highest: b_token });
@@ -104,7 +107,7 @@ async fn a_late_write_of_an_expired_holder_is_rejected() {
     // B can keep writing with its own token.
     assert_eq!(
         stock
-            .write(&mut conn, b_token, "B: 11 pallets")
+            .write(&mut conn, b_fence, "B: 11 pallets")
             .await
             .unwrap(),
         FencedWrite::Applied
@@ -112,6 +115,66 @@ async fn a_late_write_of_an_expired_holder_is_rejected() {
 
     a.release().await;
     b.release().await;
+}
+
+/// Two leases with the same fencing token (what quorum-minted tokens come to after a node
+/// lost its counter): the first registers the token with its owner and may write again; the
+/// second is refused with its own error, on writes and on reads, and the data stays the
+/// first lease's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_equal_token_from_another_lease_is_refused_as_a_repeat() {
+    let store = fleet(1);
+    let mut conn = target(&store).await;
+    let stock = FencedKey::new("stock:repeated");
+    let first = Fence::new(7, Token::from_bytes([1; 16]));
+    let second = Fence::new(7, Token::from_bytes([2; 16]));
+
+    assert_eq!(
+        stock
+            .write(&mut conn, first, "first: 3 pallets")
+            .await
+            .unwrap(),
+        FencedWrite::Applied
+    );
+    assert_eq!(
+        stock
+            .write(&mut conn, first, "first: 4 pallets")
+            .await
+            .unwrap(),
+        FencedWrite::Applied,
+        "one lease writes as often as it needs"
+    );
+    let repeat = stock.write(&mut conn, second, "second: 9 pallets").await;
+    assert!(
+        matches!(repeat, Err(FenceError::Repeated { token: 7 })),
+        "{repeat:?}"
+    );
+    let read = stock.read(&mut conn, second).await;
+    assert!(
+        matches!(read, Err(FenceError::Repeated { token: 7 })),
+        "{read:?}"
+    );
+    let value: String = redis::cmd("GET")
+        .arg(stock.key())
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(value, "first: 4 pallets");
+
+    // A larger token from the second lease is an ordinary newer lease: applied, and the
+    // first lease is then rejected as older.
+    let newer = Fence::new(8, Token::from_bytes([2; 16]));
+    assert_eq!(
+        stock
+            .write(&mut conn, newer, "second: 9 pallets")
+            .await
+            .unwrap(),
+        FencedWrite::Applied
+    );
+    assert_eq!(
+        stock.write(&mut conn, first, "first: late").await.unwrap(),
+        FencedWrite::Rejected { highest: 8 }
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,7 +195,7 @@ async fn read_modify_write_needs_strict_fencing() {
     let seed = redlock.acquire("counter").await.unwrap();
     assert_eq!(
         counter
-            .write(&mut conn, seed.fence().unwrap(), 10)
+            .write(&mut conn, Fence::of(&seed).unwrap(), 10)
             .await
             .unwrap(),
         FencedWrite::Applied
@@ -152,7 +215,7 @@ async fn read_modify_write_needs_strict_fencing() {
         .await
         .unwrap();
     let a_write = counter
-        .write(&mut conn, a.fence().unwrap(), a_read + 5)
+        .write(&mut conn, Fence::of(&a).unwrap(), a_read + 5)
         .await
         .unwrap();
     assert_eq!(
@@ -161,7 +224,7 @@ async fn read_modify_write_needs_strict_fencing() {
         "write-only fencing lets A's stale write in"
     );
     let _ = counter
-        .write(&mut conn, b.fence().unwrap(), b_read + 1)
+        .write(&mut conn, Fence::of(&b).unwrap(), b_read + 1)
         .await
         .unwrap();
     let lost: i64 = redis::cmd("GET")
@@ -181,38 +244,44 @@ async fn read_modify_write_needs_strict_fencing() {
     let seed = redlock.acquire("counter").await.unwrap();
     assert_eq!(
         counter
-            .write(&mut conn, seed.fence().unwrap(), 10)
+            .write(&mut conn, Fence::of(&seed).unwrap(), 10)
             .await
             .unwrap(),
         FencedWrite::Applied
     );
     seed.release().await;
     let a = redlock.acquire("counter").await.unwrap();
-    let FencedRead::Value(Some(a_read)) =
-        counter.read(&mut conn, a.fence().unwrap()).await.unwrap()
+    let FencedRead::Value(Some(a_read)) = counter
+        .read(&mut conn, Fence::of(&a).unwrap())
+        .await
+        .unwrap()
     else {
         panic!("A's read")
     };
     tokio::time::sleep(Duration::from_millis(400)).await;
     let b = redlock.acquire("counter").await.unwrap();
     let b_token = b.fence().unwrap();
-    let FencedRead::Value(Some(b_read)) = counter.read(&mut conn, b_token).await.unwrap() else {
+    let b_fence = Fence::of(&b).unwrap();
+    let FencedRead::Value(Some(b_read)) = counter.read(&mut conn, b_fence).await.unwrap() else {
         panic!("B's read")
     };
     let parse = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap().parse::<i64>().unwrap();
     let (a_read, b_read) = (parse(a_read), parse(b_read));
     let a_write = counter
-        .write(&mut conn, a.fence().unwrap(), a_read + 5)
+        .write(&mut conn, Fence::of(&a).unwrap(), a_read + 5)
         .await
         .unwrap();
     assert_eq!(a_write, FencedWrite::Rejected { highest: b_token });
     assert_eq!(
-        counter.write(&mut conn, b_token, b_read + 1).await.unwrap(),
+        counter.write(&mut conn, b_fence, b_read + 1).await.unwrap(),
         FencedWrite::Applied
     );
     // A's late read is rejected too.
     assert_eq!(
-        counter.read(&mut conn, a.fence().unwrap()).await.unwrap(),
+        counter
+            .read(&mut conn, Fence::of(&a).unwrap())
+            .await
+            .unwrap(),
         FencedRead::Rejected { highest: b_token }
     );
     let value: i64 = redis::cmd("GET")

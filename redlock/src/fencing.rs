@@ -2,62 +2,106 @@
 //!
 //! A fencing token is only useful if the resource compares it on **every** access and
 //! rejects an access whose token is older than one it has already seen. This module does
-//! that for a Redis key, with Lua scripts that check and write atomically; for a relational
-//! database, the same rule is one `UPDATE`:
+//! that for a Redis key, with Lua scripts that check and write atomically.
+//!
+//! An access with the **same** token as the highest seen is accepted only from the lease
+//! that registered it: each access carries the lease's owner token too ([`Fence`]), and an
+//! equal fencing token from another owner is reported as [`FenceError::Repeated`]. Two leases
+//! never share a token while the token source keeps its promise; when it does not (quorum-
+//! minted tokens after a node lost its counter), the repeat is detected instead of letting
+//! both leases write.
+//!
+//! For a relational database, the same rule is one `UPDATE`:
 //!
 //! ```sql
-//! -- The row carries the highest token that wrote it. A write from an older lease matches
-//! -- no row: treat "0 rows updated" as "rejected, someone newer holds the resource".
+//! -- The row carries the highest token that wrote it and the owner token of that lease.
+//! -- "0 rows updated" means rejected: a newer lease has written, or another lease holds
+//! -- the same token (a repeat: read the row to tell which).
 //! UPDATE stock
-//!    SET quantity = $1, fence = $2
-//!  WHERE warehouse = $3 AND fence <= $2;
+//!    SET quantity = $1, fence = $2, owner = $3
+//!  WHERE warehouse = $4
+//!    AND (fence < $2 OR (fence = $2 AND owner = $3));
 //! ```
 //!
 //! Reads must register their token too when the critical section reads, then writes
 //! (read-modify-write): otherwise an old holder's write can land between a new holder's read
 //! and its write, and the new holder's update is computed from a value that no longer exists.
 //! [`FencedKey::read`] does that (strict fencing); `SELECT … FOR UPDATE` plus the same
-//! `fence <= $token` condition does it in SQL.
+//! condition does it in SQL.
 //!
 //! Tokens travel as decimal numbers and are compared in Lua, exactly up to 2⁵³.
 
 use redis::aio::ConnectionLike;
-use redis::{RedisResult, ToRedisArgs, Value};
+use redis::{RedisError, ToRedisArgs, Value};
 
-use crate::lua::LuaScript;
+use crate::client::Lease;
+use crate::core::Token;
+use crate::lua::resource::{READ, WRITE};
 
-/// Writes `ARGV[2]` to `KEYS[1]` unless `ARGV[1]` is below the token in `KEYS[2]`; registers
-/// the token. Returns `{1, token}` when written, `{0, highest}` when rejected.
-const WRITE_SOURCE: &str = r"
-local highest = tonumber(redis.call('GET', KEYS[2]) or '0')
-local token = tonumber(ARGV[1])
-if token < highest then
-    return {0, highest}
-end
-if token > highest then
-    redis.call('SET', KEYS[2], ARGV[1])
-end
-redis.call('SET', KEYS[1], ARGV[2])
-return {1, token}
-";
+/// What every access to a fenced resource carries: the lease's fencing token, and its owner
+/// token (the 128-bit value stored under the lock key, [`Lease::token`]), which tells two
+/// leases apart if they were ever given the same fencing token.
+///
+/// ```no_run
+/// # fn demo(lease: &redlock::Lease) {
+/// use redlock::fencing::Fence;
+///
+/// let fence = Fence::of(lease).expect("a fenced lease");
+/// assert_eq!(fence, Fence::new(lease.fence().unwrap(), lease.token()));
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Fence {
+    token: u64,
+    owner: Token,
+}
 
-/// Reads `KEYS[1]` unless `ARGV[1]` is below the token in `KEYS[2]`; registers the token.
-/// Returns `{1, value}` (value may be nil) or `{0, highest}` when rejected.
-const READ_SOURCE: &str = r"
-local highest = tonumber(redis.call('GET', KEYS[2]) or '0')
-local token = tonumber(ARGV[1])
-if token < highest then
-    return {0, highest}
-end
-if token > highest then
-    redis.call('SET', KEYS[2], ARGV[1])
-end
-return {1, redis.call('GET', KEYS[1])}
-";
+impl Fence {
+    /// The fencing token `token` of the lease whose owner token is `owner`.
+    pub fn new(token: u64, owner: Token) -> Self {
+        Self { token, owner }
+    }
 
-// Sent whole with `EVAL`: one command per access, whatever the target's script cache holds.
-static WRITE: LuaScript = LuaScript::new(WRITE_SOURCE);
-static READ: LuaScript = LuaScript::new(READ_SOURCE);
+    /// The fence of `lease`: `None` when the handle that acquired it had no fencing.
+    pub fn of(lease: &Lease) -> Option<Self> {
+        lease.fence().map(|token| Self::new(token, lease.token()))
+    }
+
+    /// The fencing token.
+    pub fn token(&self) -> u64 {
+        self.token
+    }
+
+    /// The lease's owner token.
+    pub fn owner(&self) -> Token {
+        self.owner
+    }
+}
+
+impl From<(u64, Token)> for Fence {
+    fn from((token, owner): (u64, Token)) -> Self {
+        Self::new(token, owner)
+    }
+}
+
+/// Why a fenced access did not complete.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FenceError {
+    /// Another lease has already used this fencing token on the key: the token source gave
+    /// two leases the same token (for quorum-minted tokens, a lock node lost its counter).
+    /// Nothing was written or read. Stop, and check the token source.
+    #[error(
+        "fencing token {token} was already used by another lease: the token source repeated it"
+    )]
+    Repeated {
+        /// The repeated token.
+        token: u64,
+    },
+    /// The connection failed, or the reply was not the script's.
+    #[error(transparent)]
+    Redis(#[from] RedisError),
+}
 
 /// What a fenced write did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -86,19 +130,21 @@ pub enum FencedRead {
     },
 }
 
-/// A Redis key protected by fencing tokens: every access carries the lease's token, and an
-/// access with a token below the highest seen is rejected.
+/// A Redis key protected by fencing tokens: every access carries the lease's [`Fence`]; an
+/// access with a token below the highest seen is rejected, and one with the same token from
+/// another lease is refused as a repeat.
 ///
 /// The highest token lives next to the data, under the data key followed by a NUL byte and
-/// `fence` (or a key of your choice), without a TTL.
+/// `fence` (or a key of your choice), and the owner token of the lease that registered it
+/// under the fence key followed by a NUL byte and `owner`; neither has a TTL.
 ///
 /// ```no_run
-/// # async fn demo(lease: redlock::Lease, mut target: redis::aio::MultiplexedConnection) -> redis::RedisResult<()> {
-/// use redlock::fencing::{FencedKey, FencedWrite};
+/// # async fn demo(lease: redlock::Lease, mut target: redis::aio::MultiplexedConnection) -> Result<(), redlock::fencing::FenceError> {
+/// use redlock::fencing::{Fence, FencedKey, FencedWrite};
 ///
 /// let stock = FencedKey::new("stock:warehouse-42");
-/// let token = lease.fence().expect("a fenced lease");
-/// match stock.write(&mut target, token, "17 pallets").await? {
+/// let fence = Fence::of(&lease).expect("a fenced lease");
+/// match stock.write(&mut target, fence, "17 pallets").await? {
 ///     FencedWrite::Applied => {}
 ///     FencedWrite::Rejected { highest } => {
 ///         // Our lease is over: lease `highest` has used the resource since. Stop.
@@ -110,6 +156,7 @@ pub enum FencedRead {
 pub struct FencedKey {
     key: String,
     fence_key: String,
+    owner_key: String,
 }
 
 impl FencedKey {
@@ -117,14 +164,18 @@ impl FencedKey {
     pub fn new(key: impl Into<String>) -> Self {
         let key = key.into();
         let fence_key = format!("{key}\0fence");
-        Self { key, fence_key }
+        Self::with_fence_key(key, fence_key)
     }
 
-    /// Protects `key`, keeping the highest token under `fence_key`.
+    /// Protects `key`, keeping the highest token under `fence_key` (and its owner under
+    /// `fence_key` + NUL + `owner`).
     pub fn with_fence_key(key: impl Into<String>, fence_key: impl Into<String>) -> Self {
+        let fence_key = fence_key.into();
+        let owner_key = format!("{fence_key}\0owner");
         Self {
             key: key.into(),
-            fence_key: fence_key.into(),
+            fence_key,
+            owner_key,
         }
     }
 
@@ -138,20 +189,29 @@ impl FencedKey {
         &self.fence_key
     }
 
-    /// Writes `value` unless a newer lease has used the key; registers `token`.
+    /// The key holding the owner token of the lease that registered the highest token.
+    pub fn owner_key(&self) -> &str {
+        &self.owner_key
+    }
+
+    /// Writes `value` unless a newer lease has used the key; registers the fence. The same
+    /// lease may write any number of times.
     ///
     /// # Errors
     ///
-    /// The connection's error, or a type error when the reply is not the script's.
+    /// [`FenceError::Repeated`] when another lease has used the same token;
+    /// [`FenceError::Redis`] for the connection's error, or a reply that is not the script's.
     pub async fn write<C: ConnectionLike>(
         &self,
         connection: &mut C,
-        token: u64,
+        fence: impl Into<Fence>,
         value: impl ToRedisArgs,
-    ) -> RedisResult<FencedWrite> {
+    ) -> Result<FencedWrite, FenceError> {
+        let fence = fence.into();
         let reply: Value = WRITE
-            .eval(&[&self.key, &self.fence_key])
-            .arg(token)
+            .eval(&[&self.key, &self.fence_key, &self.owner_key])
+            .arg(fence.token)
+            .arg(&fence.owner.to_hex()[..])
             .arg(value)
             .query_async(connection)
             .await?;
@@ -161,26 +221,32 @@ impl FencedKey {
                 [Value::Int(0), Value::Int(highest)] => Ok(FencedWrite::Rejected {
                     highest: highest.unsigned_abs(),
                 }),
+                [Value::Int(2), Value::Int(token)] => Err(FenceError::Repeated {
+                    token: token.unsigned_abs(),
+                }),
                 _ => Err(unexpected()),
             },
             _ => Err(unexpected()),
         }
     }
 
-    /// Reads the value unless a newer lease has used the key; registers `token`, so that an
+    /// Reads the value unless a newer lease has used the key; registers the fence, so that an
     /// older lease's write can no longer land after this read (strict fencing).
     ///
     /// # Errors
     ///
-    /// The connection's error, or a type error when the reply is not the script's.
+    /// [`FenceError::Repeated`] when another lease has used the same token;
+    /// [`FenceError::Redis`] for the connection's error, or a reply that is not the script's.
     pub async fn read<C: ConnectionLike>(
         &self,
         connection: &mut C,
-        token: u64,
-    ) -> RedisResult<FencedRead> {
+        fence: impl Into<Fence>,
+    ) -> Result<FencedRead, FenceError> {
+        let fence = fence.into();
         let reply: Value = READ
-            .eval(&[&self.key, &self.fence_key])
-            .arg(token)
+            .eval(&[&self.key, &self.fence_key, &self.owner_key])
+            .arg(fence.token)
+            .arg(&fence.owner.to_hex()[..])
             .query_async(connection)
             .await?;
         match reply {
@@ -192,6 +258,9 @@ impl FencedKey {
                 [Value::Int(0), Value::Int(highest)] => Ok(FencedRead::Rejected {
                     highest: highest.unsigned_abs(),
                 }),
+                [Value::Int(2), Value::Int(token)] => Err(FenceError::Repeated {
+                    token: token.unsigned_abs(),
+                }),
                 _ => Err(unexpected()),
             },
             _ => Err(unexpected()),
@@ -199,9 +268,9 @@ impl FencedKey {
     }
 }
 
-fn unexpected() -> redis::RedisError {
-    redis::RedisError::from((
+fn unexpected() -> FenceError {
+    FenceError::Redis(RedisError::from((
         redis::ErrorKind::UnexpectedReturnType,
         "unexpected reply from the fencing script",
-    ))
+    )))
 }

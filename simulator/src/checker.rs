@@ -1,32 +1,50 @@
 //! Judges a history: mutual exclusion in true time, and what the protected resource applied
 //! under each of the three resource modes.
 //!
+//! Mutual exclusion is a property of the lock: it is `VIOLATED` as soon as two holders'
+//! windows overlap, whether or not the workload touched the resource inside the overlap.
+//! The resource verdicts say what that (or a holder acting after its validity) did to the
+//! data.
+//!
 //! Definitions (in true time):
 //!
-//! - A lease's **window** runs from its grant to the first of: the end of its validity (as
-//!   the holder's clock says), its release, its holder's crash.
+//! - A lease's **windows** are the intervals during which its holder believed it held it:
+//!   its clock read before the lease's deadline, from the grant to its release or its
+//!   holder's crash (see [`History::windows`]). The deadline is the one the last extension
+//!   set, for the whole lease: a lease extended after its deadline had passed counts as
+//!   believed throughout. A clock that only moves forward gives one window; a wall clock that
+//!   steps back past the deadline opens another.
 //! - Leases are ordered by grant: that order is their **epoch**. With the linearizable token
 //!   source the fencing token *is* the epoch.
 //! - An access is **stale** when the resource applies it after it applied an access of a
 //!   later epoch: a write from an older lease after a newer lease's access (a stale write,
 //!   or a lost update when the newer lease had read).
-//! - Two windows **overlap** when they intersect; the overlap is **used** when both holders'
-//!   accesses were applied inside it.
+//! - Two leases of different clients **overlap** when their windows intersect; the overlap
+//!   is **used** when both holders' accesses were applied inside the intersection.
 //!
 //! Each resource mode replays the accesses in arrival order. `plain` applies everything;
 //! `fenced` rejects writes whose token is below the highest token a write carried; `strict`
 //! rejects any access whose token is below the highest any access carried.
 //!
-//! Verdicts: `plain` is `VIOLATED` when a stale access was applied or an overlap was used,
-//! else `SAFE`. A fenced mode is `VIOLATED` when it applied a stale access; else
+//! Verdicts: `exclusion` is `VIOLATED` when any two leases overlap, else `SAFE`. `plain` is
+//! `VIOLATED` when a stale access was applied or an overlap was used, else `SAFE`. A fenced mode is `VIOLATED` when it applied a stale access; else
 //! `PREVENTED_BY_FENCING` when plain would have been violated or it rejected a stale access;
-//! else `SAFE`. The cause is `A` when windows overlapped (Redlock's claim failed), `C` when
-//! they did and a client carries an implementation fault, `B` otherwise (an access outside
-//! its holder's window).
+//! else `SAFE`.
+//!
+//! Causes: each overlap gets its own, from the two leases and what happened to them. It is
+//! `C` when a fault of one of the two holders was in effect and lengthens what that holder
+//! believes (a timing fault, an extension by re-acquiring on an extended lease, a wall clock
+//! that stepped back, a clock frozen by a pause, before the overlap ended), or when a key of
+//! either lease was deleted by someone else while its holder still believed (only a plain
+//! `DEL` does that); `A` otherwise (a node forgot a key or expired it early, or a clock ran
+//! beyond the drift factor). Never `B`: a window is what its holder believes, and neither a
+//! pause nor a delayed message lengthens that (only a clock that misbehaves does). The run's
+//! cause is the first overlap's; without an overlap, a resource verdict other than `SAFE` is
+//! `B` (a holder's access arrived after its validity).
 
 use serde::Serialize;
 
-use crate::history::{AccessKind, History};
+use crate::history::{AccessKind, History, KeyEnd};
 use crate::scenario::{Cause, ResourceMode, Scenario, Verdict};
 use crate::time::Nanos;
 
@@ -50,6 +68,9 @@ pub struct Counts {
     /// Leases whose fencing token was not above every earlier lease's (repeats and
     /// regressions).
     pub fence_regressions: usize,
+    /// Of those, the leases whose token equals an earlier lease's (the others are below the
+    /// highest earlier token).
+    pub fence_repeats: usize,
 }
 
 /// What the resource did with one access in one mode.
@@ -71,14 +92,36 @@ pub struct Judgement {
     /// What happened to each access, per mode (plain, fenced, strict).
     #[serde(skip)]
     pub fates: Vec<[Fate; 3]>,
-    /// Verdict per mode: plain, fenced, strict.
+    /// Mutual exclusion: `VIOLATED` when any two leases' windows overlap.
+    pub exclusion: Verdict,
+    /// Verdict per resource mode: plain, fenced, strict.
     pub verdicts: [Verdict; 3],
-    /// Why, when any verdict is not `SAFE`.
+    /// Why, when any verdict (mutual exclusion included) is not `SAFE`: the first overlap's
+    /// cause, or `B` without an overlap.
     pub cause: Option<Cause>,
     /// The counts.
     pub counts: Counts,
+    /// Every overlap, in order of their start.
+    pub overlaps: Vec<Overlap>,
     /// The first problem, for the timeline and the diagram.
     pub first_problem: Option<Problem>,
+}
+
+/// Two leases of different clients whose windows intersect.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Overlap {
+    /// The lease granted first (by index).
+    pub first: usize,
+    /// The lease granted second (by index).
+    pub second: usize,
+    /// Start of the first intersection of their windows.
+    pub from: Nanos,
+    /// End of that intersection.
+    pub until: Nanos,
+    /// Why the windows could overlap: `A` or `C`.
+    pub cause: Cause,
+    /// Whether both holders had accesses applied inside the intersection.
+    pub used: bool,
 }
 
 /// The first thing that went wrong.
@@ -94,6 +137,8 @@ pub enum Problem {
         from: Nanos,
         /// End of the overlap.
         until: Nanos,
+        /// Its cause.
+        cause: Cause,
     },
     /// A stale access was applied by the unfenced resource (access by index).
     StaleAccess {
@@ -180,41 +225,63 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
         counts.rejected[i] = r.rejected;
     }
 
-    // Window overlaps, and whether both holders used one.
-    let mut first_overlap = None;
-    let applied_in = |lease: usize, from: Nanos, until: Nanos| {
+    // Window overlaps, their causes, and whether both holders used them.
+    let applied_in = |lease: usize, intervals: &[(Nanos, Nanos)]| {
         history.accesses.iter().enumerate().any(|(i, a)| {
             a.lease == lease
                 && replays[0].applied[i]
-                && a.arrived_at.is_some_and(|t| from <= t && t < until)
+                && a.arrived_at
+                    .is_some_and(|t| intervals.iter().any(|&(f, u)| f <= t && t < u))
         })
     };
+    let mut overlaps = Vec::new();
     for a in 0..leases.len() {
         for b in a + 1..leases.len() {
-            let from = leases[a].granted_at.max(leases[b].granted_at);
-            let until = leases[a].window_end.min(leases[b].window_end);
-            if from < until && leases[a].client != leases[b].client {
-                counts.overlaps += 1;
-                if first_overlap.is_none() {
-                    first_overlap = Some(Problem::Overlap {
-                        first: a,
-                        second: b,
-                        from,
-                        until,
-                    });
-                }
-                if applied_in(a, from, until) && applied_in(b, from, until) {
-                    counts.used_overlaps += 1;
-                }
+            if leases[a].client == leases[b].client {
+                continue;
             }
+            let common = intersect(window(history, a), window(history, b));
+            let Some(&(from, until)) = common.first() else {
+                continue;
+            };
+            let (first, second) = if (leases[b].granted_at, b) < (leases[a].granted_at, a) {
+                (b, a)
+            } else {
+                (a, b)
+            };
+            let used = applied_in(a, &common) && applied_in(b, &common);
+            overlaps.push(Overlap {
+                first,
+                second,
+                from,
+                until,
+                cause: overlap_cause(scenario, history, first, second, until),
+                used,
+            });
         }
     }
+    overlaps.sort_by_key(|o| (o.from, o.first, o.second));
+    counts.overlaps = overlaps.len();
+    counts.used_overlaps = overlaps.iter().filter(|o| o.used).count();
+    let first_overlap = overlaps.first().map(|o| Problem::Overlap {
+        first: o.first,
+        second: o.second,
+        from: o.from,
+        until: o.until,
+        cause: o.cause,
+    });
 
-    // Token monotonicity across leases, in grant order.
+    // Token monotonicity across leases, in grant order (the epoch: leases with tokens from
+    // Redis counters are recorded when their token is minted, which can be in another order).
+    let mut by_grant: Vec<&crate::history::LeaseRecord> = leases.iter().collect();
+    by_grant.sort_by_key(|l| l.epoch);
     let mut highest = None;
-    for lease in leases {
+    for (i, lease) in by_grant.iter().enumerate() {
         if highest.is_some_and(|h| lease.fence <= h) {
             counts.fence_regressions += 1;
+            if by_grant[..i].iter().any(|l| l.fence == lease.fence) {
+                counts.fence_repeats += 1;
+            }
         }
         highest = highest.max(Some(lease.fence));
     }
@@ -235,15 +302,18 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
             Verdict::Safe
         }
     });
-    let cause = verdicts.iter().any(|v| *v != Verdict::Safe).then(|| {
-        if counts.overlaps == 0 {
-            Cause::B
-        } else if scenario.has_faulty_client() {
-            Cause::C
-        } else {
-            Cause::A
-        }
-    });
+    let exclusion = if overlaps.is_empty() {
+        Verdict::Safe
+    } else {
+        Verdict::Violated
+    };
+    let cause = match overlaps.first() {
+        Some(overlap) => Some(overlap.cause),
+        None => verdicts
+            .iter()
+            .any(|v| *v != Verdict::Safe)
+            .then_some(Cause::B),
+    };
     let first_stale = replays[0]
         .first_stale
         .map(|(access, after)| Problem::StaleAccess { access, after });
@@ -271,9 +341,107 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
         .collect();
     Judgement {
         fates,
+        exclusion,
         verdicts,
         cause,
         counts,
+        overlaps,
         first_problem,
     }
+}
+
+/// The windows of lease `lease` (none for a history recorded without them).
+fn window(history: &History, lease: usize) -> &[(Nanos, Nanos)] {
+    history.windows.get(lease).map_or(&[], Vec::as_slice)
+}
+
+/// The intersection of two sorted lists of disjoint intervals.
+fn intersect(a: &[(Nanos, Nanos)], b: &[(Nanos, Nanos)]) -> Vec<(Nanos, Nanos)> {
+    let mut out = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let from = a[i].0.max(b[j].0);
+        let until = a[i].1.min(b[j].1);
+        if from < until {
+            out.push((from, until));
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+/// Why the windows of `first` and `second` (granted in that order) overlap, the first
+/// intersection ending at `until`: `C` when an implementation fault could have produced it,
+/// `A` otherwise.
+fn overlap_cause(
+    scenario: &Scenario,
+    history: &History,
+    first: usize,
+    second: usize,
+    until: Nanos,
+) -> Cause {
+    let lengthened = [first, second]
+        .iter()
+        .any(|&lease| belief_lengthened(scenario, history, lease, until));
+    let later_grant = history.leases[second].granted_at;
+    let deleted = [first, second]
+        .iter()
+        .any(|&lease| deleted_while_believed(scenario, history, lease, later_grant));
+    if lengthened || deleted {
+        Cause::C
+    } else {
+        Cause::A
+    }
+}
+
+/// Whether a fault of `lease`'s holder that makes it believe longer than a correct client
+/// was in effect before `until`: a timing fault (always), an extension that re-acquires (on a
+/// lease it extended), a wall clock that stepped back, a clock that stood still during a
+/// pause.
+fn belief_lengthened(scenario: &Scenario, history: &History, lease: usize, until: Nanos) -> bool {
+    use crate::scenario::{ClockKind, ExtendImpl, TimingImpl};
+    let record = &history.leases[lease];
+    let Some(spec) = scenario.clients.get(record.client) else {
+        return false;
+    };
+    spec.timing != TimingImpl::Correct
+        || (spec.extend == ExtendImpl::Reacquire && !record.extensions.is_empty())
+        || (spec.clock_kind == ClockKind::Wall
+            && spec
+                .clock
+                .steps()
+                .iter()
+                .any(|&(at, by)| by < 0 && at < until))
+        || (spec.freeze_during_pauses
+            && history
+                .pauses
+                .iter()
+                .any(|&(client, from, _)| client == record.client && from < until))
+}
+
+/// Whether a lock key of `lease` went before its expiry, by `by`, while its holder still
+/// believed it held the lease, and not in a crash or a failover of its server: deleted by
+/// someone else (the owner deletes only when it releases, which ends its window).
+fn deleted_while_believed(scenario: &Scenario, history: &History, lease: usize, by: Nanos) -> bool {
+    let record = &history.leases[lease];
+    let lost_in_crash = |server: usize, at: Nanos| {
+        scenario.servers.get(server).is_some_and(|spec| {
+            spec.crashes.iter().any(|c| c.at == at)
+                || spec
+                    .failover
+                    .as_ref()
+                    .is_some_and(|f| f.crash_master && f.at == at)
+        })
+    };
+    history.keys.iter().any(|key| {
+        key.token == record.token
+            && key.ended == KeyEnd::Removed
+            && key.until <= by
+            && key.until < record.window_end
+            && !lost_in_crash(key.server, key.until)
+    })
 }

@@ -136,6 +136,34 @@ impl ClockModel {
         }
     }
 
+    /// The true-time intervals within `[from, until)` during which the clock reads below
+    /// `target`, in order. The clock only moves forward between its steps, so once it has
+    /// reached `target` it can fall below it again only at a step back.
+    pub fn intervals_below(&self, target: u64, from: Nanos, until: Nanos) -> Vec<(Nanos, Nanos)> {
+        let mut intervals = Vec::new();
+        let mut t = from;
+        while t < until {
+            if self.read(t) < target {
+                let end = self.when(target, t).min(until);
+                intervals.push((t, end));
+                t = end;
+                if t >= until {
+                    break;
+                }
+            }
+            let below_again = self
+                .steps
+                .iter()
+                .map(|&(at, _)| at)
+                .find(|&at| at > t && at < until && self.read(at) < target);
+            match below_again {
+                Some(at) => t = at,
+                None => break,
+            }
+        }
+        intervals
+    }
+
     fn next_breakpoint(&self, t: Nanos) -> Option<Nanos> {
         let steps = self.steps.iter().map(|&(at, _)| at);
         let freezes = self.freezes.iter().flat_map(|&(s, e)| [s, e]);
@@ -171,7 +199,59 @@ mod tests {
         assert_eq!(frozen.read(20_100 * MS), 200 * MS);
     }
 
+    #[test]
+    fn a_clock_that_steps_back_reads_below_a_target_again() {
+        // Reaches 9 s at 9 s, steps back 5 s at 11 s (reading 6 s), reaches 9 s again at 14 s.
+        let back = ClockModel::new(0, 0, vec![(11_000 * MS, -5_000 * MS as i64)]);
+        assert_eq!(
+            back.intervals_below(9_000 * MS, 1_000 * MS, 30_000 * MS),
+            vec![(1_000 * MS, 9_000 * MS), (11_000 * MS, 14_000 * MS)]
+        );
+        // Cut at `until`, and nothing when the clock is past the target throughout.
+        assert_eq!(
+            back.intervals_below(9_000 * MS, 1_000 * MS, 12_000 * MS),
+            vec![(1_000 * MS, 9_000 * MS), (11_000 * MS, 12_000 * MS)]
+        );
+        assert!(
+            back.intervals_below(5_000 * MS, 9_500 * MS, 30_000 * MS)
+                .is_empty()
+        );
+        // A step back that stays above the target opens nothing.
+        let small = ClockModel::new(0, 0, vec![(11_000 * MS, -1_000 * MS as i64)]);
+        assert_eq!(
+            small.intervals_below(9_000 * MS, 0, 30_000 * MS),
+            vec![(0, 9_000 * MS)]
+        );
+        // A clock that never gets there: one interval to `until`.
+        let mut frozen = ClockModel::ideal();
+        frozen.freeze(100 * MS, Nanos::MAX);
+        assert_eq!(
+            frozen.intervals_below(9_000 * MS, 0, Nanos::MAX),
+            vec![(0, Nanos::MAX)]
+        );
+    }
+
     proptest! {
+        #[test]
+        fn intervals_below_are_exactly_where_the_clock_reads_below(
+            rate in -500_000i64..500_000,
+            steps in proptest::collection::vec((0u64..20_000_000_000, -8_000_000_000i64..8_000_000_000), 0..4),
+            target in 0u64..20_000_000_000,
+            from in 0u64..10_000_000_000,
+            probes in proptest::collection::vec(0u64..30_000_000_000, 20),
+        ) {
+            let clock = ClockModel::new(0, rate, steps);
+            let until = 30_000_000_000;
+            let intervals = clock.intervals_below(target, from, until);
+            for pair in intervals.windows(2) {
+                prop_assert!(pair[0].1 < pair[1].0, "{intervals:?}");
+            }
+            for t in probes.into_iter().filter(|&t| t >= from) {
+                let inside = intervals.iter().any(|&(a, b)| a <= t && t < b);
+                prop_assert_eq!(inside, clock.read(t) < target, "t = {}, {:?}", t, intervals);
+            }
+        }
+
         #[test]
         fn when_finds_the_first_instant(
             rate in -500_000i64..500_000,

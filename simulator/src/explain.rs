@@ -8,7 +8,7 @@ use redlock::core::Token;
 
 use crate::Run;
 use crate::checker::{Fate, Problem};
-use crate::history::AccessKind;
+use crate::history::{AccessKind, LeaseRecord};
 use crate::scenario::{ResourceMode, Scenario};
 use crate::time::{MS, Nanos, fmt_ms};
 
@@ -36,7 +36,8 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
     }
     let _ = writeln!(
         out,
-        "\nverdicts: plain {}, fenced {}, strict {}; cause {}",
+        "\nverdicts: mutual exclusion {}; resource plain {}, fenced {}, strict {}; cause {}",
+        report.exclusion,
         report.verdicts[0],
         report.verdicts[1],
         report.verdicts[2],
@@ -54,11 +55,18 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
             second,
             from,
             until,
+            cause,
         }) => {
             let (a, b) = (&history.leases[*first], &history.leases[*second]);
+            let why = match cause {
+                crate::scenario::Cause::C => "an implementation fault of a client made it possible",
+                _ => {
+                    "Redlock's assumptions failed: a node forgot or expired a key early, or a clock ran beyond the drift factor"
+                }
+            };
             let _ = writeln!(
                 out,
-                "first problem: the windows of {} (epoch {}) and {} (epoch {}) overlap from {}ms to {}ms ({}ms): both believed they held the lease",
+                "first problem: the windows of {} (epoch {}) and {} (epoch {}) overlap from {}ms to {}ms ({}ms): both believed they held the lease (cause {cause}: {why})",
                 name(a.client),
                 a.epoch,
                 name(b.client),
@@ -91,37 +99,99 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
         let n = events.len();
         events.push((at, n, who, what));
     };
-    for lease in &history.leases {
+    for (index, lease) in history.leases.iter().enumerate() {
+        let who = name(lease.client);
+        let windows = history.windows.get(index).map_or(&[][..], Vec::as_slice);
+        let deadline_reached = history
+            .deadlines_reached
+            .get(index)
+            .copied()
+            .unwrap_or(Nanos::MAX);
+        let reached = |local: u64| {
+            if local == lease.valid_until_local && deadline_reached != Nanos::MAX {
+                format!(
+                    ", first reached at {}ms true time",
+                    fmt_ms(deadline_reached)
+                )
+            } else if local == lease.valid_until_local {
+                ", a reading its clock never reaches".to_owned()
+            } else {
+                String::new()
+            }
+        };
+        let validity = match lease.extensions.len() {
+            0 => format!(
+                "validity computed: until {}ms on {who}'s clock{}",
+                fmt_ms(lease.valid_until_local),
+                reached(lease.valid_until_local)
+            ),
+            n => format!("extended {n} time(s) (each extension computes a new validity)"),
+        };
+        let belief = match windows {
+            [] => "never believed it held the lease".to_owned(),
+            [(_, until)] => format!(
+                "believed it held the lease until {}",
+                window_end_words(lease, *until)
+            ),
+            several => format!(
+                "believed it held the lease during {}",
+                several
+                    .iter()
+                    .map(|&(from, until)| format!(
+                        "{}ms to {}",
+                        fmt_ms(from),
+                        window_end_words(lease, until)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", and ")
+            ),
+        };
         push(
             lease.granted_at,
-            name(lease.client),
+            who.clone(),
             format!(
-                "granted epoch {} (fence {}, token {}), believed valid until {}ms",
+                "granted epoch {} (fence {}, token {}); {validity}; {belief}",
                 lease.epoch,
                 lease.fence,
                 lease.token.short(),
-                fmt_ms(lease.window_end)
             ),
         );
-        for (at, _) in &lease.extensions {
-            push(
-                *at,
-                name(lease.client),
-                format!("extended epoch {}", lease.epoch),
-            );
-        }
-        if let Some(at) = lease.released_at {
+        for &(at, valid_until) in &lease.extensions {
             push(
                 at,
-                name(lease.client),
-                format!("releases epoch {}", lease.epoch),
+                who.clone(),
+                format!(
+                    "extended epoch {}: validity computed: until {}ms on its clock{}",
+                    lease.epoch,
+                    fmt_ms(valid_until),
+                    reached(valid_until)
+                ),
             );
-        } else if lease.crashed_at.is_none() {
-            push(
-                lease.window_end,
-                name(lease.client),
-                format!("validity of epoch {} ends (by its clock)", lease.epoch),
-            );
+        }
+        for (k, &(from, until)) in windows.iter().enumerate() {
+            if k > 0 {
+                push(
+                    from,
+                    who.clone(),
+                    format!(
+                        "its clock reads before the deadline of epoch {} again: believes it holds the lease again",
+                        lease.epoch
+                    ),
+                );
+            }
+            if until != Nanos::MAX
+                && Some(until) != lease.released_at
+                && Some(until) != lease.crashed_at
+            {
+                push(
+                    until,
+                    who.clone(),
+                    format!("validity of epoch {} ends (by its clock)", lease.epoch),
+                );
+            }
+        }
+        if let Some(at) = lease.released_at {
+            push(at, who.clone(), format!("releases epoch {}", lease.epoch));
         }
     }
     for (i, access) in history.accesses.iter().enumerate() {
@@ -181,6 +251,22 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
     out
 }
 
+/// Where a window that ends at `until` ended, in words: the release, the crash, or the
+/// holder's clock reaching the deadline.
+fn window_end_words(lease: &LeaseRecord, until: Nanos) -> String {
+    if until == Nanos::MAX {
+        return "the end: its clock never reaches the deadline".to_owned();
+    }
+    let why = if Some(until) == lease.released_at {
+        "its release"
+    } else if Some(until) == lease.crashed_at {
+        "its crash"
+    } else {
+        "its clock reached the deadline"
+    };
+    format!("{}ms ({why})", fmt_ms(until))
+}
+
 const PALETTE: [&str; 8] = [
     "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#e15759",
 ];
@@ -234,9 +320,10 @@ pub fn svg(scenario: &Scenario, run: &Run) -> String {
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         s,
-        r#"<text x="10" y="18" font-size="13" font-weight="bold">{} (seed {}): plain {}, fenced {}, strict {}</text>"#,
+        r#"<text x="10" y="18" font-size="13" font-weight="bold">{} (seed {}): exclusion {}, plain {}, fenced {}, strict {}</text>"#,
         esc(&scenario.name),
         run.report.seed,
+        run.report.exclusion,
         run.report.verdicts[0],
         run.report.verdicts[1],
         run.report.verdicts[2]
@@ -302,29 +389,33 @@ pub fn svg(scenario: &Scenario, run: &Run) -> String {
             fmt_ms(until)
         );
     }
-    // Lease windows.
-    for lease in &history.leases {
+    // Lease windows: one bar per interval of belief.
+    for (index, lease) in history.leases.iter().enumerate() {
         let y = lane_y(lease.client) + 9.0;
-        let (x0, x1) = (x(lease.granted_at), x(lease.window_end));
-        let _ = writeln!(
-            s,
-            r#"<rect x="{x0:.1}" y="{y}" width="{:.1}" height="{}" fill="{}" fill-opacity="0.7"><title>epoch {} fence {}: believed held {}–{} ms</title></rect>"#,
-            (x1 - x0).max(3.0),
-            lane_h - 18.0,
-            color(lease.epoch),
-            lease.epoch,
-            lease.fence,
-            fmt_ms(lease.granted_at),
-            fmt_ms(lease.window_end)
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{}" fill="white">e{} f{}</text>"#,
-            x0 + 3.0,
-            y + 11.0,
-            lease.epoch,
-            lease.fence
-        );
+        let windows = history.windows.get(index).map_or(&[][..], Vec::as_slice);
+        for &(from, until) in windows {
+            let (x0, x1) = (x(from), x(until));
+            let _ = writeln!(
+                s,
+                r#"<rect x="{x0:.1}" y="{y}" width="{:.1}" height="{}" fill="{}" fill-opacity="0.7"><title>epoch {} fence {}: believed held {}–{} ms (validity until {} ms on its clock)</title></rect>"#,
+                (x1 - x0).max(3.0),
+                lane_h - 18.0,
+                color(lease.epoch),
+                lease.epoch,
+                lease.fence,
+                fmt_ms(from),
+                fmt_ms(until),
+                fmt_ms(lease.valid_until_local)
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{}" fill="white">e{} f{}</text>"#,
+                x0 + 3.0,
+                y + 11.0,
+                lease.epoch,
+                lease.fence
+            );
+        }
     }
     // Lock keys on the servers.
     for key in &history.keys {
@@ -413,4 +504,57 @@ pub fn svg(scenario: &Scenario, run: &Run) -> String {
     );
     s.push_str("</svg>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The grant line names the validity its holder computed (on its clock, and when that
+    /// clock reaches it) apart from how long the holder believed it held the lease (here
+    /// until its release, long before the validity ends).
+    #[test]
+    fn the_timeline_shows_the_validity_apart_from_the_window() {
+        let text = r#"
+name = "released early"
+[expect]
+exclusion = "SAFE"
+plain = "SAFE"
+fenced = "SAFE"
+strict = "SAFE"
+[[client]]
+name = "c1"
+clock = { rate_ppm = -10000 }
+steps = ["write", "sleep 1000"]
+"#;
+        let scenario = crate::scenario::parse(text, "inline").unwrap();
+        let run = crate::run(&scenario, 3, false).unwrap();
+        let lease = &run.history.leases[0];
+        let released = lease.released_at.unwrap();
+        assert!(released < 1_100 * MS, "{lease:?}");
+        // The clock runs 1 % slow: it reads its deadline later in true time.
+        let reached = run.history.deadlines_reached[0];
+        assert!(reached > lease.valid_until_local + 90 * MS, "{reached}");
+        let timeline = timeline(&scenario, &run);
+        let grant = timeline
+            .lines()
+            .find(|l| l.contains("granted epoch 1"))
+            .unwrap();
+        assert!(
+            grant.contains(&format!(
+                "validity computed: until {}ms on c1's clock, first reached at {}ms true time",
+                fmt_ms(lease.valid_until_local),
+                fmt_ms(reached)
+            )),
+            "{grant}"
+        );
+        assert!(
+            grant.contains(&format!(
+                "believed it held the lease until {}ms (its release)",
+                fmt_ms(released)
+            )),
+            "{grant}"
+        );
+        assert!(!timeline.contains("validity of epoch 1 ends"), "{timeline}");
+    }
 }

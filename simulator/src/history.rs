@@ -27,8 +27,9 @@ pub struct LeaseRecord {
     pub released_at: Option<Nanos>,
     /// When the holder crashed, true time.
     pub crashed_at: Option<Nanos>,
-    /// When the holder stopped believing it holds the lease: the earliest of the end of
-    /// validity (mapped to true time), the release and the crash. Set when the run ends.
+    /// When the holder stopped believing it holds the lease for good: the end of the last of
+    /// its windows (see [`History::windows`]), or the grant when it had none. Set when the
+    /// run ends.
     pub window_end: Nanos,
 }
 
@@ -75,6 +76,18 @@ pub struct Note {
     pub what: String,
 }
 
+/// How a lock key's span ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum KeyEnd {
+    /// The key expired on the server's clock.
+    Expired,
+    /// The key went before its expiry: deleted (by its owner's release, or by anyone's plain
+    /// `DEL`) or lost in a crash or a failover.
+    Removed,
+    /// The key was still there when the run ended.
+    Held,
+}
+
 /// A lock key held on a server during `[from, until)`, true time.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct KeySpan {
@@ -87,13 +100,28 @@ pub struct KeySpan {
     pub from: Nanos,
     /// Until (the run's end when still held).
     pub until: Nanos,
+    /// How it ended.
+    pub ended: KeyEnd,
 }
 
 /// The record of one run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct History {
-    /// Every grant, in epoch order.
+    /// Every lease, in the order its holder started to hold it: the order of the grants,
+    /// except with tokens from Redis counters, where a lease is recorded once its token is
+    /// minted (`epoch` is always the order of the grants).
     pub leases: Vec<LeaseRecord>,
+    /// The windows of each lease (same index as `leases`): the true-time intervals, in
+    /// order, during which its holder believed it held it — its clock read before the
+    /// lease's deadline, from the grant to the release or the crash. The deadline is the one
+    /// the last extension set (if any), for the whole lease: a lease extended after its
+    /// deadline had passed counts as believed throughout. One interval for a clock that only
+    /// moves forward; a wall clock that steps back past the deadline opens another. Set when
+    /// the run ends.
+    pub windows: Vec<Vec<(Nanos, Nanos)>>,
+    /// For each lease (same index as `leases`), when its holder's clock first read the
+    /// lease's deadline, true time (`Nanos::MAX` when it never did). Set when the run ends.
+    pub deadlines_reached: Vec<Nanos>,
     /// Every access, in the order sent.
     pub accesses: Vec<AccessRecord>,
     /// Faults and notable events, in time order.

@@ -1,6 +1,7 @@
 //! A deterministic simulator for Redlock: the `redlock-quorum` core under simulated nodes,
-//! networks and clocks, with a checker that says whether mutual exclusion held, whether
-//! unfenced writes went stale, and whether fencing saved the resource.
+//! networks and clocks, with a checker that says whether mutual exclusion held (no two
+//! holders believed they held the lease at once), whether unfenced writes went stale, and
+//! whether fencing saved the resource.
 //!
 //! # What is simulated
 //!
@@ -20,8 +21,9 @@
 //!   as the tokio client. Implementation faults (plain `DEL`, extend as re-acquire, wall
 //!   clock, no elapsed check, late start time) are switches of the driver, never changes to
 //!   the core.
-//! - **Protected resource**: records every access; the [`checker`] replays them unfenced,
-//!   fenced on writes and strictly fenced.
+//! - **Protected resource**: records every access; the [`checker`] judges mutual exclusion
+//!   from the holders' windows, and replays the accesses unfenced, fenced on writes and
+//!   strictly fenced.
 //!
 //! # Example
 //!
@@ -29,6 +31,7 @@
 //! let text = r#"
 //! name = "two clients, no faults"
 //! [expect]
+//! exclusion = "SAFE"
 //! plain = "SAFE"
 //! fenced = "SAFE"
 //! strict = "SAFE"

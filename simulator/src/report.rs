@@ -16,9 +16,11 @@ pub struct Report {
     pub source: String,
     /// The seed that reproduces the run.
     pub seed: u64,
-    /// Verdicts: plain, fenced, strict.
+    /// Mutual exclusion: `VIOLATED` when two holders' windows overlapped.
+    pub exclusion: Verdict,
+    /// Verdicts per resource mode: plain, fenced, strict.
     pub verdicts: [Verdict; 3],
-    /// The cause, when any verdict is not `SAFE`.
+    /// The cause, when any verdict (mutual exclusion included) is not `SAFE`.
     pub cause: Option<Cause>,
     /// The counts behind the verdicts.
     pub counts: Counts,
@@ -50,10 +52,11 @@ impl Report {
         simulated_ns: Nanos,
     ) -> Self {
         let expected = scenario.expect.clone();
-        let matches = ResourceMode::ALL
-            .iter()
-            .enumerate()
-            .all(|(i, &mode)| judgement.verdicts[i] == expected.verdict(mode))
+        let matches = judgement.exclusion == expected.exclusion
+            && ResourceMode::ALL
+                .iter()
+                .enumerate()
+                .all(|(i, &mode)| judgement.verdicts[i] == expected.verdict(mode))
             && judgement.cause == expected.cause
             && expected
                 .fences_increase
@@ -62,6 +65,7 @@ impl Report {
             scenario: scenario.name.clone(),
             source: scenario.source.clone(),
             seed,
+            exclusion: judgement.exclusion,
             verdicts: judgement.verdicts,
             cause: judgement.cause,
             counts: judgement.counts,
@@ -81,6 +85,12 @@ impl Report {
             return None;
         }
         let mut parts = Vec::new();
+        if self.exclusion != self.expected.exclusion {
+            parts.push(format!(
+                "mutual exclusion: got {}, expected {}",
+                self.exclusion, self.expected.exclusion
+            ));
+        }
         for (i, mode) in ResourceMode::ALL.iter().enumerate() {
             let expected = self.expected.verdict(*mode);
             if self.verdicts[i] != expected {
@@ -121,6 +131,7 @@ impl Report {
 pub fn table(reports: &[Report]) -> String {
     let header = [
         "scenario",
+        "exclusion",
         "plain",
         "fenced",
         "strict",
@@ -133,11 +144,12 @@ pub fn table(reports: &[Report]) -> String {
         "seed",
         "result",
     ];
-    let rows: Vec<[String; 12]> = reports
+    let rows: Vec<[String; 13]> = reports
         .iter()
         .map(|r| {
             [
                 r.scenario.clone(),
+                r.exclusion.to_string(),
                 r.verdicts[0].to_string(),
                 r.verdicts[1].to_string(),
                 r.verdicts[2].to_string(),
@@ -149,10 +161,7 @@ pub fn table(reports: &[Report]) -> String {
                     r.counts.stale_applied[0], r.counts.stale_applied[1], r.counts.stale_applied[2]
                 ),
                 format!("{}/{}", r.counts.rejected[1], r.counts.rejected[2]),
-                match r.counts.fence_regressions {
-                    0 => "increasing".into(),
-                    n => format!("{n} repeated"),
-                },
+                tokens_cell(&r.counts),
                 r.seed.to_string(),
                 if r.matches {
                     "ok".into()
@@ -185,4 +194,17 @@ pub fn table(reports: &[Report]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The `tokens` cell: `increasing`, or how many leases repeated an earlier lease's token and
+/// how many fell below one (in grant order).
+pub fn tokens_cell(counts: &Counts) -> String {
+    let repeated = counts.fence_repeats;
+    let regressed = counts.fence_regressions - repeated;
+    match (repeated, regressed) {
+        (0, 0) => "increasing".into(),
+        (r, 0) => format!("{r} repeated"),
+        (0, g) => format!("{g} regressed"),
+        (r, g) => format!("{r} repeated, {g} regressed"),
+    }
 }

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use redlock::core::Token;
 
 use crate::client::{Client, Ctx, Outgoing, Timer};
-use crate::history::{History, KeySpan};
+use crate::history::{History, KeyEnd, KeySpan};
 use crate::message::{Msg, NodeOp, NodeReply};
 use crate::net::Network;
 use crate::scenario::{Endpoint, Scenario};
@@ -738,11 +738,17 @@ impl<'s> World<'s> {
     fn close_span(&mut self, server: usize, token: Token) {
         if let Some((from, expire_ms)) = self.spans.remove(&(server, token)) {
             let expiry = self.expiry(server, from, expire_ms);
+            let ended = if expiry <= self.now {
+                KeyEnd::Expired
+            } else {
+                KeyEnd::Removed
+            };
             self.history.keys.push(KeySpan {
                 server,
                 token,
                 from,
                 until: self.now.min(expiry),
+                ended,
             });
         }
     }
@@ -778,27 +784,43 @@ impl<'s> World<'s> {
         let open: Vec<((usize, Token), OpenSpan)> =
             std::mem::take(&mut self.spans).into_iter().collect();
         for ((server, token), (from, expire_ms)) in open {
-            let until = self.expiry(server, from, expire_ms).min(end.max(from));
+            let expiry = self.expiry(server, from, expire_ms);
+            let (until, ended) = if expiry <= end {
+                (expiry, KeyEnd::Expired)
+            } else {
+                (end.max(from), KeyEnd::Held)
+            };
             self.history.keys.push(KeySpan {
                 server,
                 token,
                 from,
                 until,
+                ended,
             });
         }
         self.history.keys.sort_by_key(|k| (k.server, k.from));
-        // Each lease's window ends at the first of: validity over (on the holder's clock),
-        // release, crash.
+        // A lease's windows: while its holder's clock reads before the lease's deadline (the
+        // last extension's, for the whole lease), from the grant to the first of its release
+        // and its crash. A clock that steps back past the deadline (a client that reads the
+        // wall clock) opens another window.
+        let mut windows = Vec::with_capacity(self.history.leases.len());
+        let mut deadlines = Vec::with_capacity(self.history.leases.len());
         for lease in &mut self.history.leases {
             let clock = &self.clients[lease.client].clock;
-            let validity_end = clock.when(lease.valid_until_local, lease.granted_at);
-            lease.window_end = [Some(validity_end), lease.released_at, lease.crashed_at]
+            deadlines.push(clock.when(lease.valid_until_local, lease.granted_at));
+            let stop = [lease.released_at, lease.crashed_at]
                 .into_iter()
                 .flatten()
                 .min()
-                .unwrap_or(validity_end)
-                .max(lease.granted_at);
+                .unwrap_or(Nanos::MAX);
+            let intervals = clock.intervals_below(lease.valid_until_local, lease.granted_at, stop);
+            lease.window_end = intervals
+                .last()
+                .map_or(lease.granted_at, |&(_, until)| until);
+            windows.push(intervals);
         }
+        self.history.windows = windows;
+        self.history.deadlines_reached = deadlines;
         Outcome {
             history: self.history,
             trace: self.trace,

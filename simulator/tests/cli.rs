@@ -61,12 +61,12 @@ fn a_wrong_expectation_exits_one_and_says_how_to_replay() {
 fn a_malformed_file_exits_two_naming_file_line_and_field() {
     let path = temp_file(
         "malformed.toml",
-        "name = \"x\"\n[expect]\nplain = \"SAFE\"\nfenced = \"SAFE\"\nstrict = \"SAFE\"\n[[client]]\nname = \"c1\"\nsteps = [\"wrte\"]\n",
+        "name = \"x\"\n[expect]\nexclusion = \"SAFE\"\nplain = \"SAFE\"\nfenced = \"SAFE\"\nstrict = \"SAFE\"\n[[client]]\nname = \"c1\"\nsteps = [\"wrte\"]\n",
     );
     let output = sim(&["run", path.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2), "{}", text(&output));
     let out = text(&output);
-    assert!(out.contains("malformed.toml:8:"), "{out}");
+    assert!(out.contains("malformed.toml:9:"), "{out}");
     assert!(out.contains("client[0].steps[0]"), "{out}");
     let missing = sim(&["run", "no-such-file.toml"]);
     assert_eq!(missing.status.code(), Some(2));
@@ -84,6 +84,7 @@ fn json_output_parses() {
     assert!(output.status.success(), "{}", text(&output));
     let reports: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(reports[0]["seed"], 3);
+    assert_eq!(reports[0]["exclusion"], "SAFE");
     assert_eq!(reports[0]["verdicts"][0], "SAFE");
     assert_eq!(reports[0]["matches"], true);
 }
@@ -108,5 +109,95 @@ fn explain_prints_the_counterexample_and_writes_the_diagram() {
     assert!(
         diagram.starts_with("<svg") && diagram.contains("epoch 2"),
         "{diagram}"
+    );
+}
+
+/// The sweep's CSV, read the way a spreadsheet or a script reads it: by header name. Every
+/// row has as many fields as the header, and each named column holds what its name says.
+#[test]
+fn the_sweep_csv_reads_by_header_name() {
+    let csv = temp_file("sweep.csv", "");
+    let output = sim(&[
+        "sweep",
+        "scenarios/rl-00-baseline.toml",
+        "--param",
+        "latency",
+        "--values",
+        "1,2",
+        "--seeds",
+        "3",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 6, "{text}");
+    for row in &rows {
+        assert_eq!(row.len(), header.len(), "a row under {header:?}: {row:?}");
+    }
+    let column = |name: &str| -> Vec<&str> {
+        let i = header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no column `{name}` in {header:?}"));
+        rows.iter().map(|r| r[i]).collect()
+    };
+    let numbers = |name: &str| -> Vec<u64> {
+        column(name)
+            .iter()
+            .map(|v| v.parse().unwrap_or_else(|_| panic!("{name}: {v}")))
+            .collect()
+    };
+    assert_eq!(column("value"), ["1", "1", "1", "2", "2", "2"]);
+    assert_eq!(numbers("seed"), [1, 2, 3, 1, 2, 3]);
+    assert!(column("exclusion").iter().all(|v| *v == "SAFE"), "{text}");
+    assert!(column("plain").iter().all(|v| *v == "SAFE"), "{text}");
+    assert_eq!(numbers("leases"), [2; 6], "{text}");
+    let calls = numbers("acquire_calls");
+    let failures = numbers("acquire_failures");
+    assert!(calls.iter().all(|&c| c == 2), "{text}");
+    assert!(failures.iter().all(|&f| f == 0), "{text}");
+    // A run of this scenario takes dozens of events: far more than any count above.
+    assert!(numbers("events").iter().all(|&e| e > 10), "{text}");
+}
+
+/// An overlap of believed windows that no access fell into: the lock failed, and says so,
+/// in the table, in JSON and in `explain`, while the resource verdicts stay SAFE.
+#[test]
+fn an_overlap_nobody_used_violates_mutual_exclusion() {
+    let file = "scenarios/rl-09-client-clock-slow-2pc-unused-overlap.toml";
+    let output = sim(&["run", file, "--json"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let reports: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(reports[0]["exclusion"], "VIOLATED");
+    assert_eq!(reports[0]["verdicts"][0], "SAFE");
+    assert_eq!(reports[0]["cause"], "A");
+    assert_eq!(reports[0]["counts"]["overlaps"], 1);
+    assert_eq!(reports[0]["counts"]["used_overlaps"], 0);
+
+    let table = text(&sim(&["run", file]));
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("RL-09"))
+        .unwrap_or_else(|| panic!("{table}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert!(
+        cells
+            .windows(5)
+            .any(|w| w == ["VIOLATED", "SAFE", "SAFE", "SAFE", "A"]),
+        "{row}"
+    );
+
+    let explained = text(&sim(&["explain", file]));
+    assert!(
+        explained.contains("verdicts: mutual exclusion VIOLATED; resource plain SAFE"),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("first problem: the windows of c1 (epoch 1) and c2 (epoch 2) overlap"),
+        "{explained}"
     );
 }

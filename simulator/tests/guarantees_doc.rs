@@ -1,6 +1,7 @@
 //! docs/guarantees.md says what the simulator says: every row of its table gives the stated
-//! verdicts when run, and every sweep command in it runs (with fewer seeds, into a temporary
-//! directory).
+//! verdicts when run (mutual exclusion, the three resource columns and the cause), every
+//! scenario of the catalogue has its row, and every sweep command in it runs (with fewer
+//! seeds, into a temporary directory).
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::{Path, PathBuf};
@@ -36,7 +37,16 @@ fn every_row_of_the_table_reproduces() {
     assert!(rows.len() >= 40, "the table lost rows: {}", rows.len());
     let mut wrong = Vec::new();
     for row in &rows {
-        let [name, unfenced, linearizable, quorum, cause, command] = &row[..] else {
+        let [
+            name,
+            exclusion,
+            unfenced,
+            linearizable,
+            quorum,
+            cause,
+            command,
+        ] = &row[..]
+        else {
             panic!("malformed row {row:?}")
         };
         let file = command
@@ -57,6 +67,7 @@ fn every_row_of_the_table_reproduces() {
         )
         .unwrap();
         let got = [
+            lin.report.exclusion.to_string(),
             lin.report.verdicts[0].to_string(),
             lin.report.verdicts[2].to_string(),
             qm.report.verdicts[2].to_string(),
@@ -65,6 +76,7 @@ fn every_row_of_the_table_reproduces() {
                 .map_or_else(|| "-".to_owned(), |c| c.to_string()),
         ];
         let stated = [
+            exclusion.clone(),
             unfenced.clone(),
             linearizable.clone(),
             quorum.clone(),
@@ -77,6 +89,31 @@ fn every_row_of_the_table_reproduces() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+
+    let mut listed: Vec<String> = rows
+        .iter()
+        .map(|row| {
+            let command = row.last().unwrap();
+            command
+                .trim_matches('`')
+                .trim_start_matches("redlock-sim run ")
+                .to_owned()
+        })
+        .collect();
+    listed.sort();
+    let mut catalogue: Vec<String> = std::fs::read_dir(root().join("simulator/scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .map(|p| {
+            format!(
+                "simulator/scenarios/{}",
+                p.file_name().unwrap().to_string_lossy()
+            )
+        })
+        .collect();
+    catalogue.sort();
+    assert_eq!(listed, catalogue, "the table and the catalogue differ");
 }
 
 /// Splits a shell command line with double-quoted words.

@@ -4,25 +4,29 @@
 //!    accesses made right after a validity check and delivered within the margin, crashed
 //!    nodes that keep their keys, or stay down longer than the TTL, or are left out by every
 //!    client's restart quarantine, no failover) the correct client never yields `VIOLATED`,
-//!    whatever the partitions, losses, duplicates, pauses and client crashes.
+//!    neither for mutual exclusion (no two windows overlap) nor for the resource, whatever
+//!    the partitions, losses, duplicates, pauses and client crashes.
 //! 2. With the linearizable token source and strict fencing, no stale access is ever
 //!    applied, whatever the faults, assumptions broken or not.
-//! 3. Quorum-minted tokens strictly increase across leases whenever no node loses its
-//!    counter (every crashed node fsyncs every write), whatever else goes wrong: clock steps
-//!    and rate errors, pauses, clocks that stop during pauses, partitions, losses.
+//! 3. Quorum-minted tokens are unique and ordered like the leases' keys whenever no node
+//!    loses its counter (every crashed node fsyncs every write), whatever else goes wrong:
+//!    clock steps and rate errors, pauses, clocks that stop during pauses, partitions,
+//!    losses. (Not in grant order: a holder whose clock stops after its raise landed is
+//!    granted later with a smaller token, `fence-quorum-frozen-clock-after-raise`.)
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::time::Duration;
 
 use proptest::prelude::*;
 use redlock::core::{LockConfig, RestartPolicy, RetryPolicy};
+use redlock_sim::History;
 use redlock_sim::clock::ClockModel;
 use redlock_sim::scenario::{
     ClientSpec, ClockKind, Crash, DEFAULT_UPTIME, Delay, Endpoint, Expectation, ExtendImpl,
     LinkSpec, NetworkSpec, Partition, PartitionKind, Persistence, ReleaseImpl, Scenario,
     ServerSpec, Step, TimingImpl, TokenSource, Verdict,
 };
-use redlock_sim::time::MS;
+use redlock_sim::time::{MS, Nanos};
 
 const TTL_MS: u64 = 2_000;
 
@@ -338,6 +342,7 @@ fn build(plan: &Plan) -> Scenario {
         max_events: 5_000_000,
         tokens: TokenSource::Linearizable,
         expect: Expectation {
+            exclusion: Verdict::Safe,
             plain: Verdict::Safe,
             fenced: Verdict::Safe,
             strict: Verdict::Safe,
@@ -376,6 +381,10 @@ proptest! {
     fn within_the_assumptions_the_correct_client_is_never_violated(plan in plan(true), seed in any::<u64>()) {
         let scenario = build(&plan);
         let run = redlock_sim::run(&scenario, seed, false).unwrap();
+        prop_assert_eq!(
+            run.report.exclusion, Verdict::Safe,
+            "overlaps {:?}", run.judgement.overlaps
+        );
         prop_assert!(
             run.report.verdicts.iter().all(|v| *v == Verdict::Safe),
             "verdicts {:?}, counts {:?}, first problem {:?}",
@@ -396,9 +405,74 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
 
     #[test]
-    fn quorum_minted_tokens_increase_while_nodes_keep_their_counters(plan in plan(false), seed in any::<u64>()) {
+    fn quorum_minted_tokens_are_unique_and_ordered_like_keys_while_nodes_keep_their_counters(plan in plan(false), seed in any::<u64>()) {
         let run = redlock_sim::run(&quorum_minted(&plan), seed, false).unwrap();
-        prop_assert_eq!(run.report.counts.fence_regressions, 0, "leases: {:?}", run.history.leases);
+        let checked = unique_and_ordered_like_keys(&run.history);
+        prop_assert!(checked.is_ok(), "{}", checked.unwrap_err());
+    }
+}
+
+/// What quorum-minted tokens promise while no node loses a counter: no two leases share a
+/// token, and any two leases have a node that held both their keys, in the order of their
+/// tokens (a node where both raised the counter: their raise quorums intersect).
+fn unique_and_ordered_like_keys(history: &History) -> Result<(), String> {
+    // The first time each lease's key was set on each server.
+    let first_set = |lease: usize, server: usize| -> Option<Nanos> {
+        let token = history.leases[lease].token;
+        history
+            .keys
+            .iter()
+            .filter(|k| k.server == server && k.token == token)
+            .map(|k| k.from)
+            .min()
+    };
+    let servers = history
+        .keys
+        .iter()
+        .map(|k| k.server)
+        .max()
+        .map_or(0, |m| m + 1);
+    let leases = &history.leases;
+    for a in 0..leases.len() {
+        for b in a + 1..leases.len() {
+            let (fa, fb) = (leases[a].fence, leases[b].fence);
+            if fa == fb {
+                return Err(format!("leases {a} and {b} share token {fa}: {leases:?}"));
+            }
+            let agrees = (0..servers).any(|s| match (first_set(a, s), first_set(b, s)) {
+                (Some(ta), Some(tb)) => (ta < tb) == (fa < fb),
+                _ => false,
+            });
+            if !agrees {
+                return Err(format!(
+                    "no node held the keys of leases {a} (token {fa}) and {b} (token {fb}) in token order: {:?}",
+                    history.keys
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The schedule that breaks grant order (a holder suspended with its clock stopped after its
+/// raise landed is granted later with a smaller token) keeps what the tokens do promise. The
+/// nodes keep their counters: nothing crashes.
+#[test]
+fn a_later_grant_with_a_smaller_token_keeps_tokens_unique_and_ordered_like_keys() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/fence-quorum-frozen-clock-after-raise.toml");
+    let scenario = Scenario::load(&path).unwrap();
+    assert!(scenario.servers.iter().all(|s| s.crashes.is_empty()));
+    for seed in 1..=5 {
+        let run = redlock_sim::run(&scenario, seed, false).unwrap();
+        let leases = &run.history.leases;
+        assert_eq!(leases.len(), 2, "seed {seed}");
+        assert!(
+            leases[1].granted_at > leases[0].granted_at && leases[1].fence < leases[0].fence,
+            "seed {seed}: the later grant should carry the smaller token: {leases:?}"
+        );
+        assert_eq!(run.report.counts.fence_regressions, 1, "seed {seed}");
+        unique_and_ordered_like_keys(&run.history).unwrap();
     }
 }
 

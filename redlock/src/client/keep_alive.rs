@@ -12,7 +12,7 @@ use tokio::sync::{oneshot, watch};
 use super::Lease;
 use super::clock::Clock;
 use super::lease::release;
-use crate::core::{Held, Keeper, KeeperEvent, Machine, ReleaseReport, Timestamp};
+use crate::core::{Held, Keeper, KeeperEvent, Machine, ReleaseReport, Timestamp, Token};
 pub use crate::core::{KeepAlive, LeaseLost};
 
 #[derive(Clone, Debug)]
@@ -42,6 +42,7 @@ impl State {
 pub struct LeaseSignal {
     resource: String,
     fence: Option<u64>,
+    owner: Token,
     clock: Clock,
     state: watch::Receiver<State>,
 }
@@ -55,6 +56,12 @@ impl LeaseSignal {
     /// The lease's fencing token, if it has one.
     pub fn fence(&self) -> Option<u64> {
         self.fence
+    }
+
+    /// The owner token stored under the key (what tells this lease from another one with the
+    /// same fencing token; see [`crate::fencing::Fence`]).
+    pub fn token(&self) -> Token {
+        self.owner
     }
 
     /// The current end of validity, as an `Instant` computed from now.
@@ -153,6 +160,11 @@ impl KeptLease {
         self.signal.fence
     }
 
+    /// The owner token stored under the key.
+    pub fn token(&self) -> Token {
+        self.signal.owner
+    }
+
     /// Whether the lease is still valid (see [`LeaseSignal::is_valid`]).
     pub fn is_valid(&self) -> bool {
         self.signal.is_valid()
@@ -188,6 +200,7 @@ impl Lease {
     pub fn keep_alive(self, policy: KeepAlive) -> KeptLease {
         let resource = self.resource().to_owned();
         let fence = self.fence();
+        let owner = self.token();
         let (redlock, held, lanes, granted_at) = self.into_parts();
         let keeper = Keeper::new(redlock.config(), policy, held);
         let (tx, rx) = watch::channel(State::of(&keeper));
@@ -195,6 +208,7 @@ impl Lease {
         let signal = LeaseSignal {
             resource,
             fence,
+            owner,
             clock: *redlock.clock(),
             state: rx,
         };

@@ -72,7 +72,6 @@ mod lanes;
 mod lease;
 mod node;
 mod redact;
-mod scripts;
 mod telemetry;
 mod wire;
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
-use super::scripts;
 use crate::core::{Command, NodeFailure, Reply};
+use crate::lua::lock as scripts;
 
 /// Sends `command` on `connection` and reads the node's answer.
 pub(crate) async fn run(

@@ -103,11 +103,15 @@ impl State {
 /// Once a quorum took the key, the fencing token is `T = max(counters read) + 1`, and the
 /// second phase sends [`Command::RaiseFence`] (`counter = max(counter, T)`, only where the key
 /// still holds our token) to every node. The lease is granted only when a quorum *of the nodes
-/// that took the key* holds exactly `T`,
-/// still inside the validity measured from the first phase's start. Each of those nodes
-/// refuses any other `SET NX` until this lease's key is gone, so any later lease reads `T` or
-/// more on at least one of them and gets a larger token, as long as no node loses its counter
-/// or key (the argument is in the fencing guide).
+/// that took the key* holds exactly `T`, still inside the validity measured from the first
+/// phase's start. Each of those nodes refuses any other `SET NX` until this lease's key is
+/// gone, so a lease that locks one of them afterwards reads `T` or more there and gets a
+/// larger token. As long as no node loses its counter or key, and whatever the clocks do, two
+/// granted leases therefore never carry the same token, and on every node where both raised
+/// the counter the lease whose key came first has the smaller token (the argument is in the
+/// fencing guide). A lease granted *later* has the larger token only under the clock
+/// assumptions: a client whose clock stops after its raise landed can be granted after
+/// another lease, with a smaller token (which a fenced resource then rejects).
 ///
 /// ```
 /// use redlock::core::*;

@@ -139,7 +139,8 @@ struct NodeState {
     duplicate_of: Option<NodeId>,
 }
 
-/// The eligibility of every configured node (see [the module documentation](self)).
+/// The eligibility of every configured node (the rules are described in the source of the
+/// module, `core/eligibility.rs`).
 ///
 /// ```
 /// use std::time::Duration;

@@ -156,7 +156,8 @@ enum State {
     Lost,
 }
 
-/// The keep-alive machine (see [the module documentation](self)).
+/// The keep-alive machine (the schedule is described in the source of the module,
+/// `core/keep_alive.rs`).
 ///
 /// ```
 /// use std::time::Duration;

@@ -92,7 +92,8 @@ struct Stopping {
     killed: bool,
 }
 
-/// The stop schedule of one supervised command (see [the module documentation](self)).
+/// The stop schedule of one supervised command (described in the source of the module,
+/// `core/supervise.rs`).
 ///
 /// ```
 /// use std::time::Duration;

@@ -259,6 +259,7 @@ struct RawScenario {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawExpect {
+    exclusion: Spanned<Verdict>,
     plain: Verdict,
     fenced: Verdict,
     strict: Verdict,
@@ -689,13 +690,21 @@ impl RawScenario {
         }
 
         let expect = Expectation {
+            exclusion: *self.expect.exclusion.get_ref(),
             plain: self.expect.plain,
             fenced: self.expect.fenced,
             strict: self.expect.strict,
             cause: self.expect.cause.as_ref().map(|c| *c.get_ref()),
             fences_increase: self.expect.fences_increase,
         };
-        let all_safe = [expect.plain, expect.fenced, expect.strict]
+        if expect.exclusion == Verdict::PreventedByFencing {
+            return Err(at.at(
+                &self.expect.exclusion,
+                "expect.exclusion",
+                "mutual exclusion is SAFE or VIOLATED: fencing protects the resource, not the lock",
+            ));
+        }
+        let all_safe = [expect.exclusion, expect.plain, expect.fenced, expect.strict]
             .iter()
             .all(|v| *v == Verdict::Safe);
         match (&self.expect.cause, all_safe) {
@@ -711,6 +720,15 @@ impl RawScenario {
                     cause,
                     "expect.cause",
                     "a scenario that expects SAFE everywhere has no cause",
+                ));
+            }
+            (Some(cause), false)
+                if expect.exclusion == Verdict::Violated && *cause.get_ref() == Cause::B =>
+            {
+                return Err(at.at(
+                    cause,
+                    "expect.cause",
+                    "an overlap of windows is never cause B (a pause or a delay does not lengthen what a holder believes): A or C",
                 ));
             }
             _ => {}
@@ -1081,6 +1099,7 @@ mod tests {
     const MINIMAL: &str = r#"
 name = "minimal"
 [expect]
+exclusion = "SAFE"
 plain = "SAFE"
 fenced = "SAFE"
 strict = "SAFE"
@@ -1105,19 +1124,19 @@ steps = ["write"]
     #[test]
     fn errors_name_line_and_field() {
         let e = error(&MINIMAL.replace("steps = [\"write\"]", "steps = [\"write\", \"slep 5\"]"));
-        assert_eq!(e.line(), Some(9), "{e}");
+        assert_eq!(e.line(), Some(10), "{e}");
         assert_eq!(e.field(), Some("client[0].steps[1]"), "{e}");
         assert!(e.to_string().contains("unknown step `slep`"), "{e}");
 
         let e = error(&MINIMAL.replace("name = \"c1\"", "name = \"c1\"\nstart = 5"));
-        assert_eq!(e.line(), Some(9), "{e}");
+        assert_eq!(e.line(), Some(10), "{e}");
         assert!(e.to_string().contains("unknown field `start`"), "{e}");
 
         let e = error(&format!(
             "{MINIMAL}\n[[partition]]\ngroups = [[\"c1\", \"n9\"]]\n"
         ));
         assert_eq!(e.field(), Some("partition[0].groups[0][1]"), "{e}");
-        assert_eq!(e.line(), Some(12), "{e}");
+        assert_eq!(e.line(), Some(13), "{e}");
 
         let e = error(&MINIMAL.replace("plain = \"SAFE\"", "plain = \"VIOLATED\""));
         assert_eq!(e.field(), Some("expect.cause"), "{e}");
@@ -1132,6 +1151,38 @@ steps = ["write"]
     }
 
     #[test]
+    fn the_mutual_exclusion_expectation_is_required_and_checked() {
+        let e = error(&MINIMAL.replace("exclusion = \"SAFE\"\n", ""));
+        assert!(e.to_string().contains("missing field `exclusion`"), "{e}");
+
+        let e = error(&MINIMAL.replace(
+            "exclusion = \"SAFE\"",
+            "exclusion = \"PREVENTED_BY_FENCING\"",
+        ));
+        assert_eq!(e.field(), Some("expect.exclusion"), "{e}");
+        assert_eq!(e.line(), Some(4), "{e}");
+
+        // An overlap alone, with the resource untouched, still needs its cause...
+        let e = error(&MINIMAL.replace("exclusion = \"SAFE\"", "exclusion = \"VIOLATED\""));
+        assert_eq!(e.field(), Some("expect.cause"), "{e}");
+        // ...which is never B.
+        let e = error(&MINIMAL.replace(
+            "exclusion = \"SAFE\"",
+            "exclusion = \"VIOLATED\"\ncause = \"B\"",
+        ));
+        assert_eq!(e.field(), Some("expect.cause"), "{e}");
+        assert!(e.to_string().contains("never cause B"), "{e}");
+        let ok = MINIMAL.replace(
+            "exclusion = \"SAFE\"",
+            "exclusion = \"VIOLATED\"\ncause = \"A\"",
+        );
+        assert_eq!(
+            parse(&ok, "ok.toml").unwrap().expect.exclusion,
+            Verdict::Violated
+        );
+    }
+
+    #[test]
     fn bad_rates_are_refused() {
         let text = MINIMAL.replace(
             "steps = [\"write\"]",
@@ -1139,6 +1190,6 @@ steps = ["write"]
         );
         let e = error(&text);
         assert_eq!(e.field(), Some("client[0].clock.rate_ppm"), "{e}");
-        assert_eq!(e.line(), Some(10), "{e}");
+        assert_eq!(e.line(), Some(11), "{e}");
     }
 }

@@ -27,13 +27,16 @@ pub enum Endpoint {
     Resource,
 }
 
-/// The verdict of the checker for one resource mode.
+/// A verdict of the checker: on mutual exclusion (`SAFE` or `VIOLATED`), or on one resource
+/// mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Verdict {
-    /// No lease overlap touched the resource, and its history is in lease order.
+    /// Mutual exclusion: no two windows overlapped. A resource mode: no lease overlap touched
+    /// the resource, and its history is in lease order.
     #[serde(rename = "SAFE")]
     Safe,
-    /// The resource applied an access out of lease order, or two holders used it at once.
+    /// Mutual exclusion: two holders' windows overlapped. A resource mode: the resource
+    /// applied an access out of lease order, or two holders used it at once.
     #[serde(rename = "VIOLATED")]
     Violated,
     /// Something went wrong at the lock level, but the token check kept the resource in
@@ -59,7 +62,8 @@ pub enum Cause {
     /// forgot a key or a clock misbehaved.
     A,
     /// The usage contract failed: a holder acted after its validity (pause, delayed message,
-    /// long work).
+    /// long work). Never the cause of an overlap of windows: a window is what its holder
+    /// believes, which neither a pause nor a delay lengthens.
     B,
     /// An implementation fault of the client (plain `DEL`, extend as re-acquire, wall-clock
     /// elapsed time, a late start time, a clock that stops while the process is suspended).
@@ -108,13 +112,15 @@ impl fmt::Display for ResourceMode {
 /// The expected verdicts of a scenario.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Expectation {
+    /// Mutual exclusion: `Violated` when any two holders' windows overlap, else `Safe`.
+    pub exclusion: Verdict,
     /// With an unfenced resource.
     pub plain: Verdict,
     /// With write-only fencing.
     pub fenced: Verdict,
     /// With strict fencing.
     pub strict: Verdict,
-    /// The cause, when any verdict is not `SAFE`.
+    /// The cause, when any of the four verdicts is not `SAFE`.
     pub cause: Option<Cause>,
     /// Whether fencing tokens must strictly increase with each lease (`Some(true)`), must
     /// repeat or regress at least once (`Some(false)`), or are not checked.

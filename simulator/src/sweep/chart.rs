@@ -69,6 +69,22 @@ pub fn svg(sweep: &Sweep) -> Result<String, String> {
             ))
             .map_err(|e| draw(&e))?;
         legend.push(("fenced: PREVENTED_BY_FENCING (dashed)".into(), green, 3));
+        // Mutual exclusion, wide and underneath: where the lock itself failed, whether or not
+        // the workload then touched the resource.
+        let blue = RGBColor(31, 119, 180);
+        let exclusion: Vec<(f64, f64)> = sweep
+            .points
+            .iter()
+            .map(|p| (p.value, p.exclusion_violated))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(exclusion, blue.mix(0.45).stroke_width(7)))
+            .map_err(|e| draw(&e))?;
+        legend.push((
+            "mutual exclusion: VIOLATED (wide, underneath)".into(),
+            blue,
+            5,
+        ));
         let series: [(&str, usize, RGBColor, u32); 3] = [
             ("strict: VIOLATED", 2, RGBColor(148, 103, 189), 2),
             ("fenced: VIOLATED", 1, RGBColor(255, 127, 14), 2),

@@ -47,7 +47,9 @@ pub struct SweepRun {
     pub value: f64,
     /// The seed.
     pub seed: u64,
-    /// Verdicts: plain, fenced, strict.
+    /// Mutual exclusion.
+    pub exclusion: Verdict,
+    /// Verdicts per resource mode: plain, fenced, strict.
     pub verdicts: [Verdict; 3],
     /// Cause, if any.
     pub cause: Option<Cause>,
@@ -72,6 +74,8 @@ pub struct SweepPoint {
     pub value: f64,
     /// Runs at this value.
     pub runs: usize,
+    /// Fraction of runs whose mutual exclusion is `VIOLATED` (two windows overlapped).
+    pub exclusion_violated: f64,
     /// Fraction of runs `VIOLATED`, per mode (plain, fenced, strict).
     pub violated: [f64; 3],
     /// Fraction of runs `PREVENTED_BY_FENCING`, per mode.
@@ -136,6 +140,7 @@ pub fn sweep(
                     let outcome = run(&scenarios[value_index], seed, false).map(|r| SweepRun {
                         value: spec.values[value_index],
                         seed,
+                        exclusion: r.report.exclusion,
                         verdicts: r.report.verdicts,
                         cause: r.report.cause,
                         leases: r.report.counts.leases,
@@ -176,6 +181,11 @@ pub fn sweep(
             SweepPoint {
                 value,
                 runs: at.len(),
+                exclusion_violated: at
+                    .iter()
+                    .filter(|r| r.exclusion == Verdict::Violated)
+                    .count() as f64
+                    / at.len().max(1) as f64,
                 violated: [0, 1, 2].map(|m| rate(Verdict::Violated, m)),
                 prevented: [0, 1, 2].map(|m| rate(Verdict::PreventedByFencing, m)),
                 acquired: if calls == 0 {
@@ -221,30 +231,49 @@ pub enum SweepError {
 }
 
 impl Sweep {
-    /// The runs as CSV, one line per run.
+    /// The runs as CSV: a header naming every column, then one line per run.
     pub fn csv(&self) -> String {
-        let mut out = String::from(
-            "parameter,value,seed,plain,fenced,strict,cause,leases,overlaps,stale_plain,stale_fenced,stale_strict,events\n",
-        );
+        let header: [&str; 16] = [
+            "parameter",
+            "value",
+            "seed",
+            "exclusion",
+            "plain",
+            "fenced",
+            "strict",
+            "cause",
+            "leases",
+            "overlaps",
+            "stale_plain",
+            "stale_fenced",
+            "stale_strict",
+            "acquire_calls",
+            "acquire_failures",
+            "events",
+        ];
+        let mut out = header.join(",");
+        out.push('\n');
         for r in &self.runs {
-            out.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            let row: [String; 16] = [
                 self.parameter.replace(',', ";"),
-                r.value,
-                r.seed,
-                r.verdicts[0],
-                r.verdicts[1],
-                r.verdicts[2],
+                r.value.to_string(),
+                r.seed.to_string(),
+                r.exclusion.to_string(),
+                r.verdicts[0].to_string(),
+                r.verdicts[1].to_string(),
+                r.verdicts[2].to_string(),
                 r.cause.map_or_else(String::new, |c| c.to_string()),
-                r.leases,
-                r.overlaps,
-                r.stale_applied[0],
-                r.stale_applied[1],
-                r.stale_applied[2],
-                r.acquire_calls,
-                r.acquire_failures,
-                r.events
-            ));
+                r.leases.to_string(),
+                r.overlaps.to_string(),
+                r.stale_applied[0].to_string(),
+                r.stale_applied[1].to_string(),
+                r.stale_applied[2].to_string(),
+                r.acquire_calls.to_string(),
+                r.acquire_failures.to_string(),
+                r.events.to_string(),
+            ];
+            out.push_str(&row.join(","));
+            out.push('\n');
         }
         out
     }
@@ -253,14 +282,23 @@ impl Sweep {
     pub fn table(&self) -> String {
         let mut out = format!("{}\n", self.parameter);
         out.push_str(&format!(
-            "{:>14}  {:>6}  {:>10} {:>10} {:>10}  {:>10} {:>10}  {:>9}\n",
-            "value", "runs", "plain V", "fenced V", "strict V", "fenced P", "strict P", "acquired"
+            "{:>14}  {:>6}  {:>11}  {:>10} {:>10} {:>10}  {:>10} {:>10}  {:>9}\n",
+            "value",
+            "runs",
+            "exclusion V",
+            "plain V",
+            "fenced V",
+            "strict V",
+            "fenced P",
+            "strict P",
+            "acquired"
         ));
         for p in &self.points {
             out.push_str(&format!(
-                "{:>14}  {:>6}  {:>10.3} {:>10.3} {:>10.3}  {:>10.3} {:>10.3}  {:>9.3}\n",
+                "{:>14}  {:>6}  {:>11.3}  {:>10.3} {:>10.3} {:>10.3}  {:>10.3} {:>10.3}  {:>9.3}\n",
                 p.value,
                 p.runs,
+                p.exclusion_violated,
                 p.violated[0],
                 p.violated[1],
                 p.violated[2],

@@ -1,10 +1,11 @@
-//! The Lua scripts that make release and extension conditional on ownership.
+//! The scripts run on the lock nodes: release and extension conditional on ownership, the
+//! two phases of a fenced acquisition, and multi-resource leases.
 //!
 //! Each runs atomically on the node, so no other client can slip in between the check and
 //! the change. They are sent with `EVAL`, one command per request (see [`crate::lua`] for
 //! why not `EVALSHA`).
 
-use crate::lua::LuaScript;
+use super::LuaScript;
 
 /// Deletes the key only if it holds our token.
 ///
