@@ -27,7 +27,7 @@ mod fleet;
 pub mod proxy;
 mod target_dir;
 
-pub use fleet::{FleetError, FleetOptions, Persistence, RedisFleet, SERVER_ENV};
+pub use fleet::{FleetError, FleetOptions, Persistence, RedisFleet, SERVER_ENV, TlsFiles};
 pub use target_dir::target_dir;
 
 // The repository's documents outside any published package, compiled as doc-tests here so
