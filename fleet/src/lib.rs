@@ -19,10 +19,14 @@
 //! its traffic on command, and [`chaos`] runs clients against a fleet behind such proxies
 //! while injecting random faults, checking that no two of them ever hold a lease at once.
 //!
+//! [`fake::FakeNode`] is a small RESP server that answers like a healthy master whose clock
+//! runs at a chosen rate, for what a real server cannot be made to do.
+//!
 //! [`target_dir`] finds the workspace's target directory, where the benchmarks and their
 //! report meet criterion's results.
 
 pub mod chaos;
+pub mod fake;
 mod fleet;
 pub mod proxy;
 mod target_dir;
