@@ -17,8 +17,10 @@ use redlock_fleet::proxy::{Direction, FaultProxy};
 use redlock_fleet::{FleetOptions, Persistence, RedisFleet};
 use serde_json::Value;
 
-/// The clock window of the runs that do not test the clock: short, to keep the suite quick.
-const SHORT_WINDOW: &str = "300ms";
+/// The clock window of the runs that do not test the clock: none (the offset is still
+/// measured). A rate measured over a short window on a busy machine has a bound wide enough
+/// to earn a warning, which is right but not what these tests are about.
+const SHORT_WINDOW: &str = "0s";
 
 /// A busy two-core machine sees loopback round trips of tens of milliseconds now and then,
 /// above half the default 50 ms per-node timeout: the runs that do not test latency give
@@ -74,13 +76,13 @@ fn persistent_fleet(n: usize) -> RedisFleet {
 /// write, so the quarantine is off.
 const PERSISTENT: [&str; 2] = ["--restart-quarantine", "off"];
 
-/// `(level, node, check)` of every finding worse than `ok`.
+/// `(level, node, check)` of every warning and error.
 fn problems(report: &Value) -> Vec<(String, String, String)> {
     report["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|f| f["level"] != "ok")
+        .filter(|f| f["level"] == "warning" || f["level"] == "error")
         .map(|f| {
             (
                 f["level"].as_str().unwrap().to_owned(),
@@ -403,7 +405,14 @@ async fn a_node_40ms_away_is_warned_about() {
         .handle()
         .set_latency(Direction::ToClient, Duration::from_millis(40));
     let urls = vec![proxy.url(), fleet.url(1), fleet.url(2)];
-    let args = vec!["--restart-quarantine", "off", "--node-timeout", "50ms"];
+    let args = vec![
+        "--restart-quarantine",
+        "off",
+        "--node-timeout",
+        "50ms",
+        "--clock-window",
+        "300ms",
+    ];
     let (code, report) = doctor_async(urls, args).await;
     let slow = proxy.local_addr().to_string();
 
@@ -415,16 +424,29 @@ async fn a_node_40ms_away_is_warned_about() {
     assert!(["warning", "error"].contains(&latency["level"].as_str().unwrap()));
     assert_eq!(latency["condition"]["id"], "availability");
     assert_eq!(latency["scenario"]["id"], "RL-12");
-    // The fast nodes are fine, and the slow one's clock rate is too uncertain over 300 ms.
+    // The nodes without the proxy have nothing else to report (their round trips are far
+    // shorter, though a busy machine may push their p99 past 25 ms, and their clock rate's
+    // bound over 300 ms past the drift factor, too), and the slow one's clock rate is too
+    // uncertain over 300 ms.
     for url in &fleet.urls()[1..] {
-        let fine = problems(&report)
+        let fast = address(url);
+        let trips = &node(&report, &fast)["round_trips"];
+        assert!(trips["p50_ms"].as_f64().unwrap() < 20.0, "{trips}");
+        let other = problems(&report)
             .into_iter()
-            .filter(|(_, node, _)| *node == address(url))
+            .filter(|(_, node, check)| *node == fast && check != "latency" && check != "clock-rate")
             .collect::<Vec<_>>();
-        assert_eq!(fine, [], "{report:#}");
+        assert_eq!(other, [], "{report:#}");
     }
     assert_eq!(finding(&report, &slow, "clock-rate")["level"], "warning");
-    assert_eq!(code, i32::from(latency["level"] == "error"), "{report:#}");
+    let only_latency = problems(&report)
+        .iter()
+        .all(|(level, _, check)| level != "error" || check == "latency");
+    assert!(only_latency, "{report:#}");
+    let latency_errors = problems(&report)
+        .iter()
+        .any(|(level, _, check)| level == "error" && check == "latency");
+    assert_eq!(code, i32::from(latency_errors), "{report:#}");
 }
 
 /// The clock-rate estimate against a node whose `TIME` runs 2 % fast. Its error bound is the

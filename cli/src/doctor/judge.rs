@@ -267,7 +267,14 @@ pub(crate) fn judge(
             }
         });
         let estimate = match &observation.clock {
-            Some(Ok(samples)) => Some(clock::estimate(samples)),
+            Some(Ok(samples)) => {
+                let mut estimate = clock::estimate(samples);
+                if limits.clock_window.is_zero() {
+                    // Back-to-back samples: an offset, but no rate worth a judgement.
+                    estimate.rate = None;
+                }
+                Some(estimate)
+            }
             _ => None,
         };
         findings.extend(judge_node(

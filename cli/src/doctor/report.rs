@@ -46,7 +46,8 @@ pub(crate) fn table(report: &Report) -> String {
         "CLOCK RATE",
         "ACL",
     ];
-    let rows: Vec<[String; 10]> = report.nodes.iter().map(row).collect();
+    let measured = s.clock_window_ms > 0;
+    let rows: Vec<[String; 10]> = report.nodes.iter().map(|n| row(n, measured)).collect();
     let mut widths = header.map(str::len);
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -123,7 +124,8 @@ fn millis(ms: u128) -> std::time::Duration {
     std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
 }
 
-fn row(node: &NodeSummary) -> [String; 10] {
+/// One node's cells; `measured` tells whether clock rates were measured at all.
+fn row(node: &NodeSummary, measured: bool) -> [String; 10] {
     let dash = || "-".to_owned();
     if !node.reachable {
         let mut cells: [String; 10] = Default::default();
@@ -162,7 +164,8 @@ fn row(node: &NodeSummary) -> [String; 10] {
             match clock.rate {
                 _ if clock.steps.iter().any(|s| s.size_ms > 0.0) => "stepped".to_owned(),
                 Some(r) => format!("{} ±{}", signed_pct(r.rate), pct(r.bound)),
-                None => "unknown".to_owned(),
+                None if measured => "unknown".to_owned(),
+                None => "not measured".to_owned(),
             },
         ),
         None if node.clock_error.is_some() => ("unknown".to_owned(), "unknown".to_owned()),
