@@ -170,10 +170,7 @@ mod tests {
                     max_hold = \"2h\"\nnode_timeout = \"20ms\"\nretry_delay = \"1s\"\n\
                     retry_jitter = \"250ms\"\nrestart_quarantine = \"off\"\n";
         let settings = parse(text, "redlock.toml").unwrap();
-        assert_eq!(
-            settings.restart_quarantine.unwrap().value,
-            crate::quarantine::Quarantine::Off
-        );
+        assert_eq!(settings.restart_quarantine.unwrap().value, Quarantine::Off);
         assert_eq!(settings.nodes.len(), 2);
         assert_eq!(settings.nodes[1].origin, file_origin(1, 33, "nodes[1]"));
         assert_eq!(settings.key_prefix.unwrap().value, "jobs:");
