@@ -136,33 +136,51 @@ pub(crate) const RL04B_STEP_BACKWARD: Scenario = scenario(
 );
 pub(crate) const RL05_NO_PERSISTENCE: Scenario = scenario(
     "RL-05",
-    "node crash and immediate restart without persistence",
+    "node crash and immediate restart without persistence (no restart quarantine)",
     "simulator/scenarios/rl-05-crash-no-persistence.toml",
     "VIOLATED",
 );
 pub(crate) const RL05_EVERYSEC: Scenario = scenario(
     "RL-05",
-    "node crash with appendfsync everysec, before the fsync",
+    "node crash with appendfsync everysec, before the fsync (no restart quarantine)",
     "simulator/scenarios/rl-05-crash-everysec-before-fsync.toml",
     "VIOLATED",
 );
 pub(crate) const RL05_ALWAYS: Scenario = scenario(
     "RL-05",
-    "node crash with appendfsync always",
+    "node crash with appendfsync always (no restart quarantine)",
     "simulator/scenarios/rl-05-crash-fsync-always.toml",
     "SAFE",
 );
+pub(crate) const RL05_QUARANTINE: Scenario = scenario(
+    "RL-05",
+    "node crash and immediate restart without persistence, client with the restart quarantine",
+    "simulator/scenarios/rl-05-crash-no-persistence-quarantine.toml",
+    "SAFE",
+);
+pub(crate) const RL05B_FRESH_CLIENT: Scenario = scenario(
+    "RL-05b",
+    "a client started after a node restarted empty (no restart quarantine)",
+    "simulator/scenarios/rl-05b-fresh-client-after-restart.toml",
+    "VIOLATED",
+);
 pub(crate) const RL06_SHORT: Scenario = scenario(
     "RL-06",
-    "delayed restart shorter than the TTL",
+    "delayed restart shorter than the TTL (no restart quarantine)",
     "simulator/scenarios/rl-06-delayed-restart-5000ms.toml",
     "VIOLATED",
 );
 pub(crate) const RL06_LONG: Scenario = scenario(
     "RL-06",
-    "delayed restart longer than the TTL",
+    "delayed restart longer than the TTL (no restart quarantine)",
     "simulator/scenarios/rl-06-delayed-restart-10200ms.toml",
     "SAFE",
+);
+pub(crate) const RL06B_SHORT_QUARANTINE: Scenario = scenario(
+    "RL-06b",
+    "restart quarantine shorter than another client's TTL",
+    "simulator/scenarios/rl-06b-quarantine-shorter-than-another-ttl.toml",
+    "VIOLATED",
 );
 pub(crate) const RL07_FAILOVER: Scenario = scenario(
     "RL-07",
@@ -208,21 +226,24 @@ pub(crate) const RL14_PLAIN_DEL: Scenario = scenario(
 );
 pub(crate) const FENCE_NO_PERSISTENCE: Scenario = scenario(
     "fence",
-    "quorum-minted tokens repeat after a crash without persistence",
+    "quorum-minted tokens repeat after a crash without persistence (no restart quarantine)",
     "simulator/scenarios/fence-quorum-crash-no-persistence.toml",
     "VIOLATED",
 );
 
 /// Every scenario the doctor cites.
 #[cfg(test)]
-pub(crate) const ALL: [Scenario; 15] = [
+pub(crate) const ALL: [Scenario; 18] = [
     RL04_STEP_FORWARD,
     RL04B_STEP_BACKWARD,
     RL05_NO_PERSISTENCE,
     RL05_EVERYSEC,
     RL05_ALWAYS,
+    RL05_QUARANTINE,
+    RL05B_FRESH_CLIENT,
     RL06_SHORT,
     RL06_LONG,
+    RL06B_SHORT_QUARANTINE,
     RL07_FAILOVER,
     RL08B_SPLIT_BRAIN,
     RL10_FAST,

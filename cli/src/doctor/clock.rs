@@ -19,8 +19,9 @@
 //!   hundredths of a percent; 40 ms round trips need a window of 10 s or more to resolve a
 //!   1 % drift factor.
 //! - **steps**: an interval between consecutive samples in which the node's clock moved more
-//!   than [`STEP_TOLERANCE`] away from what its median rate predicts, beyond what the two
-//!   round trips explain: someone (or a daemon in step mode) set the node's clock.
+//!   than [`STEP_TOLERANCE_NS`] (5 ms) away from what its median rate between consecutive
+//!   samples predicts, beyond what the round trips and that rate's own uncertainty explain:
+//!   someone (or a daemon in step mode) set the node's clock.
 //!
 //! The host's monotonic clock is what a client measures leases with; NTP slews it by at most
 //! 0.05 %, far inside a 1 % drift factor.
@@ -28,7 +29,7 @@
 use serde::Serialize;
 
 /// A clock change between two samples that is reported as a step rather than noise.
-pub(crate) const STEP_TOLERANCE_NS: f64 = 1_000_000.0;
+pub(crate) const STEP_TOLERANCE_NS: f64 = 5_000_000.0;
 
 /// `TIME`'s resolution: it answers in whole microseconds.
 const RESOLUTION_NS: f64 = 1_000.0;
@@ -112,12 +113,14 @@ pub(crate) struct ClockEstimate {
 /// Estimates offset, rate and steps from `samples` (in the order they were taken).
 pub(crate) fn estimate(samples: &[TimeSample]) -> ClockEstimate {
     let rate = rate(samples);
-    let typical = median_rate(samples).or(rate.map(|r| r.rate)).unwrap_or(0.0);
+    let typical = median_rate(samples)
+        .or(rate.map(|r| (r.rate, r.bound)))
+        .unwrap_or((0.0, 0.0));
     ClockEstimate {
         samples: samples.len(),
         offset: offset(samples),
         rate,
-        steps: steps(samples, typical),
+        steps: steps(samples, typical.0, typical.1),
     }
 }
 
@@ -165,25 +168,30 @@ pub(crate) fn rate(samples: &[TimeSample]) -> Option<Rate> {
     })
 }
 
-/// The median of the rates between consecutive samples: a rate that one step cannot move.
-fn median_rate(samples: &[TimeSample]) -> Option<f64> {
-    let mut rates: Vec<f64> = samples
+/// The rate between consecutive samples whose rate is the median, with that rate's own
+/// uncertainty (half the two round trips over the interval): a rate one step cannot move.
+fn median_rate(samples: &[TimeSample]) -> Option<(f64, f64)> {
+    let mut rates: Vec<(f64, f64)> = samples
         .windows(2)
         .filter_map(|pair| {
             let span = pair[1].middle_ns() - pair[0].middle_ns();
-            (span > 0.0).then(|| (pair[1].node_us - pair[0].node_us) as f64 * 1_000.0 / span - 1.0)
+            let slack = (pair[0].round_trip_ns() + pair[1].round_trip_ns()) / 2.0;
+            (span > slack).then(|| {
+                let moved = (pair[1].node_us - pair[0].node_us) as f64 * 1_000.0;
+                (moved / span - 1.0, (slack + RESOLUTION_NS) / (span - slack))
+            })
         })
         .collect();
     if rates.is_empty() {
         return None;
     }
-    rates.sort_by(f64::total_cmp);
+    rates.sort_by(|a, b| a.0.total_cmp(&b.0));
     Some(rates[rates.len() / 2])
 }
 
 /// Intervals in which the node's clock moved more than [`STEP_TOLERANCE_NS`] beyond what
-/// `rate` and the round trips explain.
-pub(crate) fn steps(samples: &[TimeSample], rate: f64) -> Vec<Step> {
+/// `rate` (known within `rate_bound`) and the round trips explain.
+pub(crate) fn steps(samples: &[TimeSample], rate: f64, rate_bound: f64) -> Vec<Step> {
     let start = samples.first().map_or(0.0, TimeSample::middle_ns);
     samples
         .windows(2)
@@ -192,7 +200,9 @@ pub(crate) fn steps(samples: &[TimeSample], rate: f64) -> Vec<Step> {
             let span = b.middle_ns() - a.middle_ns();
             let moved = (b.node_us - a.node_us) as f64 * 1_000.0;
             let deviation = moved - span * (1.0 + rate);
-            let explained = (a.round_trip_ns() + b.round_trip_ns()) / 2.0 + 2.0 * RESOLUTION_NS;
+            let explained = (a.round_trip_ns() + b.round_trip_ns()) / 2.0
+                + 2.0 * RESOLUTION_NS
+                + span.abs() * rate_bound;
             (deviation.abs() > explained + STEP_TOLERANCE_NS).then(|| Step {
                 at_s: (a.middle_ns() - start) / 1e9,
                 size_ms: deviation / 1e6,
@@ -293,6 +303,31 @@ mod tests {
         assert!((step.at_s - 1.1).abs() < 0.01, "{step:?}");
         // A steady 2 % fast clock is a rate, not a series of steps.
         assert!(estimate_steps_of(0.02).is_empty());
+    }
+
+    #[test]
+    fn irregular_sampling_is_not_a_step() {
+        // A busy machine: samples back to back, then a long stall, with the node reading its
+        // clock at either end of each round trip.
+        let wall = 1_700_000_000_000_000_i64;
+        let sent = [0_i64, 900_000, 80_000_000, 80_700_000, 190_000_000];
+        let at = [0.0, 1.0, 0.0, 1.0, 0.0];
+        let samples: Vec<TimeSample> = sent
+            .iter()
+            .zip(at)
+            .map(|(&sent_ns, at)| {
+                let received_ns = sent_ns + 600_000;
+                let read_ns = sent_ns as f64 + at * 600_000.0;
+                TimeSample {
+                    sent_ns,
+                    received_ns,
+                    wall_sent_us: wall + sent_ns / 1_000,
+                    wall_received_us: wall + received_ns / 1_000,
+                    node_us: wall + (read_ns * 1.02 / 1_000.0) as i64,
+                }
+            })
+            .collect();
+        assert_eq!(estimate(&samples).steps, []);
     }
 
     fn estimate_steps_of(rate: f64) -> Vec<Step> {

@@ -249,7 +249,7 @@ pub(crate) fn judge(
                     show(limits.ttl)
                 ),
             )
-            .shown_by(catalogue::RL06_SHORT)
+            .shown_by(catalogue::RL06B_SHORT_QUARANTINE)
             .remedy("set --restart-quarantine to at least the longest TTL of any client"),
         );
     }
@@ -270,8 +270,9 @@ pub(crate) fn judge(
             Some(Ok(samples)) => {
                 let mut estimate = clock::estimate(samples);
                 if limits.clock_window.is_zero() {
-                    // Back-to-back samples: an offset, but no rate worth a judgement.
+                    // Back-to-back samples: an offset, but no rate or step worth a judgement.
                     estimate.rate = None;
+                    estimate.steps.clear();
                 }
                 Some(estimate)
             }
@@ -367,7 +368,7 @@ fn judge_node(
                          persistence, uptime and eviction cannot be checked"
                     ),
                 )
-                .shown_by(catalogue::RL06_SHORT)
+                .shown_by(catalogue::RL05B_FRESH_CLIENT)
                 .remedy("ACL SETUSER <user> +info")
             } else {
                 Finding::new(
@@ -640,8 +641,9 @@ fn judge_persistence(limits: &Limits, node: &NodeObservation, server: &ServerInf
             Level::Note,
             format!(
                 "{what}; mitigated: the restart quarantine ({}) keeps a restarted node out of \
-                 quorums until the leases it forgot have expired",
-                show(quarantine)
+                 quorums until the leases it forgot have expired ({})",
+                show(quarantine),
+                catalogue::RL05_QUARANTINE,
             ),
         )
         .shown_by(scenario)
@@ -1012,7 +1014,7 @@ fn judge_fleet(
                         limits.quorum
                     ),
                 )
-                .shown_by(catalogue::RL06_SHORT),
+                .shown_by(catalogue::RL05B_FRESH_CLIENT),
             );
             return findings;
         }
@@ -1415,7 +1417,10 @@ mod tests {
             problems(&report)[0],
             (Level::Error, None, Check::Configuration)
         );
-        assert_eq!(report.findings[0].scenario, Some(catalogue::RL06_SHORT));
+        assert_eq!(
+            report.findings[0].scenario,
+            Some(catalogue::RL06B_SHORT_QUARANTINE)
+        );
     }
 
     #[test]
