@@ -174,8 +174,9 @@ async fn a_lease_over_tls_with_the_fleets_ca() {
     assert_eq!(report.connected(), 3, "{report}");
     let mut lease = redlock.acquire("tls-resource").await.unwrap();
     lease.extend().await.unwrap();
-    // The key is on every node (read through the plain port).
-    assert_eq!(lock_keys(&fleet), 3);
+    // The key is on a quorum of nodes at least (read through the plain port): the
+    // acquisition returns at a quorum, the last node may still be answering.
+    assert!(lock_keys(&fleet) >= 2);
     let report = lease.release().await;
     assert!(report.is_quorum_free(), "{report:?}");
     redlock.settle().await;
@@ -236,7 +237,7 @@ async fn mutual_tls_needs_a_client_certificate_from_the_ca() {
     let client = ca.issue(&["locker"], ExtendedKeyUsagePurpose::ClientAuth);
     let redlock = tls_redlock(&fleet, &ca.pem, Some(client));
     let lease = redlock.try_acquire("mtls-resource").await.unwrap();
-    assert_eq!(lock_keys(&fleet), 3);
+    assert!(lock_keys(&fleet) >= 2);
     assert!(lease.release().await.is_quorum_free());
     redlock.settle().await;
     assert_eq!(lock_keys(&fleet), 0);
