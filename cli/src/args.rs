@@ -20,6 +20,8 @@ Exit codes of `redlock run`:
   77             the nodes refused this client (password, ACL)
   126, 127       CMD could not be started, or was not found
 Exit codes of `redlock status`: 0 held by a quorum, 1 not held, 69 too few nodes answered.
+Exit codes of `redlock doctor`: 0 every condition holds, 1 one does not, 2 the fleet cannot be
+checked (fewer than a quorum of nodes answered).
 
 Nodes come from --node, else REDLOCK_NODES (comma-separated URLs), else the config file.
 See docs/cli.md for the config file and more.";
@@ -42,7 +44,22 @@ pub(crate) enum Command {
     /// Show each node's holder of RESOURCE, its remaining TTL and fence counter, and whether
     /// a quorum holds it.
     Status(StatusArgs),
+    /// Check that the nodes keep the conditions under which a lease is exclusive: reachability
+    /// and round trips, role, duplicates, persistence, uptime against the restart quarantine,
+    /// eviction, clock offset and rate, and the permissions the client needs.
+    #[command(after_help = DOCTOR_HELP)]
+    Doctor(DoctorArgs),
 }
+
+const DOCTOR_HELP: &str = "\
+Each finding names the guarantee condition it touches (docs/guarantees.md) and the simulator
+scenario that shows what happens when it fails. The doctor takes, extends and releases leases
+on a scratch resource (`<key prefix>doctor-<random>`) on each node, and deletes its keys.
+Its user needs, besides the client's commands, PING, INFO, TIME and CONFIG GET.
+
+Exit codes: 0 every condition holds, 1 one does not, 2 the fleet cannot be checked (fewer
+than a quorum of nodes answered), 64 bad arguments or configuration.
+See docs/operations.md for what each finding means.";
 
 /// Where the nodes are and how to talk to them; shared by every command.
 #[derive(Debug, Args)]
@@ -104,6 +121,23 @@ pub(crate) struct RunArgs {
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<OsString>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DoctorArgs {
+    #[command(flatten)]
+    pub(crate) nodes: NodeArgs,
+    /// The TTL of the leases taken on these nodes [default: 10s]: the round trips, the
+    /// per-node timeout and the restart quarantine are judged against it.
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    pub(crate) ttl: Option<Duration>,
+    /// How long to watch each node's clock to measure its rate against this host's; the
+    /// error bound shrinks as the window grows (0s measures the offset only) [default: 2s].
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    pub(crate) clock_window: Option<Duration>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

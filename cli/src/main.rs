@@ -1,11 +1,12 @@
 //! `redlock`: run a command only while holding a Redlock lease on independent Redis nodes
-//! (`flock(1)` across servers), and show who holds a resource.
+//! (`flock(1)` across servers), show who holds a resource, and check the nodes.
 //!
 //! `docs/cli.md` documents the commands, the configuration sources and the exit codes.
 
 mod args;
 mod child;
 mod config_file;
+mod doctor;
 mod duration;
 mod exit;
 #[cfg(test)]
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Run(args) => run::run(args).await,
             Command::Status(args) => status::status(args).await,
+            Command::Doctor(args) => doctor::doctor(args).await,
         }
     });
     match outcome {

@@ -34,8 +34,28 @@ pub struct FleetOptions {
     pub persistence: Persistence,
     /// Also listen on a Unix socket in the node's directory.
     pub unix_socket: bool,
+    /// Also listen for TLS connections on a port of their own ([`RedisFleet::tls_url`]).
+    pub tls: Option<TlsFiles>,
     /// Extra `redis-server` arguments, e.g. `["--maxmemory", "1mb"]`.
     pub extra_args: Vec<String>,
+}
+
+/// The certificate files of a node that accepts TLS (`redis-server --tls-port`), in PEM.
+///
+/// Every node of the fleet presents the same certificate, so it must name `127.0.0.1` (an IP
+/// address SAN) for clients that verify the server's name. The plain port stays open beside
+/// the TLS port, for the fixture's own readiness check and inspection helpers.
+#[derive(Clone, Debug)]
+pub struct TlsFiles {
+    /// The server's certificate (`--tls-cert-file`).
+    pub cert: PathBuf,
+    /// The server's private key (`--tls-key-file`).
+    pub key: PathBuf,
+    /// The authority whose client certificates the server accepts (`--tls-ca-cert-file`).
+    pub ca: PathBuf,
+    /// Whether clients must present a certificate signed by `ca` (mutual TLS,
+    /// `--tls-auth-clients yes`).
+    pub require_client_certs: bool,
 }
 
 /// Why a fleet could not be started or driven.
@@ -80,6 +100,8 @@ impl From<std::io::Error> for FleetError {
 
 struct Node {
     port: u16,
+    /// The TLS port, when the fleet has [`FleetOptions::tls`] (0 otherwise).
+    tls_port: u16,
     dir: PathBuf,
     child: Option<Child>,
 }
@@ -124,6 +146,7 @@ impl RedisFleet {
             std::fs::create_dir_all(&dir)?;
             fleet.nodes.push(Node {
                 port: 0,
+                tls_port: 0,
                 dir,
                 child: None,
             });
@@ -150,6 +173,19 @@ impl RedisFleet {
     /// `redis://127.0.0.1:<port>` of node `index`.
     pub fn url(&self, index: usize) -> String {
         format!("redis://127.0.0.1:{}", self.nodes[index].port)
+    }
+
+    /// `rediss://127.0.0.1:<tls port>` of node `index` (with [`FleetOptions::tls`]).
+    ///
+    /// # Panics
+    ///
+    /// When the fleet was started without TLS.
+    pub fn tls_url(&self, index: usize) -> String {
+        assert!(
+            self.options.tls.is_some(),
+            "the fleet was started without FleetOptions::tls"
+        );
+        format!("rediss://127.0.0.1:{}", self.nodes[index].tls_port)
     }
 
     /// `redis+unix://…` of node `index` (with [`FleetOptions::unix_socket`]).
@@ -310,9 +346,16 @@ impl RedisFleet {
                 Some(port) => port,
                 None => free_port()?,
             };
-            match self.spawn(index, port) {
+            let tls_port = match (&self.options.tls, self.nodes[index].tls_port) {
+                (None, _) => 0,
+                (Some(_), 0) => free_port()?,
+                // A restart keeps its TLS port too.
+                (Some(_), tls_port) => tls_port,
+            };
+            match self.spawn(index, port, tls_port) {
                 Ok(child) => {
                     self.nodes[index].port = port;
+                    self.nodes[index].tls_port = tls_port;
                     self.nodes[index].child = Some(child);
                     return Ok(());
                 }
@@ -329,7 +372,7 @@ impl RedisFleet {
         })
     }
 
-    fn spawn(&self, index: usize, port: u16) -> Result<Child, String> {
+    fn spawn(&self, index: usize, port: u16, tls_port: u16) -> Result<Child, String> {
         let dir = &self.nodes[index].dir;
         let log = dir.join("redis.log");
         let mut args: Vec<String> = vec![
@@ -354,6 +397,25 @@ impl RedisFleet {
                 "--appendfsync".into(),
                 "always".into(),
             ]),
+        }
+        if let Some(tls) = &self.options.tls {
+            args.extend([
+                "--tls-port".into(),
+                tls_port.to_string(),
+                "--tls-cert-file".into(),
+                tls.cert.display().to_string(),
+                "--tls-key-file".into(),
+                tls.key.display().to_string(),
+                "--tls-ca-cert-file".into(),
+                tls.ca.display().to_string(),
+                "--tls-auth-clients".into(),
+                if tls.require_client_certs {
+                    "yes"
+                } else {
+                    "no"
+                }
+                .into(),
+            ]);
         }
         if self.options.unix_socket {
             args.extend([
@@ -515,10 +577,11 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         late.nodes.push(Node {
             port: 0,
+            tls_port: 0,
             dir,
             child: None,
         });
-        match late.spawn(0, owner.port(0)) {
+        match late.spawn(0, owner.port(0), 0) {
             Err(detail) => assert!(detail.contains("exited"), "{detail}"),
             Ok(mut child) => {
                 let _ = child.kill();

@@ -19,15 +19,19 @@
 //! its traffic on command, and [`chaos`] runs clients against a fleet behind such proxies
 //! while injecting random faults, checking that no two of them ever hold a lease at once.
 //!
+//! [`fake::FakeNode`] is a small RESP server that answers like a healthy master whose clock
+//! runs at a chosen rate, for what a real server cannot be made to do.
+//!
 //! [`target_dir`] finds the workspace's target directory, where the benchmarks and their
 //! report meet criterion's results.
 
 pub mod chaos;
+pub mod fake;
 mod fleet;
 pub mod proxy;
 mod target_dir;
 
-pub use fleet::{FleetError, FleetOptions, Persistence, RedisFleet, SERVER_ENV};
+pub use fleet::{FleetError, FleetOptions, Persistence, RedisFleet, SERVER_ENV, TlsFiles};
 pub use target_dir::target_dir;
 
 // The repository's documents outside any published package, compiled as doc-tests here so

@@ -1,5 +1,77 @@
 //! Redlock quorum leases on N independent Redis masters.
 //!
+//! ```no_run
+//! # #[cfg(feature = "tokio")]
+//! use std::time::Duration;
+//! # #[cfg(feature = "tokio")]
+//! use redlock::Redlock;
+//!
+//! # #[cfg(feature = "tokio")]
+//! #[tokio::main(flavor = "current_thread")]
+//! async fn main() -> Result<(), redlock::Error> {
+//!     let redlock = Redlock::builder()
+//!         .nodes(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"])
+//!         .ttl(Duration::from_secs(30))
+//!         .build()?;
+//!
+//!     let mut lease = redlock.acquire("stock-sync:warehouse-42").await?;
+//!     // ... the critical section; check `lease.is_valid()` before each external effect ...
+//!     lease.extend().await?; // long work: extend before the validity runs out
+//!     let report = lease.release().await; // compare-and-delete on every node
+//!     println!("released on {} of 3 nodes", report.released());
+//!     Ok(())
+//! }
+//! # #[cfg(not(feature = "tokio"))]
+//! # fn main() {}
+//! ```
+//!
+//! The example needs tokio with the `macros` and `rt` features (`cargo add tokio --features
+//! macros,rt`). `acquire` retries (3 times by default, 100–200 ms apart); `try_acquire` makes
+//! one round. Errors say what happened on each node, and [`Error::is_retryable`] tells busy
+//! from broken.
+//!
+//! # Features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `tokio` | yes | [`client`]: the async client over tokio and the `redis` crate. Without it only the pure algorithm core ([`core`]) is built, with no runtime and no Redis client, as the `redlock-sim` simulator uses it |
+//! | `metrics` | no | counters and histograms through the `metrics` facade (the Observability section of [`client`]) |
+//! | `tls-rustls` | no | `rediss://` node URLs through rustls, with ring as its crypto provider and the webpki root store; a private CA or a client certificate (mutual TLS) through [`RedlockBuilder::node_client`] and `redis::Client::build_with_tls` (below) |
+//! | `tls-native-tls` | no | `rediss://` node URLs through the platform's TLS library (OpenSSL on Linux, which needs its development files and `pkg-config` to build) |
+//!
+//! With `tls-rustls` in a program where another crate also enables rustls' `aws-lc-rs`
+//! provider, rustls cannot pick one by itself: install one first, e.g.
+//! `rustls::crypto::ring::default_provider().install_default()`.
+//!
+//! A node whose certificate comes from a private CA, with a client certificate (the
+//! `redis` crate, with the same TLS feature, as a dependency of your own):
+//!
+//! ```no_run
+//! # #[cfg(feature = "tls-rustls")]
+//! # fn build() -> Result<redlock::Redlock, Box<dyn std::error::Error>> {
+//! use redis::{ClientTlsConfig, TlsCertificates};
+//!
+//! let mut builder = redlock::Redlock::builder();
+//! for url in ["rediss://10.0.0.1:6380", "rediss://10.0.0.2:6380", "rediss://10.0.0.3:6380"] {
+//!     let certificates = TlsCertificates {
+//!         root_cert: Some(std::fs::read("/etc/redlock/ca.crt")?),
+//!         // `None` when the servers do not ask for one (`tls-auth-clients no`).
+//!         client_tls: Some(ClientTlsConfig {
+//!             client_cert: std::fs::read("/etc/redlock/client.crt")?,
+//!             client_key: std::fs::read("/etc/redlock/client.key")?,
+//!         }),
+//!     };
+//!     builder = builder.node_client(redis::Client::build_with_tls(url, certificates)?);
+//! }
+//! Ok(builder.build()?)
+//! # }
+//! ```
+//!
+//! A certificate the client does not trust fails the connection, and every error names the
+//! node: `127.0.0.1:6380 I/O error: invalid peer certificate: UnknownIssuer`.
+//!
+//! # The crate
+//!
 //! This crate takes a lease on one resource across several independent Redis servers, as
 //! the Redlock algorithm describes, and is explicit about what that lease guarantees.
 //!
@@ -7,7 +79,8 @@
 //!   generator of their own, driven by the client below and by the `redlock-sim`
 //!   deterministic simulator alike.
 //! - [`client`] (feature `tokio`, on by default) drives the core over the `redis` crate:
-//!   one auto-reconnecting multiplexed connection per node, every node asked in parallel.
+//!   one multiplexed connection per node, reopened when it breaks, every node asked in
+//!   parallel.
 //!
 //! # Safety: what a lease does and does not guarantee
 //!
@@ -17,27 +90,9 @@
 //! without the keys it had (persistence with `appendfsync always`, or a restart delayed by
 //! more than the TTL), and that no node fails over to a replica. A holder that pauses
 //! (garbage collection, a stopped VM) or whose messages are delayed can still act after its
-//! lease ended; only fencing tokens checked by the protected resource stop that.
-//!
-//! # Quick start
-//!
-//! ```no_run
-//! # #[cfg(feature = "tokio")]
-//! # async fn demo() -> Result<(), redlock::Error> {
-//! use std::time::Duration;
-//!
-//! let redlock = redlock::Redlock::builder()
-//!     .nodes(["redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"])
-//!     .ttl(Duration::from_secs(30))
-//!     .build()?;
-//!
-//! let lease = redlock.acquire("stock-sync:warehouse-42").await?;
-//! // ... the critical section; check `lease.is_valid()` before each external effect ...
-//! let report = lease.release().await;
-//! assert!(report.is_quorum_free());
-//! # Ok(())
-//! # }
-//! ```
+//! lease ended; only fencing tokens checked by the protected resource stop that. The
+//! `redlock doctor` command (crate `redlock-cli`) checks a fleet of nodes against these
+//! conditions.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]

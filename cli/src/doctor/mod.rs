@@ -1,0 +1,98 @@
+//! `redlock doctor`: checks that the configured nodes keep the conditions under which a
+//! lease is exclusive (`docs/guarantees.md`), and says for each one that does not which
+//! condition fails and which simulator scenario shows the consequence.
+//!
+//! The work is split in three: [`collect`] talks to the nodes and records what it saw
+//! ([`observe`]); [`judge`] turns those observations into findings with pure functions
+//! (tested without any server); [`report`] prints them as a table or as JSON.
+//! `docs/operations.md` explains every finding.
+
+mod catalogue;
+mod clock;
+mod collect;
+mod judge;
+mod observe;
+mod permissions;
+mod report;
+
+use std::time::Duration;
+
+use redlock::core::ConfigWarning;
+
+use self::catalogue::Condition;
+use self::collect::Target;
+use self::observe::Limits;
+use crate::args::DoctorArgs;
+use crate::exit::Failure;
+use crate::settings::{self, Flags};
+
+/// The clock window when `--clock-window` is not given.
+pub(crate) const DEFAULT_CLOCK_WINDOW: Duration = Duration::from_secs(2);
+
+/// The longest clock window accepted: the doctor is a check, not a monitor.
+const MAX_CLOCK_WINDOW: Duration = Duration::from_secs(600);
+
+/// Examines the nodes; returns 0 when every condition holds, 1 when one does not, 2 when
+/// the fleet cannot be checked.
+pub(crate) async fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
+    let flags = Flags {
+        ttl: args.ttl,
+        ..Flags::from_node_args(&args.nodes)
+    };
+    let settings = settings::from_sources(&args.nodes, flags)?;
+    // Building the client checks every setting as `redlock run` would, and yields the
+    // addresses without credentials that the report shows.
+    let redlock = settings.client()?;
+    let clock_window = args.clock_window.unwrap_or(DEFAULT_CLOCK_WINDOW);
+    if clock_window > MAX_CLOCK_WINDOW {
+        return Err(Failure::usage(format!(
+            "--clock-window: at most {}",
+            crate::duration::show(MAX_CLOCK_WINDOW)
+        )));
+    }
+    let config = redlock.config();
+    let limits = Limits {
+        nodes: config.nodes(),
+        quorum: config.quorum(),
+        ttl: config.ttl(),
+        node_timeout: config.node_timeout(),
+        drift_factor: config.drift_factor().as_f64(),
+        quarantine: match &settings.restart_quarantine {
+            Some(setting) => setting.value.as_option(),
+            // The library's default: the TTL.
+            None => Some(config.ttl()),
+        },
+        clock_window,
+        key_prefix: redlock.key_prefix().to_owned(),
+    };
+    let warnings: Vec<(Condition, String)> = config
+        .validate()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|warning| {
+            let condition = match warning {
+                ConfigWarning::NoDrift => Condition::Clocks,
+                _ => Condition::Availability,
+            };
+            (condition, warning.to_string())
+        })
+        .collect();
+    let targets: Vec<Target> = settings
+        .nodes
+        .iter()
+        .zip(redlock.node_addresses())
+        .map(|(url, address)| Target {
+            url: url.value.clone(),
+            address: address.to_owned(),
+        })
+        .collect();
+
+    let observations = collect::collect(&targets, &limits).await;
+    let report = judge::judge(&limits, &observations, &warnings);
+    if args.json {
+        println!("{}", report::json(&report));
+    } else {
+        print!("{}", report::table(&report));
+    }
+    Ok(report.exit_code)
+}

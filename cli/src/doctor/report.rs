@@ -1,0 +1,199 @@
+//! The report, for people (a table, then the findings that need attention) and for scripts
+//! (`--json`).
+
+use std::fmt::Write as _;
+
+use super::judge::{Level, NodeSummary, Report, Verdict, ms, pct, signed_pct, signed_us};
+use crate::duration::show;
+
+/// The report as JSON (one document, pretty-printed).
+pub(crate) fn json(report: &Report) -> String {
+    serde_json::to_string_pretty(report).unwrap_or_else(|e| {
+        // Every field is plain data; this cannot fail, but a report is better than a panic.
+        format!("{{\"error\": \"cannot encode the report: {e}\"}}")
+    })
+}
+
+/// The report as a table followed by the findings, worst first.
+pub(crate) fn table(report: &Report) -> String {
+    let mut out = String::new();
+    let s = &report.settings;
+    let quarantine = s
+        .restart_quarantine_ms
+        .map_or("off".to_owned(), |ms| show(millis(ms)));
+    let _ = writeln!(
+        out,
+        "{} nodes, quorum {}, ttl {}, per-node timeout {}, drift factor {}, restart quarantine {}, clock window {}",
+        s.nodes,
+        s.quorum,
+        show(millis(s.ttl_ms)),
+        show(millis(s.node_timeout_ms)),
+        pct(s.drift_factor),
+        quarantine,
+        show(millis(s.clock_window_ms)),
+    );
+    out.push('\n');
+
+    let header = [
+        "NODE",
+        "RTT p50/p99",
+        "ROLE",
+        "VERSION",
+        "PERSISTENCE",
+        "UPTIME",
+        "EVICTION",
+        "CLOCK OFFSET",
+        "CLOCK RATE",
+        "ACL",
+    ];
+    let measured = s.clock_window_ms > 0;
+    let rows: Vec<[String; 10]> = report.nodes.iter().map(|n| row(n, measured)).collect();
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut text = String::new();
+        for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            if index + 1 == cells.len() {
+                text.push_str(cell);
+            } else {
+                let _ = write!(text, "{cell:width$}  ");
+            }
+        }
+        text.trim_end().to_owned()
+    };
+    let _ = writeln!(out, "{}", line(&header.map(str::to_owned)));
+    for row in &rows {
+        let _ = writeln!(out, "{}", line(row));
+    }
+
+    let mut findings: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.level > Level::Ok)
+        .collect();
+    findings.sort_by_key(|f| std::cmp::Reverse(f.level));
+    if !findings.is_empty() {
+        out.push('\n');
+    }
+    for finding in findings {
+        let place = finding.node.as_deref().unwrap_or("fleet");
+        let _ = writeln!(
+            out,
+            "{:7}  {place}: {}",
+            finding.level.label().to_uppercase(),
+            finding.summary
+        );
+        let _ = writeln!(out, "         condition: {}", finding.condition.short());
+        if let Some(scenario) = &finding.scenario {
+            let _ = writeln!(out, "         scenario:  {scenario}");
+        }
+        if let Some(remedy) = &finding.remedy {
+            let label = if finding.level == Level::Note {
+                "note:     "
+            } else {
+                "fix:      "
+            };
+            let _ = writeln!(out, "         {label} {remedy}");
+        }
+    }
+    out.push('\n');
+    let passed = report.count(Level::Ok);
+    let (errors, warnings, notes) = (
+        report.count(Level::Error),
+        report.count(Level::Warning),
+        report.count(Level::Note),
+    );
+    let verdict = match report.verdict {
+        Verdict::Healthy => "every condition holds",
+        Verdict::Failing => "a condition does not hold",
+        Verdict::Unchecked => "the fleet cannot be checked",
+    };
+    let _ = writeln!(
+        out,
+        "{passed} checks passed, {errors} error(s), {warnings} warning(s), {notes} note(s): {verdict} (exit {})",
+        report.exit_code
+    );
+    out
+}
+
+fn millis(ms: u128) -> std::time::Duration {
+    std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+}
+
+/// One node's cells; `measured` tells whether clock rates were measured at all.
+fn row(node: &NodeSummary, measured: bool) -> [String; 10] {
+    let dash = || "-".to_owned();
+    if !node.reachable {
+        let mut cells: [String; 10] = Default::default();
+        cells[0] = node.address.clone();
+        cells[1] = "unreachable".to_owned();
+        for cell in &mut cells[2..] {
+            *cell = dash();
+        }
+        return cells;
+    }
+    let rtt = node
+        .round_trips
+        .map_or_else(dash, |r| format!("{}/{}", ms(r.p50_ms), ms(r.p99_ms)));
+    let persistence = match (node.aof_enabled, node.appendfsync.as_deref()) {
+        (Some(false), _) => "none".to_owned(),
+        (Some(true), Some(policy)) => format!("aof {policy}"),
+        (Some(true), None) => "aof".to_owned(),
+        (None, _) => dash(),
+    };
+    let uptime = node.uptime_s.map_or_else(dash, |s| {
+        show(std::time::Duration::from_secs(s))
+            .split(' ')
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    });
+    let (offset, rate) = match &node.clock {
+        Some(clock) => (
+            clock.offset.map_or_else(dash, |o| {
+                format!(
+                    "{} ±{}",
+                    signed_us(o.offset_us),
+                    signed_us(o.bound_us).trim_start_matches('+')
+                )
+            }),
+            match clock.rate {
+                _ if clock.steps.iter().any(|s| s.size_ms > 0.0) => "stepped".to_owned(),
+                Some(r) => format!("{} ±{}", signed_pct(r.rate), pct(r.bound)),
+                None if measured => "unknown".to_owned(),
+                None => "not measured".to_owned(),
+            },
+        ),
+        None if node.clock_error.is_some() => ("unknown".to_owned(), "unknown".to_owned()),
+        None => (dash(), dash()),
+    };
+    let acl = match (&node.grants, &node.refused) {
+        (Some(grants), _) if !grants.is_empty() => format!("needs {}", grants.join(" ")),
+        (Some(_), _)
+            if node
+                .probe
+                .as_ref()
+                .is_some_and(|p| p.inconclusive().is_some()) =>
+        {
+            "unchecked".to_owned()
+        }
+        (Some(_), _) => "ok".to_owned(),
+        (None, _) => dash(),
+    };
+    [
+        node.address.clone(),
+        rtt,
+        node.role.clone().unwrap_or_else(dash),
+        node.version.clone().unwrap_or_else(dash),
+        persistence,
+        uptime,
+        node.maxmemory_policy.clone().unwrap_or_else(dash),
+        offset,
+        rate,
+        acl,
+    ]
+}
