@@ -183,3 +183,52 @@ async fn scripts_work_on_nodes_with_an_empty_script_cache() {
     );
     assert_no_lock_keys(&fleet).await;
 }
+
+/// How many times `node` ran `command`, from `INFO commandstats`.
+fn calls(fleet: &redlock_fleet::RedisFleet, node: usize, command: &str) -> u64 {
+    let mut c = fleet.connect(node).unwrap();
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut c)
+        .unwrap();
+    let prefix = format!("cmdstat_{command}:calls=");
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_node_gets_no_new_set_until_it_answers_a_probe() {
+    let mut fleet = fleet(5);
+    let redlock = builder(&fleet).build().unwrap();
+    redlock.connect().await;
+    let before = calls(&fleet, 4, "set");
+
+    fleet.pause(4).unwrap();
+    for i in 0..10 {
+        let lease = redlock.acquire(&format!("stopped-{i}")).await.unwrap();
+        lease.release().await;
+        // Until node 4's requests time out (every lease is granted by the other four).
+        redlock.settle().await;
+    }
+    fleet.resume(4).unwrap();
+    redlock.settle().await;
+    // The first lease's SET went out before anything was known; it timed out unanswered,
+    // and from then on node 4 got probes (PING), not SETs, while it was stopped.
+    let sets = calls(&fleet, 4, "set") - before;
+    assert_eq!(sets, 1, "SETs executed by the stopped node once it resumed");
+    assert!(calls(&fleet, 4, "ping") >= 1, "a probe was sent");
+    // Nothing was left behind: the one SET that went out had its release queued after it.
+    assert_no_lock_keys(&fleet).await;
+
+    // Once a probe answers, node 4 votes again.
+    let lease = redlock.acquire("after").await.unwrap();
+    redlock.settle().await;
+    let node4 = fleet.keys_with_prefix(4, PREFIX).unwrap();
+    assert_eq!(node4.len(), 1, "node 4 holds the new lease: {node4:?}");
+    lease.release().await;
+    assert_no_lock_keys(&fleet).await;
+}

@@ -45,6 +45,8 @@ pub(crate) enum NodeOp {
     },
     /// `INFO`: the server's `run_id` and uptime.
     Identify,
+    /// `PING`: the probe a client sends to a node that left a request unanswered.
+    Ping,
     /// A plain `DEL`, whoever holds the key.
     Del { key: Arc<str> },
     /// Extension that re-creates a missing key.
@@ -81,6 +83,8 @@ pub(crate) enum NodeReply {
     Counter(i64),
     /// `INFO`: the server's identity and how long it has run, in milliseconds of its clock.
     Identity { server: ServerId, uptime_ms: u64 },
+    /// `PONG`.
+    Pong,
     /// No answer that the client can use: the connection broke (the server it was opened to
     /// restarted, or another server now answers at the address).
     Failure(NodeFailure),
@@ -95,13 +99,18 @@ pub(crate) enum Tag {
     Mint(usize),
     /// The identification of a new connection to the client's n-th node.
     Identify(usize),
+    /// The probe of the client's n-th node after a request there went unanswered.
+    Probe(usize),
 }
 
 impl Tag {
     /// The client's node the request went to.
     pub(crate) fn node(self) -> usize {
         match self {
-            Self::Core { node, .. } | Self::Mint(node) | Self::Identify(node) => node,
+            Self::Core { node, .. }
+            | Self::Mint(node)
+            | Self::Identify(node)
+            | Self::Probe(node) => node,
         }
     }
 }

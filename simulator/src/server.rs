@@ -224,6 +224,7 @@ impl Server {
                     (Reply::Extended, Some(Effect::Set { key: k, entry }))
                 }
             },
+            NodeOp::Ping => return (NodeReply::Pong, None),
             NodeOp::Identify => {
                 let reply = NodeReply::Identity {
                     server: self.id,

@@ -135,29 +135,32 @@ impl Flight {
             .filter(|previous| !previous.is_open());
         let nodes = Arc::clone(&self.nodes);
         let timeout = self.timeout;
+        let sent_at = tokio::time::Instant::now();
         self.pending.push(Box::pin(async move {
-            let queued = async {
-                if let Some(previous) = previous {
-                    previous.wait().await;
-                }
-            };
             let command = &transmit.command;
             let result = if command.is_release() {
                 // A release waits for the command before it however long that takes (that
                 // command may have written the key it deletes), then gets its own timeout.
-                queued.await;
-                tokio::time::timeout(timeout, nodes.execute(index, command)).await
+                if let Some(previous) = previous {
+                    previous.wait().await;
+                }
+                let deadline = tokio::time::Instant::now() + timeout;
+                nodes.execute(index, command, deadline).await
             } else {
                 // Anything else gives up when its round does, waiting in the lane included:
                 // a command cut before it was sent wrote nothing, and a backlog of commands
                 // whose rounds are long decided cannot build up behind a slow node.
-                tokio::time::timeout(timeout, async {
-                    queued.await;
-                    nodes.execute(index, command).await
-                })
-                .await
-            }
-            .unwrap_or(Err(NodeFailure::TimedOut));
+                let deadline = sent_at + timeout;
+                let queued = async {
+                    if let Some(previous) = previous {
+                        previous.wait().await;
+                    }
+                };
+                match tokio::time::timeout_at(deadline, queued).await {
+                    Ok(()) => nodes.execute(index, command, deadline).await,
+                    Err(_) => Err(NodeFailure::TimedOut),
+                }
+            };
             if let Err(failure) = &result {
                 let node = nodes.iter().nth(index).map_or("?", |n| &**n.address());
                 tracing::debug!(node, error = %failure, "node request failed");

@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use redis::AsyncConnectionConfig;
 use redis::aio::MultiplexedConnection;
 use tokio::sync::OnceCell;
@@ -83,21 +85,34 @@ impl Nodes {
         lock(&self.eligibility).cover(ttl);
     }
 
-    /// Runs `command` on node `index`, if the core admits it there. The caller bounds it
-    /// with the per-node timeout.
+    /// Runs `command` on node `index`, if the core admits it there, giving up at
+    /// `deadline`. A command cut while it waits to be admitted was never sent; one cut while
+    /// it waits for its answer may have been, and the core learns that the node left it
+    /// unanswered.
     pub(crate) async fn execute(
         &self,
         index: usize,
         command: &Command,
+        deadline: Instant,
     ) -> Result<Reply, NodeFailure> {
         let node = self
             .nodes
             .get(index)
             .ok_or_else(|| NodeFailure::Protocol(format!("no node #{index}")))?;
-        let mut connection = node.connection().await?;
-        // Releases are admitted at once (they never wait for an identification).
-        self.admit(node, &connection, command).await?;
-        let result = wire::run(command, &mut connection.multiplexed).await;
+        let admitted = async {
+            let connection = node.connection().await?;
+            // Releases are admitted at once (they never wait for an identification).
+            self.admit(node, &connection, command).await?;
+            Ok(connection)
+        };
+        let mut connection = tokio::time::timeout_at(deadline, admitted)
+            .await
+            .unwrap_or(Err(NodeFailure::TimedOut))?;
+        let sent = wire::run(command, &mut connection.multiplexed);
+        let Ok(result) = tokio::time::timeout_at(deadline, sent).await else {
+            lock(&self.eligibility).unanswered(node.id, connection.id);
+            return Err(NodeFailure::TimedOut);
+        };
         if let Err(failure) = &result
             && connection_lost(failure)
         {
@@ -143,11 +158,48 @@ impl Nodes {
                 Admission::Send => return Ok(()),
                 Admission::Refuse(failure) => return Err(failure),
                 Admission::Identify => self.identify(node, connection).await?,
+                Admission::Probe => self.probe(node, connection).await?,
             }
         }
         // Identified, yet another connection's identity is the one on record: this one was
         // replaced meanwhile and must not carry a vote.
         Err(NodeFailure::Io("the connection was replaced".into()))
+    }
+
+    /// Sends the probe the core asked for on `connection`, queued behind whatever was
+    /// written there before, and reports whether it answered. A probe cut by its caller's
+    /// timeout is reported as given up, so that a later write sends another.
+    async fn probe(&self, node: &Node, connection: &Connection) -> Result<(), NodeFailure> {
+        struct Outstanding<'a> {
+            nodes: &'a Nodes,
+            node: NodeId,
+            connection: ConnectionId,
+            answered: bool,
+        }
+        impl Drop for Outstanding<'_> {
+            fn drop(&mut self) {
+                lock(&self.nodes.eligibility).probed(self.node, self.connection, self.answered);
+            }
+        }
+        let mut outstanding = Outstanding {
+            nodes: self,
+            node: node.id,
+            connection: connection.id,
+            answered: false,
+        };
+        let mut multiplexed = connection.multiplexed.clone();
+        match wire::ping(&mut multiplexed).await {
+            Ok(()) => {
+                outstanding.answered = true;
+                Ok(())
+            }
+            Err(failure) => {
+                if connection_lost(&failure) {
+                    node.forget(connection.id);
+                }
+                Err(failure)
+            }
+        }
     }
 
     /// Reads the identity of `connection` once and hands it to the core.

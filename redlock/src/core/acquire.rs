@@ -306,15 +306,15 @@ impl Acquire {
     }
 
     /// Releases this round's token on every node that may hold it: every node but those
-    /// that answered that another owner holds the key (their `SET NX` wrote nothing). Nodes
-    /// that did not answer, or failed, are released too: a `SET` may still land after its
-    /// timeout.
+    /// that answered that another owner holds the key, or whose `SET` was never sent
+    /// ([`NodeStatus::wrote_nothing`]). Nodes that did not answer, or failed otherwise, are
+    /// released too: a `SET` may still land after its timeout.
     fn queue_cleanup(&mut self) {
         let locked = self.locked.as_ref().unwrap_or(&self.round);
         let wrote_nothing: Vec<bool> = locked
             .statuses()
             .iter()
-            .map(|status| status.reply().is_some_and(Reply::is_taken))
+            .map(NodeStatus::wrote_nothing)
             .collect();
         for index in 0..self.config.nodes() {
             if wrote_nothing.get(index).copied().unwrap_or(false) {
@@ -489,10 +489,10 @@ mod tests {
         let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
         let sets = drain(&mut m);
         m.handle_reply(sets[0].request, Ok(Reply::Taken), t0);
-        m.handle_reply(sets[1].request, Err(NodeFailure::Refused), t0);
+        m.handle_reply(sets[1].request, Err(NodeFailure::Io("reset".into())), t0);
         let cleanup = drain(&mut m);
-        // Node 0 answered *taken*: its SET NX wrote nothing. Node 1 failed and node 2 did not
-        // answer: either may still hold the key.
+        // Node 0 answered *taken*: its SET NX wrote nothing. Node 1's connection broke after
+        // the SET may have gone out, and node 2 did not answer: either may hold the key.
         let released: Vec<usize> = cleanup.iter().map(|t| t.node.index()).collect();
         assert_eq!(released, [1, 2], "every node but the one that was taken");
         assert!(cleanup.iter().all(|t| matches!(
@@ -775,6 +775,21 @@ mod tests {
         m.handle_reply(sets[0].request, denied(), t0);
         m.handle_reply(sets[1].request, Err(NodeFailure::Refused), t0);
         assert!(matches!(m.poll_outcome(), Some(AcquireEvent::Retry { .. })));
+    }
+
+    #[test]
+    fn a_set_that_was_never_sent_needs_no_cleanup() {
+        let config = LockConfig::new(3).with_retry(RetryPolicy::no_retry());
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        m.handle_reply(sets[0].request, Err(NodeFailure::Unresponsive), t0);
+        m.handle_reply(sets[1].request, Err(NodeFailure::TimedOut), t0);
+        let cleanup: Vec<usize> = drain(&mut m).iter().map(|t| t.node.index()).collect();
+        // Node 0 refused before sending; node 1 timed out (its SET may still land); node 2
+        // has not answered.
+        assert_eq!(cleanup, [1, 2]);
+        assert!(matches!(m.poll_outcome(), Some(AcquireEvent::Failed(_))));
     }
 
     #[test]

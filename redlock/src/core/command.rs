@@ -172,6 +172,17 @@ impl Command {
         )
     }
 
+    /// Whether the command can create a lock key (the `SET NX` of an acquisition round).
+    pub fn creates_key(&self) -> bool {
+        matches!(
+            self,
+            Self::SetIfAbsent { .. }
+                | Self::SetIfAbsentReportHolder { .. }
+                | Self::SetIfAbsentReadFence { .. }
+                | Self::SetAllIfAbsent { .. }
+        )
+    }
+
     /// The owner token the command carries.
     pub fn token(&self) -> Option<Token> {
         match self {
@@ -349,6 +360,20 @@ pub enum NodeFailure {
         /// The node it duplicates.
         of: NodeId,
     },
+    /// A request to the node timed out unanswered and no probe has shown it answers again
+    /// since: the `SET` was not sent (see [`Admission::Probe`](super::Admission::Probe)).
+    Unresponsive,
+}
+
+impl NodeFailure {
+    /// Whether the command was refused before it was sent, so that it cannot have written
+    /// anything on the node: no cleanup is owed there.
+    pub fn never_sent(&self) -> bool {
+        matches!(
+            self,
+            Self::Refused | Self::Quarantined { .. } | Self::Duplicate { .. } | Self::Unresponsive
+        )
+    }
 }
 
 impl fmt::Display for NodeFailure {
@@ -369,6 +394,9 @@ impl fmt::Display for NodeFailure {
             Self::Duplicate { of } => write!(
                 f,
                 "the same server as {of} (same run_id); one server must not vote twice"
+            ),
+            Self::Unresponsive => f.write_str(
+                "an earlier request timed out unanswered; no new lock is written there until it answers a probe",
             ),
         }
     }
@@ -455,6 +483,18 @@ impl NodeStatus {
         match self {
             Self::Replied(reply) => Some(*reply),
             Self::Pending | Self::Failed(_) => None,
+        }
+    }
+
+    /// Whether a round's key-creating command certainly wrote nothing on this node: the
+    /// node answered that another owner holds the key, or the command was never sent. Every
+    /// other node may hold the round's key (a `SET` can land after its timeout) and is owed
+    /// a release.
+    pub fn wrote_nothing(&self) -> bool {
+        match self {
+            Self::Replied(reply) => reply.is_taken(),
+            Self::Failed(failure) => failure.never_sent(),
+            Self::Pending => false,
         }
     }
 }

@@ -16,6 +16,9 @@
 //!   front) is counted on the first connection, with a warning, and left out for a whole
 //!   quarantine after every reconnection, which may hide a restart;
 //! - **releases are never held back**: they are safe on any node and must not wait;
+//! - a node with a request that **timed out unanswered** on its connection gets no new lock
+//!   write there until a probe answers (the rule and its reason are in the source of
+//!   `core/responsive.rs`);
 //! - two configured nodes that turn out to be **the same server** (one `run_id` under two
 //!   names) would vote twice: the later one is refused for good;
 //! - nodes declared [`Persistent`](RestartPolicy::Persistent) (every write fsynced before it
@@ -27,6 +30,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::responsive::{Responsiveness, WriteGate};
 use super::{Command, NodeFailure, NodeId, Timestamp};
 
 /// How restarted nodes are treated.
@@ -62,6 +66,10 @@ pub enum Admission {
     Send,
     /// Identify the connection first ([`Eligibility::identified`]), then ask again.
     Identify,
+    /// Send a probe (`PING`) on the connection first, behind everything already written to
+    /// it, and report its fate with [`Eligibility::probed`]: a request there timed out
+    /// unanswered ([`Eligibility::unanswered`]). Then ask again.
+    Probe,
     /// Do not send it; report this failure for the node instead.
     Refuse(NodeFailure),
 }
@@ -137,6 +145,7 @@ struct NodeState {
     unidentifiable_reported: bool,
     eviction_reported: bool,
     duplicate_of: Option<NodeId>,
+    responsive: Responsiveness,
 }
 
 /// The eligibility of every configured node (the rules are described in the source of the
@@ -212,10 +221,36 @@ impl Eligibility {
             return Admission::Identify;
         }
         match state.quarantined_until {
-            Some(until) if now < until => Admission::Refuse(NodeFailure::Quarantined {
-                remaining: until.saturating_duration_since(now),
-            }),
-            _ => Admission::Send,
+            Some(until) if now < until => {
+                return Admission::Refuse(NodeFailure::Quarantined {
+                    remaining: until.saturating_duration_since(now),
+                });
+            }
+            _ => {}
+        }
+        if !command.creates_key() {
+            return Admission::Send;
+        }
+        match state.responsive.write(connection) {
+            WriteGate::Open => Admission::Send,
+            WriteGate::Probe => Admission::Probe,
+            WriteGate::Closed => Admission::Refuse(NodeFailure::Unresponsive),
+        }
+    }
+
+    /// A request on `connection` to `node` timed out without an answer: until a probe on that
+    /// connection answers, no command that could create a key goes out on it.
+    pub fn unanswered(&mut self, node: NodeId, connection: ConnectionId) {
+        if let Some(state) = self.nodes.get_mut(node.index()) {
+            state.responsive.unanswered(connection);
+        }
+    }
+
+    /// The probe handed out by [`Admission::Probe`] on `connection` answered (`true`), or was
+    /// given up (`false`: timed out, or the connection failed; the next write sends another).
+    pub fn probed(&mut self, node: NodeId, connection: ConnectionId, answered: bool) {
+        if let Some(state) = self.nodes.get_mut(node.index()) {
+            state.responsive.probed(connection, answered);
         }
     }
 
@@ -391,6 +426,23 @@ mod tests {
 
     fn n0() -> NodeId {
         NodeId::new(0)
+    }
+
+    #[test]
+    fn a_node_that_left_a_request_unanswered_gets_no_set_until_a_probe_answers() {
+        let mut nodes = Eligibility::new(1, RestartPolicy::Persistent);
+        let c1 = ConnectionId(1);
+        nodes.identified(n0(), c1, identity("a", 3_600), at(0));
+        nodes.unanswered(n0(), c1);
+        assert_eq!(nodes.admit(n0(), c1, &set(), at(0)), Admission::Probe);
+        assert_eq!(
+            nodes.admit(n0(), c1, &set(), at(0)),
+            Admission::Refuse(NodeFailure::Unresponsive)
+        );
+        // Releases are never held back.
+        assert_eq!(nodes.admit(n0(), c1, &release(), at(0)), Admission::Send);
+        nodes.probed(n0(), c1, true);
+        assert_eq!(nodes.admit(n0(), c1, &set(), at(0)), Admission::Send);
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub struct Held {
     valid_until: Timestamp,
     attempts: u32,
     extensions: u32,
+    /// Per node, whether the grant showed that the lease's `SET` wrote nothing there (see
+    /// [`NodeStatus::wrote_nothing`](super::NodeStatus::wrote_nothing)): no release is owed.
+    wrote_nothing: Vec<bool>,
 }
 
 /// A fencing token that arrived after the lease's validity had ended: the lease must not be
@@ -61,6 +64,7 @@ impl Held {
             valid_until: grant.valid_until,
             attempts: grant.attempts,
             extensions: 0,
+            wrote_nothing: grant.nodes.iter().map(|s| s.wrote_nothing()).collect(),
         }
     }
 
@@ -172,8 +176,16 @@ impl Held {
     }
 
     /// The release of this lease, starting at `now`.
+    ///
+    /// Nodes where the grant showed that the lease's `SET` wrote nothing (it found another
+    /// owner's key, or was never sent) get no release: they count as not holding the key.
     pub fn release(&self, config: &LockConfig, now: Timestamp) -> Release {
-        Release::new(config, self.target.clone(), self.token, now)
+        Release::new(config, self.target.clone(), self.token, now).sparing(|node| {
+            self.wrote_nothing
+                .get(node.index())
+                .copied()
+                .unwrap_or(false)
+        })
     }
 }
 

@@ -88,6 +88,7 @@ mod key;
 mod lease;
 mod machine;
 mod release;
+mod responsive;
 mod retry;
 mod round;
 mod supervise;

@@ -136,10 +136,15 @@ proptest! {
                 let yes = failure.last_round.count(Reply::Acquired);
                 prop_assert!(yes < majority(nodes));
                 // Every node that may hold this round's token gets a release of it: all but
-                // those that answered *taken* by the decision (their SET NX wrote nothing).
+                // those that answered *taken* by the decision (their SET NX wrote nothing)
+                // and those whose SET was refused before it was sent.
                 let released: Vec<usize> = after.iter().map(|t| t.node.index()).collect();
                 let may_hold: Vec<usize> = (0..nodes)
-                    .filter(|&i| failure.last_round.nodes[i].reply() != Some(Reply::Taken))
+                    .filter(|&i| {
+                        let status = &failure.last_round.nodes[i];
+                        status.reply() != Some(Reply::Taken)
+                            && !matches!(status, NodeStatus::Failed(f) if f.never_sent())
+                    })
                     .collect();
                 prop_assert_eq!(released, may_hold);
                 let all_releases = after

@@ -122,6 +122,20 @@ impl Release {
         release
     }
 
+    /// Sends nothing to the nodes for which `spared` holds, and counts them as not holding
+    /// the key: the caller knows that nothing of this token was ever written there.
+    #[must_use]
+    pub fn sparing(mut self, spared: impl Fn(NodeId) -> bool) -> Self {
+        self.transmits.retain(|t| !spared(t.node));
+        for (index, slot) in self.statuses.iter_mut().enumerate() {
+            if spared(NodeId::new(index)) {
+                *slot = NodeStatus::Replied(Reply::NotHeld);
+            }
+        }
+        self.decide();
+        self
+    }
+
     fn decide(&mut self) {
         if self.done {
             return;
@@ -216,6 +230,31 @@ mod tests {
         assert_eq!(report.failed(), 4);
         assert!(!report.is_quorum_free());
         assert_eq!(m.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_lease_releases_only_where_its_set_may_have_written() {
+        use crate::core::{Acquire, AcquireEvent, Held, Machine};
+        let config = LockConfig::new(5);
+        let key = LockKey::new("", "r").unwrap();
+        let t0 = Timestamp::ZERO;
+        let mut acquire = Acquire::new(&config, key, Token::from_bytes([1; 16]), t0);
+        let sets: Vec<_> = std::iter::from_fn(|| acquire.poll_transmit()).collect();
+        acquire.handle_reply(sets[0].request, Err(NodeFailure::Unresponsive), t0);
+        acquire.handle_reply(sets[1].request, Ok(Reply::Taken), t0);
+        for set in &sets[2..] {
+            acquire.handle_reply(set.request, Ok(Reply::Acquired), t0);
+        }
+        let Some(AcquireEvent::Acquired(grant)) = acquire.poll_outcome() else {
+            panic!("three of five")
+        };
+        let mut release = Held::new(grant).release(&config, t0);
+        let sent: Vec<usize> = std::iter::from_fn(|| release.poll_transmit())
+            .map(|t| t.node.index())
+            .collect();
+        // Node 0 never got the SET, node 1 had another owner's key: nothing to delete there.
+        assert_eq!(sent, [2, 3, 4]);
+        assert_eq!(release.poll_outcome(), None);
     }
 
     #[test]

@@ -12,6 +12,10 @@
 //! release waits behind a `SET` that waits for its connection's identity, so that a cleanup
 //! never overtakes what it cleans up. A command whose per-node budget runs out while it
 //! waits is never written, as redis-rs never writes a request whose caller has gone.
+//!
+//! As in the tokio client, a request left unanswered past the per-node timeout is reported to
+//! the core, which then holds back new `SET`s on that connection until a `PING` probe, sent
+//! behind everything already written, answers.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -59,6 +63,11 @@ struct Link {
     bound: Option<ServerId>,
     /// When the identification was last sent, while its answer is awaited.
     identifying: Option<Timestamp>,
+    /// When the probe was sent, while its answer is awaited.
+    probing: Option<Timestamp>,
+    /// When each request written on the connection and not answered yet was sent, oldest
+    /// first (a connection answers in order).
+    outstanding: VecDeque<Timestamp>,
     queued: VecDeque<Queued>,
 }
 
@@ -104,6 +113,8 @@ impl Links {
                 id: ConnectionId(*opened),
                 bound: None,
                 identifying: None,
+                probing: None,
+                outstanding: VecDeque::new(),
                 queued: VecDeque::new(),
             }
         })
@@ -149,10 +160,29 @@ impl Links {
         self.flush(index, now)
     }
 
+    /// Tells the core what node `index` left unanswered by `now`: its oldest request, and a
+    /// probe, once older than the per-node timeout.
+    fn note_silence(&mut self, index: usize, now: Timestamp) {
+        let node = NodeId::new(index);
+        let patience = self.patience;
+        let Some(Some(link)) = self.links.get_mut(index) else {
+            return;
+        };
+        let overdue = |sent: &Timestamp| now >= sent.saturating_add(patience);
+        if link.probing.as_ref().is_some_and(overdue) {
+            link.probing = None;
+            self.eligibility.probed(node, link.id, false);
+        }
+        if link.outstanding.front().is_some_and(overdue) {
+            self.eligibility.unanswered(node, link.id);
+        }
+    }
+
     /// Sends what can go out on node `index`'s connection, in order.
     fn flush(&mut self, index: usize, now: Timestamp) -> Vec<Out> {
         let mut out = Vec::new();
         let node = NodeId::new(index);
+        self.note_silence(index, now);
         while let Some(link) = self.links[index].as_mut() {
             let Some(front) = link.queued.front() else {
                 break;
@@ -160,6 +190,19 @@ impl Links {
             let admission = self
                 .eligibility
                 .admit(node, link.id, &front.transmit.command, now);
+            if admission == Admission::Probe {
+                if !front.alive(now, self.patience) {
+                    // Its budget ran out: the probe it was handed is given up with it.
+                    link.queued.pop_front();
+                    self.eligibility.probed(node, link.id, false);
+                    continue;
+                }
+                link.probing = Some(now);
+                link.outstanding.push_back(now);
+                let msg = self.request(0, Tag::Probe(index), index, NodeOp::Ping);
+                out.push(Out::Send { index, msg });
+                break;
+            }
             if admission == Admission::Identify {
                 if !front.alive(now, self.patience) {
                     link.queued.pop_front();
@@ -171,6 +214,7 @@ impl Links {
                     .is_none_or(|sent| now >= sent.saturating_add(patience))
                 {
                     link.identifying = Some(now);
+                    link.outstanding.push_back(now);
                     let msg = self.request(0, Tag::Identify(index), index, NodeOp::Identify);
                     out.push(Out::Send { index, msg });
                 }
@@ -185,6 +229,7 @@ impl Links {
                             request: transmit.request,
                             node: index,
                         };
+                        link.outstanding.push_back(now);
                         let msg = self.request(op, tag, index, cmd);
                         out.push(Out::Send { index, msg });
                         continue;
@@ -210,9 +255,43 @@ impl Links {
 
     /// A request outside the core's commands (the Redis-derived token strawman's `INCR`) on
     /// node `index`'s current connection, without asking the core: such a client does not.
-    pub(super) fn raw(&mut self, op: u64, tag: Tag, index: usize, cmd: NodeOp) -> Msg {
-        self.link(index);
+    pub(super) fn raw(
+        &mut self,
+        op: u64,
+        tag: Tag,
+        index: usize,
+        cmd: NodeOp,
+        now: Timestamp,
+    ) -> Msg {
+        self.link(index).outstanding.push_back(now);
         self.request(op, tag, index, cmd)
+    }
+
+    /// The probe of connection `conn` to node `index` came back at `now`: the node worked
+    /// through everything written before it. Returns what can go out now.
+    pub(super) fn probed(
+        &mut self,
+        index: usize,
+        conn: ConnectionId,
+        reply: &NodeReply,
+        now: Timestamp,
+    ) -> Vec<Out> {
+        let Some(Some(link)) = self.links.get_mut(index) else {
+            return Vec::new();
+        };
+        let Some(sent) = link.probing else {
+            return Vec::new();
+        };
+        if link.id != conn || *reply != NodeReply::Pong {
+            return Vec::new();
+        }
+        link.probing = None;
+        // Whatever was written before the probe and is still counted was lost on the way.
+        while link.outstanding.front().is_some_and(|at| *at <= sent) {
+            link.outstanding.pop_front();
+        }
+        self.eligibility.probed(NodeId::new(index), conn, true);
+        self.flush(index, now)
     }
 
     /// Takes note of a reply from `server` on connection `conn` of node `index`. A failure,
@@ -237,6 +316,7 @@ impl Links {
             || link.bound.is_some_and(|bound| bound != server);
         if !broke {
             link.bound = Some(server);
+            link.outstanding.pop_front();
             return (false, Vec::new());
         }
         let queued = std::mem::take(&mut link.queued);

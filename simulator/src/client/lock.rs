@@ -155,6 +155,7 @@ impl Client {
                         NodeOp::Incr {
                             key: self.keys.fence_key.clone(),
                         },
+                        now,
                     );
                     self.send_to_node(ctx, slot, msg);
                 }

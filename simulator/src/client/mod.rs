@@ -257,6 +257,10 @@ impl Client {
                 }
                 self.deliver(ctx, out);
             }
+            Tag::Probe(_) => {
+                let out = self.links.probed(index, conn, &reply, now);
+                self.deliver(ctx, out);
+            }
             Tag::Core { request, .. } if op == self.op => {
                 let result = match reply {
                     NodeReply::Core(reply) => Ok(reply),
