@@ -177,10 +177,11 @@ fn check_env_name(name: &str) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Takes the lease: one acquisition as the client makes it (up to 4 rounds over about
-/// half a second with the default retry policy), then more rounds until `wait` is over,
-/// while the resource is held elsewhere or nodes are unavailable. A signal stops the
-/// waiting.
+/// Takes the lease: the client's rounds for as long as the retry policy allows (up to 4
+/// rounds over about half a second with the default policy) or `wait`, whichever is longer,
+/// while the resource is held elsewhere or nodes are unavailable. Between rounds the client
+/// waits for the holder's release, the expiry of its keys or the retry timer, whichever
+/// comes first. A signal stops the waiting.
 ///
 /// Even without `--wait`, the policy's retries matter: several `redlock run` started at the
 /// same moment (cron on several servers) can split the nodes' votes so that none reaches
@@ -194,38 +195,26 @@ async fn acquire(
     incoming: &mut Incoming,
 ) -> Result<redlock::Lease, Failure> {
     let started = Instant::now();
-    // No deadline at all for a wait too long to represent: it is as good as forever.
-    let deadline = started.checked_add(wait);
-    let retry = redlock.config().retry().clone();
-    let mut attempts = 0u32;
-    loop {
-        attempts += 1;
-        // A whole round each time: a failed round has cleaned up after itself when it
-        // returns, so stopping between rounds leaves nothing behind.
-        let error = match redlock.try_acquire(resource).await {
-            Ok(lease) => return Ok(lease),
-            Err(error) => error,
-        };
-        let now = Instant::now();
-        let waiting = deadline.is_none_or(|deadline| now < deadline);
-        let again = error.is_retryable() && (waiting || attempts <= retry.retries());
-        if !again {
-            return Err(refusal(&error, attempts, started.elapsed()));
+    let policy = redlock.config().retry().max_wait();
+    // A wait too long to represent saturates the deadline: as good as forever.
+    let acquired = async {
+        if wait > policy {
+            redlock.acquire_timeout(resource, wait).await
+        } else {
+            redlock.acquire(resource).await
         }
-        let pause = retry.delay() + rand::random_range(Duration::ZERO..=retry.jitter());
-        let pause = match deadline {
-            Some(deadline) if now < deadline => pause.min(deadline - now),
-            _ => pause,
-        };
-        tokio::select! {
-            () = tokio::time::sleep(pause) => {}
-            received = incoming.recv() => {
-                return Err(Failure::new(
-                    128 + exit_signal_number(received),
-                    format!("interrupted by {received} while waiting for `{resource}`; the command did not run"),
-                ));
-            }
-        }
+    };
+    tokio::select! {
+        acquired = acquired => acquired.map_err(|error| {
+            let rounds = error.attempts().unwrap_or(1);
+            refusal(&error, rounds, started.elapsed())
+        }),
+        // Dropping the acquisition releases the round in flight from a background task,
+        // which `settle` lets finish before the process exits.
+        received = incoming.recv() => Err(Failure::new(
+            128 + exit_signal_number(received),
+            format!("interrupted by {received} while waiting for `{resource}`; the command did not run"),
+        )),
     }
 }
 

@@ -116,7 +116,9 @@ async fn a_node_younger_than_the_quarantine_counts_once_it_is_old_enough() {
                 lease.release().await;
                 break started.elapsed();
             }
-            Err(e) => assert!(quarantined(&e, 0), "{e}"),
+            // The nodes started a few milliseconds apart: their quarantines end as far
+            // apart, and a round in between finds some counted and the rest left out.
+            Err(e) => assert!((0..3).any(|i| quarantined(&e, i)), "{e}"),
         }
         assert!(started.elapsed() < Duration::from_secs(5), "never counted");
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -151,6 +151,17 @@ impl Error {
         }
     }
 
+    /// How many rounds an acquisition ran before it failed, when the error comes from one.
+    pub fn attempts(&self) -> Option<u32> {
+        match self {
+            Self::Taken { attempts, .. }
+            | Self::NoQuorum { attempts, .. }
+            | Self::Denied { attempts, .. }
+            | Self::ValidityExhausted { attempts, .. } => Some(*attempts),
+            _ => None,
+        }
+    }
+
     /// The per-node outcomes of the last round, when the error comes from one.
     pub fn nodes(&self) -> Option<&NodeReport> {
         match self {

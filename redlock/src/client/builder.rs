@@ -187,6 +187,12 @@ impl RedlockBuilder {
     }
 
     /// The fixed part of the wait between rounds (default 100 ms). Zero is allowed.
+    ///
+    /// This is the longest wait: a waiter also wakes when the holder releases (the nodes'
+    /// release notifications, or a release by this client) and when the holder's keys
+    /// expire, whichever comes first. With notifications, the delay only matters when one
+    /// is lost: a node that cannot publish or subscribe (its ACL has no `&` rule for the
+    /// lock keys' channels), or a subscription that was down at the time.
     #[must_use]
     pub fn retry_delay(mut self, delay: Duration) -> Self {
         self.retry = RetryPolicy::new(self.retry.retries(), delay, self.retry.jitter());
@@ -246,6 +252,7 @@ impl RedlockBuilder {
     /// its password), two nodes share an address, or a parameter is out of range.
     pub fn build(self) -> Result<Redlock, Error> {
         let mut nodes = Vec::with_capacity(self.nodes.len());
+        let mut subscribers = Vec::with_capacity(self.nodes.len());
         let mut seen = BTreeMap::new();
         for (index, source) in self.nodes.into_iter().enumerate() {
             let field = format!("nodes[{index}]");
@@ -268,7 +275,8 @@ impl RedlockBuilder {
                     ConfigError::new("connect_timeout", "must be greater than zero").into(),
                 );
             }
-            let node = Node::new(index, client, self.connect_timeout);
+            let node = Node::new(index, client.clone(), self.connect_timeout);
+            subscribers.push((client, node.address().clone()));
             if let Some(first) = seen.insert(node.address().clone(), index) {
                 return Err(ConfigError::new(
                     field,
@@ -311,9 +319,18 @@ impl RedlockBuilder {
             Quarantine::Persistent => RestartPolicy::Persistent,
         };
         let addresses = nodes.iter().map(|n| n.address().clone()).collect();
+        let waiting = super::waiting::Waiting::default();
+        let notifications = super::notifications::Notifications::new(
+            subscribers,
+            self.connect_timeout,
+            waiting.by_key(),
+        );
         Ok(Redlock {
             shared: Arc::new(Shared {
                 lanes: super::lanes::LaneRegistry::new(nodes.len()),
+                waiting,
+                notifications,
+                tokens: super::tokens::Tokens::new()?,
                 nodes: Arc::new(Nodes::new(nodes, policy, Clock::new())),
                 background: super::flight::Background::default(),
                 addresses,

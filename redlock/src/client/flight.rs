@@ -15,7 +15,7 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -183,13 +183,12 @@ impl Flight {
         self.pending.is_empty()
     }
 
-    /// Keeps the requests moving until `deadline` (used while waiting to retry).
-    pub(crate) async fn run_until(&mut self, deadline: Instant) {
-        let sleep = tokio::time::sleep_until(deadline.into());
-        tokio::pin!(sleep);
+    /// Keeps the requests moving until `until` completes (used while waiting to retry).
+    pub(crate) async fn run_until(&mut self, until: impl Future<Output = ()>) {
+        tokio::pin!(until);
         loop {
             tokio::select! {
-                () = &mut sleep => return,
+                () = &mut until => return,
                 Some(_) = self.pending.next() => {}
             }
         }

@@ -7,12 +7,12 @@
 //! that a command *starts* only once the previous command of the same resource to that node
 //! has finished: its *lane*.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
 
+use super::registry::WeakMap;
 use crate::core::Target;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -70,10 +70,6 @@ type Slots = Mutex<Vec<Option<Arc<Gate>>>>;
 pub(crate) struct Lanes(Arc<Slots>);
 
 impl Lanes {
-    fn new(nodes: usize) -> Self {
-        Self(Arc::new(Mutex::new(vec![None; nodes])))
-    }
-
     /// Installs `gate` as node `index`'s last command; returns the one it follows.
     pub(crate) fn push(&self, index: usize, gate: Arc<Gate>) -> Option<Arc<Gate>> {
         let mut lanes = lock(&self.0);
@@ -85,49 +81,26 @@ impl Lanes {
 }
 
 /// The lanes of every resource that has an operation or a lease alive in this client.
-///
-/// Entries are weak: the lanes live as long as something uses them, and a resource nobody
-/// touches any more costs one dead entry until the next sweep.
 pub(crate) struct LaneRegistry {
     nodes: usize,
-    lanes: Mutex<Registry>,
-}
-
-struct Registry {
-    by_target: HashMap<Target, Weak<Slots>>,
-    /// The size at which dead entries are next swept out (twice the live ones at the last
-    /// sweep), so that sweeping costs O(1) per lookup over time.
-    sweep_at: usize,
+    lanes: WeakMap<Target, Slots>,
 }
 
 impl LaneRegistry {
     pub(crate) fn new(nodes: usize) -> Self {
         Self {
             nodes,
-            lanes: Mutex::new(Registry {
-                by_target: HashMap::new(),
-                sweep_at: 64,
-            }),
+            lanes: WeakMap::default(),
         }
     }
 
     /// The lanes of `target`, shared with every live operation and lease on it.
     pub(crate) fn of(&self, target: &Target) -> Lanes {
-        let mut registry = lock(&self.lanes);
-        if let Some(slots) = registry.by_target.get(target).and_then(Weak::upgrade) {
-            return Lanes(slots);
-        }
-        let lanes = Lanes::new(self.nodes);
-        registry
-            .by_target
-            .insert(target.clone(), Arc::downgrade(&lanes.0));
-        if registry.by_target.len() >= registry.sweep_at {
-            registry
-                .by_target
-                .retain(|_, slots| slots.strong_count() > 0);
-            registry.sweep_at = (registry.by_target.len() * 2).max(64);
-        }
-        lanes
+        let nodes = self.nodes;
+        Lanes(
+            self.lanes
+                .get_or_insert_with(target, || Mutex::new(vec![None; nodes])),
+        )
     }
 }
 
@@ -150,14 +123,5 @@ mod tests {
         // Nothing alive: a fresh set of lanes, no gate left from before.
         let again = registry.of(&target("a"));
         assert!(lock(&again.0).iter().all(Option::is_none));
-    }
-
-    #[test]
-    fn dead_entries_are_swept() {
-        let registry = LaneRegistry::new(1);
-        for i in 0..1000 {
-            drop(registry.of(&target(&format!("r{i}"))));
-        }
-        assert!(lock(&registry.lanes).by_target.len() <= 64);
     }
 }

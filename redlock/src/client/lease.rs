@@ -249,6 +249,8 @@ pub(crate) async fn release(
     }
     .instrument(span)
     .await;
+    // This client's waiters need not wait for the nodes' notifications.
+    redlock.waiting().released(held.target());
     tracing::debug!(
         resource = %resource,
         released = report.released(),

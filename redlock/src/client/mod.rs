@@ -60,6 +60,7 @@
 //! `node` is the node's address (`host:port` or socket path, never a password); `resource`
 //! is the resource name, or the names of a multi-resource lease.
 
+mod acquire;
 mod builder;
 mod clock;
 mod connect;
@@ -71,15 +72,16 @@ mod keep_alive;
 mod lanes;
 mod lease;
 mod node;
+mod notifications;
 mod redact;
+mod registry;
 mod telemetry;
+mod tokens;
+mod waiting;
 mod wire;
 
 use std::fmt;
 use std::sync::Arc;
-
-use rand::TryRng;
-use tracing::Instrument;
 
 pub use builder::{DEFAULT_CONNECT_TIMEOUT, RedlockBuilder};
 pub use connect::ConnectReport;
@@ -88,16 +90,16 @@ pub use keep_alive::{KeepAlive, KeptLease, LeaseLost, LeaseSignal};
 pub use lease::Lease;
 pub use telemetry::Stats;
 
+use self::acquire::Wait;
 use self::clock::Clock;
-use self::drive::drive;
 use self::flight::{Background, Flight};
 use self::lanes::{LaneRegistry, Lanes};
 use self::node::Nodes;
+use self::notifications::Notifications;
 use self::telemetry::Telemetry;
-use crate::core::{
-    Acquire, AcquireEvent, ConfigError, FailureReason, Held, LockConfig, Machine, RetryPolicy,
-    TOKEN_LEN, Target, Timestamp, Token,
-};
+use self::tokens::Tokens;
+use self::waiting::Waiting;
+use crate::core::{ConfigError, LockConfig, RetryPolicy, Target, Timestamp};
 use crate::error::Error;
 
 pub use crate::core::ReleaseReport;
@@ -143,6 +145,11 @@ struct Shared {
     nodes: Arc<Nodes>,
     /// Per resource, the order of its commands on each node.
     lanes: LaneRegistry,
+    /// Per resource, this client's waiters and the signals that wake them.
+    waiting: Waiting,
+    /// The nodes' release notifications.
+    notifications: Notifications,
+    tokens: Tokens,
     background: Background,
     addresses: Arc<[Arc<str>]>,
     key_prefix: Arc<str>,
@@ -198,6 +205,10 @@ impl Redlock {
 
     pub(crate) fn addresses(&self) -> &[Arc<str>] {
         &self.shared.addresses
+    }
+
+    pub(crate) fn waiting(&self) -> &Waiting {
+        &self.shared.waiting
     }
 
     pub(crate) fn background(&self) -> &Background {
@@ -370,6 +381,14 @@ impl Redlock {
     /// Acquires a lease on `resource`, retrying after failed rounds as the retry policy
     /// allows.
     ///
+    /// Between rounds it waits for the first of: the holder's release (the nodes' release
+    /// notifications, or a release by this client), the expiry of the holder's keys (which
+    /// a lost round learns), and the retry policy's delay plus jitter. Every round is an
+    /// ordinary quorum round, so a notification that is lost or late only costs time. This
+    /// client's own waiters for one resource take turns, first come first served: only the
+    /// first in line runs rounds, for at most the policy's longest wait
+    /// ([`RetryPolicy::max_wait`]) in line.
+    ///
     /// # Errors
     ///
     /// - [`Error::Resource`] for an empty or over-long resource name;
@@ -377,8 +396,9 @@ impl Redlock {
     /// - [`Error::NoQuorum`] when too few nodes answered;
     /// - [`Error::ValidityExhausted`] when the nodes were too slow for the TTL.
     ///
-    /// Every failed round's token is released on every node; a failed acquisition returns
-    /// once those releases have finished, so it leaves no key behind.
+    /// Every failed round's token is released on every node that may hold it. A failed
+    /// acquisition returns at its decision; those releases finish in the background, ahead
+    /// of the resource's next command on each node (see [`settle`](Redlock::settle)).
     ///
     /// # Cancel safety
     ///
@@ -386,7 +406,34 @@ impl Redlock {
     /// a detached, time-bounded task.
     pub async fn acquire(&self, resource: &str) -> Result<Lease, Error> {
         let target = Target::many(&self.shared.key_prefix, [resource])?;
-        self.acquire_with(target, &self.config).await
+        self.acquire_target(target, Wait::Policy).await
+    }
+
+    /// Acquires a lease on `resource`, waiting up to `wait` for it: rounds follow each other
+    /// as in [`acquire`](Redlock::acquire), whatever the policy's retry count, as long as one
+    /// can start within `wait`. The last round starts by then, so the call returns within
+    /// `wait` plus one round.
+    ///
+    /// ```no_run
+    /// # async fn run(redlock: redlock::Redlock) -> Result<(), redlock::Error> {
+    /// use std::time::Duration;
+    /// let lease = redlock.acquire_timeout("warehouse-7", Duration::from_secs(30)).await?;
+    /// // ... sync the warehouse ...
+    /// lease.release().await;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Redlock::acquire); [`Error::Taken`] when `wait` ran out with the
+    /// resource still held.
+    pub async fn acquire_timeout(
+        &self,
+        resource: &str,
+        wait: std::time::Duration,
+    ) -> Result<Lease, Error> {
+        let target = Target::many(&self.shared.key_prefix, [resource])?;
+        self.acquire_target(target, Wait::For(wait)).await
     }
 
     /// Acquires one lease on several resources at once: on each node, one script takes all of
@@ -414,167 +461,19 @@ impl Redlock {
             )
             .into());
         }
-        self.acquire_with(target, &self.config).await
+        self.acquire_target(target, Wait::Policy).await
     }
 
-    /// Like [`acquire`](Redlock::acquire), but a single round: no retry.
+    /// Like [`acquire`](Redlock::acquire), but a single round: no retry, no waiting in line
+    /// behind this client's other waiters.
     ///
     /// # Errors
     ///
     /// As [`acquire`](Redlock::acquire).
     pub async fn try_acquire(&self, resource: &str) -> Result<Lease, Error> {
         let target = Target::many(&self.shared.key_prefix, [resource])?;
-        let config = (*self.config).clone().with_retry(RetryPolicy::no_retry());
-        self.acquire_with(target, &config).await
+        self.acquire_target(target, Wait::OneRound).await
     }
-
-    async fn acquire_with(&self, target: Target, config: &LockConfig) -> Result<Lease, Error> {
-        let span = tracing::debug_span!("acquire", resource = %target.describe());
-        self.acquire_rounds(target, config).instrument(span).await
-    }
-
-    async fn acquire_rounds(&self, target: Target, config: &LockConfig) -> Result<Lease, Error> {
-        let shared = &self.shared;
-        let clock = self.clock();
-        let described = target.describe();
-        let resource = described.as_str();
-        let called = std::time::Instant::now();
-        let mut op = AcquireOperation {
-            flight: self.flight(config, shared.lanes.of(&target)),
-            machine: Acquire::new(config, target, random_token()?, clock.now()),
-            finished: false,
-        };
-        loop {
-            let event = drive(&mut op.machine, &mut op.flight, clock).await;
-            match event {
-                Some(AcquireEvent::Acquired(grant)) => {
-                    op.finished = true;
-                    shared.telemetry.round(false);
-                    shared.telemetry.acquired(called.elapsed());
-                    tracing::debug!(
-                        resource,
-                        attempt = grant.attempts,
-                        validity_ms = grant.validity().as_millis(),
-                        fence = grant.fence,
-                        "lease acquired"
-                    );
-                    let lanes = op.flight.lanes();
-                    let handle = Self {
-                        shared: Arc::clone(shared),
-                        config: Arc::new(config.clone()),
-                        fencing: self.fencing.clone(),
-                        keep_alive: self.keep_alive.clone(),
-                    };
-                    let mut lease = Lease::new(handle, Held::new(grant), lanes);
-                    if let Fencing::Source(source) = &self.fencing {
-                        match mint(source.as_ref(), &mut lease).await {
-                            Ok(()) => {}
-                            Err(e) => {
-                                lease.release().await;
-                                return Err(e);
-                            }
-                        }
-                    }
-                    return Ok(lease);
-                }
-                Some(AcquireEvent::Retry {
-                    window, failure, ..
-                }) => {
-                    shared
-                        .telemetry
-                        .round(failure.reason == FailureReason::Contended);
-                    tracing::debug!(
-                        resource,
-                        attempt = op.machine.attempt(),
-                        reason = %failure.reason,
-                        "acquisition round failed; retrying"
-                    );
-                    let start = window.pick(&mut rand::rng());
-                    // Cleanup releases and stragglers keep moving while we wait.
-                    op.flight.run_until(clock.instant(start)).await;
-                    op.machine.retry(random_token()?, clock.now());
-                }
-                Some(AcquireEvent::Failed(failure)) => {
-                    op.finished = true;
-                    let reason = failure.last_round.reason;
-                    shared.telemetry.round(reason == FailureReason::Contended);
-                    shared
-                        .telemetry
-                        .acquire_failed(reason == FailureReason::Unavailable);
-                    // The cleanup releases finish in the background (dropping the flight),
-                    // ahead of any later command on this resource in its lanes.
-                    tracing::debug!(
-                        resource,
-                        attempt = failure.attempts,
-                        reason = %failure.last_round.reason,
-                        "acquisition failed"
-                    );
-                    return Err(Error::from_round(
-                        resource,
-                        failure.attempts,
-                        failure.last_round,
-                        &shared.addresses,
-                    ));
-                }
-                None => return Err(Error::Internal("the acquisition stalled")),
-            }
-        }
-    }
-}
-
-/// An acquisition in progress. If it is dropped before it finished (the caller's future was
-/// cancelled), the running round is abandoned and its token released everywhere.
-struct AcquireOperation {
-    machine: Acquire,
-    flight: Flight,
-    finished: bool,
-}
-
-impl Drop for AcquireOperation {
-    fn drop(&mut self) {
-        if self.finished {
-            return;
-        }
-        self.machine.cancel();
-        while let Some(transmit) = self.machine.poll_transmit() {
-            self.flight.send(transmit);
-        }
-        // Dropping the flight hands every request to a background task.
-    }
-}
-
-/// Asks `source` for the lease's token within its remaining validity, and attaches it only
-/// if the lease is still valid when it arrives (the core's rule): an acquisition never
-/// returns a lease that is already over.
-async fn mint(source: &dyn FenceSource, lease: &mut Lease) -> Result<(), Error> {
-    let described = lease.target().describe();
-    let failed = |reason: String| Error::Fence {
-        resource: described.clone(),
-        reason,
-    };
-    let token = match tokio::time::timeout(lease.remaining(), source.next_fence(&described)).await {
-        Ok(Ok(token)) => token,
-        Ok(Err(e)) => return Err(failed(e.to_string())),
-        Err(_) => {
-            return Err(failed(
-                "no token before the lease's validity ran out".into(),
-            ));
-        }
-    };
-    let now = lease.redlock().now();
-    lease
-        .held_mut()
-        .set_fence(token, now)
-        .map_err(|late| failed(late.to_string()))
-}
-
-/// A fresh 128-bit token from the operating system's CSPRNG.
-fn random_token() -> Result<Token, Error> {
-    let mut bytes = [0; TOKEN_LEN];
-    rand::rngs::SysRng
-        .try_fill_bytes(&mut bytes)
-        .map_err(|e| Error::Entropy(e.to_string()))?;
-    Ok(Token::from_bytes(bytes))
 }
 
 impl fmt::Debug for Redlock {

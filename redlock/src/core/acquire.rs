@@ -72,6 +72,11 @@ pub enum AcquireEvent {
         /// When, on the client's clock, enough of the other owners' keys expire for a quorum
         /// to be possible again, if the round learnt it.
         free_at: Option<Timestamp>,
+        /// Whether a release of another owner's keys is worth waking early for: the round
+        /// lost to others without winning a single node. A round that won some nodes lost
+        /// to a split vote; the other losers' cleanups would wake every one of them at once
+        /// into the same split, so it waits for its jittered start instead.
+        wake_on_release: bool,
     },
     /// The last allowed round failed (or no round may start before the deadline of
     /// [`Acquire::waiting_until`]); its cleanup releases were queued.
@@ -201,7 +206,7 @@ impl Acquire {
     /// // No retry in the policy, but time left in the budget: another round.
     /// let Some(AcquireEvent::Retry { window, .. }) = acquire.poll_outcome() else { panic!() };
     /// assert!(window.latest() <= deadline);
-    /// # Ok::<(), redlock::core::KeyError>(())
+    /// # Ok::<(), redlock::core::ResourceError>(())
     /// ```
     #[must_use]
     pub fn waiting_until(mut self, deadline: Timestamp) -> Self {
@@ -379,8 +384,13 @@ impl Acquire {
                 // Refused credentials or permissions do not pass: no retry for them.
                 if may_retry && !failure.is_denied() {
                     self.state = State::AwaitingRetry;
+                    let won_any = failure
+                        .nodes
+                        .iter()
+                        .any(|status| status.reply().is_some_and(Reply::is_acquired));
                     self.outcome = Some(AcquireEvent::Retry {
                         window,
+                        wake_on_release: reason == FailureReason::Contended && !won_any,
                         failure,
                         free_at,
                     });
@@ -858,6 +868,41 @@ mod tests {
         };
         // Inside the window: cut there.
         assert_eq!(window, RetryWindow::new(t0.saturating_add(ms(100)), ms(50)));
+    }
+
+    #[test]
+    fn only_a_round_that_won_no_node_wakes_on_a_release() {
+        let config = LockConfig::new(3).with_retry(RetryPolicy::new(5, ms(100), ms(0)));
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        m.handle_reply(sets[0].request, Ok(Reply::Taken), t0);
+        m.handle_reply(sets[1].request, Ok(Reply::Taken), t0);
+        let Some(AcquireEvent::Retry {
+            wake_on_release, ..
+        }) = m.poll_outcome()
+        else {
+            panic!()
+        };
+        assert!(
+            wake_on_release,
+            "another owner holds it: its release frees it"
+        );
+        m.retry(Token::from_bytes([2; 16]), t0);
+        let sets = drain(&mut m);
+        m.handle_reply(sets[0].request, Ok(Reply::Acquired), t0);
+        m.handle_reply(sets[1].request, Ok(Reply::Taken), t0);
+        m.handle_reply(sets[2].request, Ok(Reply::Taken), t0);
+        let Some(AcquireEvent::Retry {
+            wake_on_release, ..
+        }) = m.poll_outcome()
+        else {
+            panic!()
+        };
+        assert!(
+            !wake_on_release,
+            "a split vote waits for its jittered start"
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::{Extend, Extension, Grant, LockConfig, Release, Target, Timestamp, Token};
+use super::{
+    Extend, Extension, Grant, LockConfig, NodeStatus, Release, Reply, Target, Timestamp, Token,
+};
 
 /// A lease won by an [`Acquire`](super::Acquire): its keys, its token, its fencing token and
 /// its deadline on the holder's clock.
@@ -39,9 +41,9 @@ pub struct Held {
     valid_until: Timestamp,
     attempts: u32,
     extensions: u32,
-    /// Per node, whether the grant showed that the lease's `SET` wrote nothing there (see
-    /// [`NodeStatus::wrote_nothing`](super::NodeStatus::wrote_nothing)): no release is owed.
-    wrote_nothing: Vec<bool>,
+    /// Per node where the grant showed that the lease's `SET` wrote nothing (see
+    /// [`NodeStatus::wrote_nothing`]), what its release reports instead of asking it.
+    spared: Vec<Option<NodeStatus>>,
 }
 
 /// A fencing token that arrived after the lease's validity had ended: the lease must not be
@@ -64,7 +66,7 @@ impl Held {
             valid_until: grant.valid_until,
             attempts: grant.attempts,
             extensions: 0,
-            wrote_nothing: grant.nodes.iter().map(|s| s.wrote_nothing()).collect(),
+            spared: grant.nodes.iter().map(spared_in_release).collect(),
         }
     }
 
@@ -177,15 +179,22 @@ impl Held {
 
     /// The release of this lease, starting at `now`.
     ///
-    /// Nodes where the grant showed that the lease's `SET` wrote nothing (it found another
-    /// owner's key, or was never sent) get no release: they count as not holding the key.
+    /// Nodes where the grant showed that the lease's `SET` wrote nothing get no release: one
+    /// that found another owner's key counts as not holding ours, one whose `SET` was never
+    /// sent keeps the grant's failure (a duplicate of another node must not count twice).
     pub fn release(&self, config: &LockConfig, now: Timestamp) -> Release {
-        Release::new(config, self.target.clone(), self.token, now).sparing(|node| {
-            self.wrote_nothing
-                .get(node.index())
-                .copied()
-                .unwrap_or(false)
-        })
+        Release::new(config, self.target.clone(), self.token, now)
+            .sparing(|node| self.spared.get(node.index()).cloned().flatten())
+    }
+}
+
+/// What a release reports for a node without asking it, given the node's status at the
+/// grant: `None` when the node may hold the key and must be asked.
+fn spared_in_release(status: &NodeStatus) -> Option<NodeStatus> {
+    match status {
+        NodeStatus::Replied(reply) if reply.is_taken() => Some(NodeStatus::Replied(Reply::NotHeld)),
+        NodeStatus::Failed(failure) if failure.never_sent() => Some(status.clone()),
+        _ => None,
     }
 }
 

@@ -122,14 +122,14 @@ impl Release {
         release
     }
 
-    /// Sends nothing to the nodes for which `spared` holds, and counts them as not holding
-    /// the key: the caller knows that nothing of this token was ever written there.
+    /// Sends nothing to the nodes for which `spared` gives a status, and reports that status
+    /// for them: the caller knows that nothing of this token was ever written there.
     #[must_use]
-    pub fn sparing(mut self, spared: impl Fn(NodeId) -> bool) -> Self {
-        self.transmits.retain(|t| !spared(t.node));
+    pub fn sparing(mut self, spared: impl Fn(NodeId) -> Option<NodeStatus>) -> Self {
+        self.transmits.retain(|t| spared(t.node).is_none());
         for (index, slot) in self.statuses.iter_mut().enumerate() {
-            if spared(NodeId::new(index)) {
-                *slot = NodeStatus::Replied(Reply::NotHeld);
+            if let Some(status) = spared(NodeId::new(index)) {
+                *slot = status;
             }
         }
         self.decide();

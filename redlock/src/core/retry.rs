@@ -63,6 +63,22 @@ impl RetryPolicy {
         self.jitter
     }
 
+    /// The longest an acquisition can spend between its rounds: every retry after the
+    /// whole delay and jitter. The client lets a waiter stand this long in line behind its
+    /// other waiters for the same resource.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock::core::RetryPolicy;
+    ///
+    /// assert_eq!(RetryPolicy::default().max_wait(), Duration::from_millis(600));
+    /// ```
+    pub fn max_wait(&self) -> Duration {
+        self.delay
+            .saturating_add(self.jitter)
+            .saturating_mul(self.retries)
+    }
+
     /// The window in which the round after a failure at `failed_at` may start.
     pub fn window_after(&self, failed_at: Timestamp) -> RetryWindow {
         RetryWindow {

@@ -7,14 +7,20 @@
 
 use super::LuaScript;
 
-/// Deletes the key only if it holds our token.
+/// Deletes the key only if it holds our token, and then tells the key's waiters: a
+/// `PUBLISH` of the token on the channel named after the key (so that a client can tell
+/// its own releases from others'). The `PUBLISH` goes through `redis.pcall`,
+/// so that a user whose ACL does not grant the channel still releases (its waiters then
+/// wake on their retry timers).
 ///
 /// `KEYS[1]` the lock key, `ARGV[1]` our token.
 /// Returns 1 when deleted, 0 when the key does not exist, -1 when another token holds it.
 const RELEASE_SOURCE: &str = r"
 local value = redis.call('GET', KEYS[1])
 if value == ARGV[1] then
-    return redis.call('DEL', KEYS[1])
+    redis.call('DEL', KEYS[1])
+    redis.pcall('PUBLISH', KEYS[1], ARGV[1])
+    return 1
 elseif value == false then
     return 0
 end
@@ -94,7 +100,8 @@ end
 return 1
 ";
 
-/// Deletes each key of a multi-resource lease that still holds our token.
+/// Deletes each key of a multi-resource lease that still holds our token, telling each
+/// deleted key's waiters as [`RELEASE`] does.
 ///
 /// `KEYS` the lock keys, `ARGV[1]` our token. Returns 1 when at least one key was deleted,
 /// -1 when none was but another token holds one, 0 when none holds anything.
@@ -104,6 +111,7 @@ for i = 1, #KEYS do
     local value = redis.call('GET', KEYS[i])
     if value == ARGV[1] then
         redis.call('DEL', KEYS[i])
+        redis.pcall('PUBLISH', KEYS[i], ARGV[1])
         released = released + 1
     elseif value then
         other = other + 1

@@ -1,0 +1,228 @@
+//! Waiting for a lease held elsewhere: woken by the holder's release (the nodes'
+//! notifications over RESP2 and RESP3, or this client's own release), by the expiry of the
+//! holder's keys, and otherwise by the retry timer; this client's waiters take turns.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use redlock::Redlock;
+use redlock_fleet::RedisFleet;
+
+/// A retry timer far longer than any of these tests: a waiter granted within it was woken
+/// by something else.
+const LONG: Duration = Duration::from_secs(60);
+
+fn waiter(urls: Vec<String>) -> Redlock {
+    fresh(Redlock::builder().nodes(urls))
+        .retry_delay(LONG)
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
+/// Subscribers on `channel`, on every node.
+fn subscribers(fleet: &RedisFleet, channel: &str) -> Vec<u64> {
+    (0..fleet.len())
+        .map(|i| {
+            let (_, count): (String, u64) = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg(channel)
+                .query(&mut fleet.connect(i).unwrap())
+                .unwrap();
+            count
+        })
+        .collect()
+}
+
+/// Waits until `channel` has a subscriber on every node.
+async fn until_subscribed(fleet: &RedisFleet, channel: &str) {
+    let subscribed = eventually(Duration::from_secs(10), || async {
+        subscribers(fleet, channel).iter().all(|&n| n >= 1)
+    })
+    .await;
+    assert!(subscribed, "subscribers: {:?}", subscribers(fleet, channel));
+}
+
+async fn another_clients_release_wakes_the_waiter(protocol: &str) {
+    let fleet = fleet(5);
+    let urls: Vec<String> = fleet
+        .urls()
+        .into_iter()
+        .map(|url| format!("{url}{protocol}"))
+        .collect();
+    let holder = fresh(Redlock::builder().nodes(urls.clone()))
+        .build()
+        .unwrap();
+    let waiting = waiter(urls);
+    let lease = holder.acquire("report").await.unwrap();
+
+    let task = tokio::spawn(async move {
+        let lease = waiting.acquire_timeout("report", LONG * 2).await.unwrap();
+        let attempts = lease.attempts();
+        lease.release().await;
+        attempts
+    });
+    // The waiter lost its first round and listens for the release.
+    until_subscribed(&fleet, "redlock:report").await;
+    lease.release().await;
+    let attempts = tokio::time::timeout(LONG / 2, task)
+        .await
+        .expect("woken by the release, not by its retry timer")
+        .unwrap();
+    // Woken by the first node's notification, a round can still find the holder's key on
+    // nodes its release has not reached yet; the later notifications wake it again.
+    assert!(attempts >= 2, "one lost round at least, then the granted one");
+    // The waiter no longer listens once it has the lease.
+    let gone = eventually(Duration::from_secs(5), || async {
+        subscribers(&fleet, "redlock:report")
+            .iter()
+            .all(|&n| n == 0)
+    })
+    .await;
+    assert!(gone, "{:?}", subscribers(&fleet, "redlock:report"));
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_wakes_on_another_clients_release_over_resp2() {
+    another_clients_release_wakes_the_waiter("").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_wakes_on_another_clients_release_over_resp3() {
+    another_clients_release_wakes_the_waiter("?protocol=resp3").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_wakes_on_a_release_by_its_own_client() {
+    let fleet = fleet(5);
+    let redlock = waiter(fleet.urls());
+    let lease = redlock.acquire("report").await.unwrap();
+    let waiting = redlock.clone();
+    let task = tokio::spawn(async move {
+        let lease = waiting.acquire_timeout("report", LONG * 2).await.unwrap();
+        lease.release().await;
+    });
+    until_subscribed(&fleet, "redlock:report").await;
+    lease.release().await;
+    tokio::time::timeout(LONG / 2, task)
+        .await
+        .expect("woken by the release, not by its retry timer")
+        .unwrap();
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_notification_still_ends_in_a_grant_by_the_retry_timer() {
+    let fleet = fleet(5);
+    // The holder's user may not publish: its releases delete the keys but notify nobody.
+    for i in 0..5 {
+        let _: () = redis::cmd("ACL")
+            .arg(&[
+                "SETUSER",
+                "mute",
+                "on",
+                ">secret",
+                "~*",
+                "+@all",
+                "resetchannels",
+            ])
+            .query(&mut fleet.connect(i).unwrap())
+            .unwrap();
+    }
+    let mute: Vec<String> = (0..5)
+        .map(|i| format!("redis://mute:secret@127.0.0.1:{}", fleet.port(i)))
+        .collect();
+    let holder = fresh(Redlock::builder().nodes(mute)).build().unwrap();
+    let waiting = fresh(Redlock::builder().nodes(fleet.urls()))
+        .retry_delay(Duration::from_millis(300))
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap();
+    let lease = holder.acquire("report").await.unwrap();
+    let task = tokio::spawn(async move {
+        let lease = waiting.acquire_timeout("report", LONG).await.unwrap();
+        let attempts = lease.attempts();
+        lease.release().await;
+        attempts
+    });
+    until_subscribed(&fleet, "redlock:report").await;
+    let report = lease.release().await;
+    assert!(report.is_quorum_free(), "{report:?}");
+    assert_eq!(
+        report.failed(),
+        0,
+        "the release works without the channel: {report:?}"
+    );
+    let attempts = tokio::time::timeout(LONG / 2, task).await.unwrap().unwrap();
+    assert!(attempts >= 2, "granted by a later round");
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_sleeps_until_the_holders_keys_expire_not_longer() {
+    let fleet = fleet(5);
+    // A holder that vanished: its keys expire in 2.5 s, and nobody releases them.
+    let holder = fresh(Redlock::builder().nodes(fleet.urls()))
+        .ttl(Duration::from_millis(2_500))
+        .build()
+        .unwrap();
+    std::mem::forget(holder.acquire("report").await.unwrap());
+    let waiting = fresh(Redlock::builder().nodes(fleet.urls()))
+        .retry_delay(Duration::from_secs(2))
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    // Round 1 at 0 s finds the key; round 2 at 2 s learns that it expires at 2.5 s, half
+    // way to the next timer at 4 s; round 3 runs when it does.
+    let lease = waiting.acquire_timeout("report", LONG).await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(lease.attempts(), 3);
+    assert!(
+        took < Duration::from_millis(3_500),
+        "granted after {took:?}: it waited for its timer, not for the expiry"
+    );
+    lease.release().await;
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_waiters_take_turns() {
+    const TASKS: usize = 4;
+    const EACH: usize = 15;
+    let fleet = fleet(5);
+    let redlock = fresh(Redlock::builder().nodes(fleet.urls()))
+        .retry_count(1_000)
+        .build()
+        .unwrap();
+    let grants = Arc::new(Mutex::new(Vec::new()));
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|task| {
+            let (redlock, grants) = (redlock.clone(), grants.clone());
+            tokio::spawn(async move {
+                for _ in 0..EACH {
+                    let lease = redlock.acquire("turns").await.unwrap();
+                    grants.lock().unwrap().push(task);
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    lease.release().await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let grants = grants.lock().unwrap().clone();
+    // While every task still has leases to take, the others are in line whenever one
+    // releases, so nobody gets the lease twice in a row.
+    let all_busy = &grants[..TASKS * (EACH - 1)];
+    let repeats = all_busy.windows(2).filter(|w| w[0] == w[1]).count();
+    assert_eq!(repeats, 0, "grant order: {all_busy:?}");
+    assert_no_lock_keys(&fleet).await;
+}

@@ -1,0 +1,299 @@
+//! The nodes' release notifications: one subscription connection per node, shared by every
+//! waiter of the client.
+//!
+//! The release scripts `PUBLISH` the released token on the lock key's name when they delete
+//! a key (with `redis.pcall`, so that a user whose ACL forbids the channel still releases).
+//! A waiter subscribes to its keys for as long as it waits; each message raises the key's
+//! [`Freed`](super::waiting::Freed) signal, unless it reports one of this client's own
+//! cleanup releases. The connection is a plain RESP2 or RESP3
+//! subscriber (redis-rs' `PubSub`), opened on first use and reopened with a back-off when it
+//! breaks. Notifications are a shortcut and nothing more: while a node's subscription is
+//! down, or when the ACL refuses the channel, waiters fall back on their retry timers.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use super::registry::WeakMap;
+use super::waiting::Freed;
+use super::wire::classify;
+use crate::core::{NodeFailure, Token};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain data behind these locks: a poisoned lock still holds usable values.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The first wait before reconnecting a broken subscription, doubled up to the last.
+const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
+
+/// The subscription connections of one client.
+pub(crate) struct Notifications {
+    nodes: Arc<[Subscriber]>,
+    freed: Arc<WeakMap<String, Freed>>,
+}
+
+/// One node's subscription connection.
+struct Subscriber {
+    client: redis::Client,
+    address: Arc<str>,
+    connect_timeout: Duration,
+    /// Shared with the node's task, which holds it weakly: the task ends with the client.
+    state: Arc<Mutex<Channels>>,
+    /// Whether the node refused a subscription (its ACL has no `&` rule for the keys);
+    /// reported once.
+    refused_reported: Arc<AtomicBool>,
+}
+
+/// The channels wanted on one node, with how many waiters want each, and the task that
+/// keeps them subscribed.
+#[derive(Default)]
+struct Channels {
+    wanted: HashMap<String, usize>,
+    task: Option<mpsc::UnboundedSender<Change>>,
+}
+
+enum Change {
+    Subscribe(String),
+    Unsubscribe(String),
+}
+
+/// What the task asks the node.
+enum Request<'a> {
+    Subscribe(&'a [String]),
+    Unsubscribe(&'a str),
+}
+
+/// Subscriptions to some keys on every node, until dropped.
+pub(crate) struct Subscription {
+    nodes: Arc<[Subscriber]>,
+    keys: Vec<String>,
+}
+
+impl Notifications {
+    /// Notifications from the nodes behind `clients` (with their addresses, in
+    /// configuration order), raising the signals in `freed`.
+    pub(crate) fn new(
+        clients: Vec<(redis::Client, Arc<str>)>,
+        connect_timeout: Duration,
+        freed: Arc<WeakMap<String, Freed>>,
+    ) -> Self {
+        let nodes = clients
+            .into_iter()
+            .map(|(client, address)| Subscriber {
+                client,
+                address,
+                connect_timeout,
+                state: Arc::default(),
+                refused_reported: Arc::default(),
+            })
+            .collect();
+        Self { nodes, freed }
+    }
+
+    /// Subscribes to `keys` on every node until the returned guard is dropped. Must be
+    /// called within a tokio runtime (the first subscription starts the node's task).
+    pub(crate) fn subscribe(&self, keys: Vec<String>) -> Subscription {
+        for node in self.nodes.iter() {
+            let mut channels = lock(&node.state);
+            for key in &keys {
+                let count = channels.wanted.entry(key.clone()).or_default();
+                *count += 1;
+                if *count == 1 {
+                    node.send(&mut channels, Change::Subscribe(key.clone()), &self.freed);
+                }
+            }
+        }
+        Subscription {
+            nodes: Arc::clone(&self.nodes),
+            keys,
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        for node in self.nodes.iter() {
+            let mut channels = lock(&node.state);
+            for key in &self.keys {
+                let Some(count) = channels.wanted.get_mut(key) else {
+                    continue;
+                };
+                *count -= 1;
+                if *count == 0 {
+                    channels.wanted.remove(key);
+                    if let Some(task) = &channels.task {
+                        // A task that has ended has nothing subscribed any more.
+                        let _ = task.send(Change::Unsubscribe(key.clone()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Subscriber {
+    /// Hands `change` to the node's task, starting the task if it is not running.
+    fn send(&self, channels: &mut Channels, change: Change, freed: &Arc<WeakMap<String, Freed>>) {
+        if let Some(task) = &channels.task
+            && !task.is_closed()
+        {
+            let _ = task.send(change);
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        // A new task subscribes to everything wanted when it connects: no need to send.
+        let (sender, receiver) = mpsc::unbounded_channel();
+        channels.task = Some(sender);
+        let task = Task {
+            client: self.client.clone(),
+            address: Arc::clone(&self.address),
+            connect_timeout: self.connect_timeout,
+            state: Arc::downgrade(&self.state),
+            freed: Arc::clone(freed),
+            refused_reported: Arc::clone(&self.refused_reported),
+        };
+        runtime.spawn(task.run(receiver));
+    }
+}
+
+/// The task that keeps one node's subscriptions.
+struct Task {
+    client: redis::Client,
+    address: Arc<str>,
+    connect_timeout: Duration,
+    state: Weak<Mutex<Channels>>,
+    freed: Arc<WeakMap<String, Freed>>,
+    refused_reported: Arc<AtomicBool>,
+}
+
+impl Task {
+    async fn run(self, mut changes: mpsc::UnboundedReceiver<Change>) {
+        let mut backoff = BACKOFF.0;
+        let mut reconnecting = false;
+        loop {
+            let connected =
+                tokio::time::timeout(self.connect_timeout, self.client.get_async_pubsub()).await;
+            let pubsub = match connected {
+                Ok(Ok(pubsub)) => pubsub,
+                failed => {
+                    let failure = failed.map_or(NodeFailure::TimedOut, |r| {
+                        r.err().map_or(NodeFailure::TimedOut, classify)
+                    });
+                    tracing::debug!(node = %self.address, error = %failure, "no release notifications from the node for now");
+                    // Changes meanwhile are read when connected, from the shared state.
+                    if !self.pause(&mut changes, backoff).await {
+                        return;
+                    }
+                    backoff = (backoff * 2).min(BACKOFF.1);
+                    reconnecting = true;
+                    continue;
+                }
+            };
+            backoff = BACKOFF.0;
+            let (mut sink, mut stream) = pubsub.split();
+            let Some(wanted) = self.wanted() else {
+                return;
+            };
+            if !wanted.is_empty() && !self.request(&mut sink, Request::Subscribe(&wanted)).await {
+                continue;
+            }
+            if reconnecting {
+                // A release while the subscription was down went unnoticed: let the waiters
+                // look now rather than at their timers.
+                for key in &wanted {
+                    if let Some(freed) = self.freed.get(key.as_str()) {
+                        freed.raise();
+                    }
+                }
+            }
+            reconnecting = true;
+            loop {
+                tokio::select! {
+                    change = changes.recv() => {
+                        let request = match &change {
+                            Some(Change::Subscribe(key)) => Request::Subscribe(std::slice::from_ref(key)),
+                            Some(Change::Unsubscribe(key)) => Request::Unsubscribe(key),
+                            None => return, // The client is gone.
+                        };
+                        if !self.request(&mut sink, request).await {
+                            break;
+                        }
+                    }
+                    message = stream.next() => {
+                        let Some(message) = message else {
+                            tracing::debug!(node = %self.address, "release notifications connection closed; reconnecting");
+                            break;
+                        };
+                        if let Some(freed) = self.freed.get(message.get_channel_name()) {
+                            let token = Token::from_hex(message.get_payload_bytes());
+                            freed.released_by(token);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The channels wanted now; `None` once the client is gone.
+    fn wanted(&self) -> Option<Vec<String>> {
+        let state = self.state.upgrade()?;
+        let channels = lock(&state);
+        Some(channels.wanted.keys().cloned().collect())
+    }
+
+    /// Sends `request`; `false` when the connection must be reopened. A refusal by the
+    /// node's ACL is reported once and otherwise ignored (the waiters have their timers).
+    async fn request(&self, sink: &mut redis::aio::PubSubSink, request: Request<'_>) -> bool {
+        let sent = async {
+            match request {
+                Request::Subscribe(keys) => sink.subscribe(keys).await,
+                Request::Unsubscribe(key) => sink.unsubscribe(key).await,
+            }
+        };
+        match tokio::time::timeout(self.connect_timeout, sent).await {
+            Ok(Ok(())) => true,
+            Ok(Err(error)) => {
+                let failure = classify(error);
+                if matches!(failure, NodeFailure::Denied(_) | NodeFailure::Server(_)) {
+                    if !self.refused_reported.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(
+                            node = %self.address,
+                            error = %failure,
+                            "the node refuses the release notifications; waiters fall back on their retry timers (grant the user the lock keys' channels, e.g. &redlock:*)"
+                        );
+                    }
+                    true
+                } else {
+                    tracing::debug!(node = %self.address, error = %failure, "release notifications connection failed; reconnecting");
+                    false
+                }
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Waits `backoff`; `false` if the client went away meanwhile.
+    async fn pause(
+        &self,
+        changes: &mut mpsc::UnboundedReceiver<Change>,
+        backoff: Duration,
+    ) -> bool {
+        let sleep = tokio::time::sleep(backoff);
+        tokio::pin!(sleep);
+        loop {
+            tokio::select! {
+                () = &mut sleep => return true,
+                change = changes.recv() => if change.is_none() {
+                    return false;
+                },
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! Waiting for a resource that another owner holds: a signal per lock key that it may have
+//! been freed, and a line per resource for this client's own waiters.
+//!
+//! Neither decides anything about the lease: a woken waiter runs an ordinary quorum round,
+//! which the core judges as any other. They only decide *when* that round runs, so a signal
+//! that is lost, late or wrong costs time, never safety.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::Notify;
+
+use super::registry::WeakMap;
+use crate::core::{Target, Token};
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Plain data behind these locks: a poisoned lock still holds usable values.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// That a lock key may have been freed: raised by this client's own releases and by the
+/// nodes' notifications (the release scripts `PUBLISH` on the key's name).
+///
+/// A counter rather than a flag: a waiter notes it before a round and, after the round
+/// failed, waits for it to move. A release that lands *during* the round still wakes it.
+#[derive(Default)]
+pub(crate) struct Freed {
+    epoch: AtomicU64,
+    raised: Notify,
+    /// The tokens of this client's latest rounds on the key: the nodes' notifications of
+    /// their cleanup releases say nothing about the holder and must not wake anyone.
+    own: Mutex<VecDeque<Token>>,
+}
+
+/// How many of the client's latest round tokens per key are recognised in notifications:
+/// a cleanup's notification arrives within a round trip of the round it follows.
+const OWN_TOKENS: usize = 16;
+
+impl Freed {
+    /// The number of signals so far.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// Wakes every waiter of the key.
+    pub(crate) fn raise(&self) {
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        self.raised.notify_waiters();
+    }
+
+    /// A node deleted the key, which held `token` (when the notification said): wakes the
+    /// waiters unless the token is one of this client's own round tokens.
+    pub(crate) fn released_by(&self, token: Option<Token>) {
+        if token.is_some_and(|token| lock(&self.own).contains(&token)) {
+            return;
+        }
+        self.raise();
+    }
+
+    /// `token` is this client's: a notification of its release wakes nobody here.
+    pub(crate) fn note_own(&self, token: Token) {
+        let mut own = lock(&self.own);
+        if own.len() == OWN_TOKENS {
+            own.pop_front();
+        }
+        own.push_back(token);
+    }
+}
+
+/// This client's waiters for one target, first come first served: only the first in line
+/// runs rounds. Without the line, every waiter of the client would run a round at each
+/// release (most of them lost, each costing a request per node), and the task that just
+/// released, being the quickest to ask again, would win again and again.
+#[derive(Default)]
+pub(crate) struct Line {
+    tickets: Mutex<VecDeque<u64>>,
+    next: AtomicU64,
+    moved: Notify,
+}
+
+/// A place in a [`Line`]; leaving it (dropping it) lets the next one move up.
+pub(crate) struct Place {
+    line: Arc<Line>,
+    ticket: u64,
+}
+
+impl Line {
+    /// Joins the end of the line.
+    pub(crate) fn join(self: &Arc<Self>) -> Place {
+        let ticket = self.next.fetch_add(1, Ordering::Relaxed);
+        lock(&self.tickets).push_back(ticket);
+        Place {
+            line: Arc::clone(self),
+            ticket,
+        }
+    }
+}
+
+impl Place {
+    fn is_first(&self) -> bool {
+        lock(&self.line.tickets).front() == Some(&self.ticket)
+    }
+
+    /// Returns once this place is the first in line.
+    pub(crate) async fn first(&self) {
+        loop {
+            let moved = self.line.moved.notified();
+            tokio::pin!(moved);
+            moved.as_mut().enable();
+            if self.is_first() {
+                return;
+            }
+            moved.await;
+        }
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut tickets = lock(&self.line.tickets);
+        let was_first = tickets.front() == Some(&self.ticket);
+        tickets.retain(|ticket| *ticket != self.ticket);
+        drop(tickets);
+        if was_first {
+            self.line.moved.notify_waiters();
+        }
+    }
+}
+
+/// The signals and lines of every resource someone waits for in this client.
+#[derive(Default)]
+pub(crate) struct Waiting {
+    /// By lock key: shared with the notification tasks, which look keys up by channel name.
+    freed: Arc<WeakMap<String, Freed>>,
+    lines: WeakMap<Target, Line>,
+}
+
+impl Waiting {
+    /// The signals of `target`'s keys, kept alive while the returned handles are.
+    pub(crate) fn signals(&self, target: &Target) -> Vec<Arc<Freed>> {
+        target
+            .keys()
+            .iter()
+            .map(|key| self.freed.get_or_insert_with(key.as_str(), Freed::default))
+            .collect()
+    }
+
+    /// The signals by key, for the notification tasks.
+    pub(crate) fn by_key(&self) -> Arc<WeakMap<String, Freed>> {
+        Arc::clone(&self.freed)
+    }
+
+    /// Joins the end of `target`'s line.
+    pub(crate) fn join(&self, target: &Target) -> Place {
+        self.lines.get_or_insert_with(target, Line::default).join()
+    }
+
+    /// This client released `target`: wakes its waiters here, without waiting for the
+    /// nodes' notifications.
+    pub(crate) fn released(&self, target: &Target) {
+        for key in target.keys() {
+            if let Some(freed) = self.freed.get(key.as_str()) {
+                freed.raise();
+            }
+        }
+    }
+}
+
+/// The sum of `signals`' epochs: it moves when any of them does.
+pub(crate) fn epoch(signals: &[Arc<Freed>]) -> u64 {
+    signals
+        .iter()
+        .fold(0u64, |sum, freed| sum.wrapping_add(freed.epoch()))
+}
+
+/// Returns once any of `signals` moved past the combined `seen` (see [`epoch`]); never,
+/// for no signals.
+pub(crate) async fn any_after(signals: &[Arc<Freed>], seen: u64) {
+    loop {
+        let mut raised: Vec<_> = signals
+            .iter()
+            .map(|freed| Box::pin(freed.raised.notified()))
+            .collect();
+        // Registered before the look, so a signal in between still wakes us.
+        for notified in &mut raised {
+            notified.as_mut().enable();
+        }
+        if epoch(signals) != seen {
+            return;
+        }
+        if raised.is_empty() {
+            return std::future::pending().await;
+        }
+        futures::future::select_all(raised).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_release_during_the_round_still_wakes_the_waiter() {
+        let signals = vec![Arc::new(Freed::default()), Arc::new(Freed::default())];
+        let seen = epoch(&signals);
+        // Raised after the waiter noted the epoch, before it waits: not lost.
+        signals[1].raise();
+        tokio::time::timeout(Duration::from_secs(1), any_after(&signals, seen))
+            .await
+            .expect("woken");
+    }
+
+    #[test]
+    fn notifications_of_the_clients_own_releases_wake_nobody() {
+        let freed = Freed::default();
+        let mine = Token::from_bytes([1; 16]);
+        freed.note_own(mine);
+        freed.released_by(Some(mine));
+        assert_eq!(freed.epoch(), 0);
+        freed.released_by(Some(Token::from_bytes([2; 16])));
+        freed.released_by(None);
+        assert_eq!(freed.epoch(), 2);
+    }
+
+    #[tokio::test]
+    async fn the_line_moves_in_arrival_order() {
+        let line = Arc::new(Line::default());
+        let a = line.join();
+        let b = line.join();
+        let c = line.join();
+        assert!(a.is_first() && !b.is_first());
+        // Leaving from the middle does not let anyone jump ahead.
+        drop(b);
+        assert!(!c.is_first());
+        let waiting = tokio::spawn(async move {
+            c.first().await;
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        drop(a);
+        tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .expect("moved up")
+            .unwrap();
+    }
+}
