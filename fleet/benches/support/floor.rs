@@ -127,6 +127,93 @@ impl Floor {
         won
     }
 
+    /// One round of `SET NX` on `key`, deciding at a quorum: the token when it won. A lost
+    /// round releases the nodes that did not answer *taken* (the others wrote nothing),
+    /// without waiting. The contended floor spins on this: no delay, no notification.
+    pub async fn try_lock(&self, key: &str) -> Option<String> {
+        let token = super::token();
+        let ttl = super::TTL.as_millis() as u64;
+        let mut sets = self
+            .connections
+            .iter()
+            .enumerate()
+            .map(|(index, c)| {
+                let mut c = c.clone();
+                let cmd = redis::cmd("SET")
+                    .arg(key)
+                    .arg(&token)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(ttl)
+                    .clone();
+                async move { (index, cmd.query_async::<Value>(&mut c).await) }
+            })
+            .collect::<FuturesUnordered<_>>();
+        let nodes = self.connections.len();
+        let quorum = self.quorum();
+        let deadline = tokio::time::Instant::now() + ROUND_TIMEOUT;
+        let mut taken = vec![false; nodes];
+        let (mut won, mut lost) = (0, 0);
+        while let Ok(Some((index, reply))) = tokio::time::timeout_at(deadline, sets.next()).await {
+            match reply {
+                Ok(Value::Okay) => won += 1,
+                Ok(Value::Nil) => {
+                    taken[index] = true;
+                    lost += 1;
+                }
+                _ => lost += 1,
+            }
+            if won >= quorum || lost > nodes - quorum {
+                break;
+            }
+        }
+        if !sets.is_empty() {
+            tokio::spawn(async move { while sets.next().await.is_some() {} });
+        }
+        if won >= quorum {
+            return Some(token);
+        }
+        let owed: Vec<usize> = (0..nodes).filter(|&i| !taken[i]).collect();
+        self.release_on(key, &token, &owed);
+        None
+    }
+
+    /// Releases a lease taken with [`try_lock`](Floor::try_lock), deciding at a quorum.
+    pub async fn unlock(&self, key: &str, token: &str) {
+        let releases = self
+            .connections
+            .iter()
+            .map(|c| {
+                let mut c = c.clone();
+                let (script, key, token) = (self.release.clone(), key.to_owned(), token.to_owned());
+                async move {
+                    let mut invocation = script.key(&key);
+                    invocation.arg(&token);
+                    invocation.invoke_async::<i64>(&mut c).await.is_ok()
+                }
+            })
+            .collect::<FuturesUnordered<_>>();
+        self.round(releases).await;
+    }
+
+    /// Releases `token` on `nodes` in a background task (never cut: a release lost before
+    /// it is written would leave its key).
+    fn release_on(&self, key: &str, token: &str, nodes: &[usize]) {
+        let mut releases = nodes
+            .iter()
+            .map(|&i| {
+                let mut c = self.connections[i].clone();
+                let (script, key, token) = (self.release.clone(), key.to_owned(), token.to_owned());
+                async move {
+                    let mut invocation = script.key(&key);
+                    invocation.arg(&token);
+                    let _ = invocation.invoke_async::<i64>(&mut c).await;
+                }
+            })
+            .collect::<FuturesUnordered<_>>();
+        tokio::spawn(async move { while releases.next().await.is_some() {} });
+    }
+
     /// Runs the requests until the decision or the round timeout, then leaves the rest to a
     /// background task. The requests themselves have no timeout: cut before redis-rs wrote
     /// it, a request would never be sent, and a release lost that way leaves its key.

@@ -1,0 +1,193 @@
+//! Sixteen workers looping acquire → release on one resource, N = 5: ours with its default
+//! waiting, rslock with its default retries, and a floor that spins on one-round attempts
+//! (no delay, no notification). Each block runs the workers for one window and returns the
+//! time per acquisition, so a ratio of times is the inverse ratio of acquisition rates. Ours
+//! also gives the hand-off (a release's start to the next grant) and how evenly the workers
+//! were served over all its blocks.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::harness::{Block, interleave, quantile, ratio, settle_and_check};
+use crate::support::{self, floor::Decide, floor::Floor};
+
+const WORKERS: usize = 16;
+/// How long each block runs its workers.
+const WINDOW: Duration = Duration::from_secs(1);
+/// Rounds: ten windows of ours make the ten seconds of the fairness target.
+const ROUNDS: usize = 10;
+const RESOURCE: &str = "contended";
+
+/// One lease of ours: which worker, when it was granted, when its release started.
+#[derive(Clone, Copy)]
+struct Grant {
+    worker: usize,
+    granted: Instant,
+    released: Instant,
+}
+
+/// Runs `WORKERS` copies of `worker` (given its number and the window's end) for one window
+/// on `runtime`; returns the time per acquisition, given the acquisitions they report.
+fn window<F, Fut>(runtime: &tokio::runtime::Runtime, worker: F) -> Duration
+where
+    F: Fn(usize, Instant) -> Fut,
+    Fut: Future<Output = u64> + Send + 'static,
+{
+    runtime.block_on(async {
+        let started = Instant::now();
+        let until = started + WINDOW;
+        let tasks: Vec<_> = (0..WORKERS)
+            .map(|w| tokio::spawn(worker(w, until)))
+            .collect();
+        let mut acquired = 0;
+        for task in tasks {
+            acquired += task.await.expect("a worker");
+        }
+        started.elapsed() / u32::try_from(acquired.max(1)).unwrap_or(u32::MAX)
+    })
+}
+
+pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
+    let fleet = support::fleet(5);
+    let urls = fleet.urls();
+    let runtime = support::multi_thread();
+    let ours = runtime.block_on(async { support::ours(&urls) });
+    runtime.block_on(ours.connect());
+    let rslock = Arc::new(rslock::LockManager::new(urls.clone()));
+    let floor = Arc::new(runtime.block_on(Floor::connect(&urls, Decide::Quorum)));
+    let grants: Arc<Mutex<Vec<Vec<Grant>>>> = Arc::default();
+
+    let ours_block: Block<'_> = Box::new(|| {
+        let this_window: Arc<Mutex<Vec<Grant>>> = Arc::default();
+        let per = window(&runtime, |worker, until| {
+            let (ours, this_window) = (ours.clone(), Arc::clone(&this_window));
+            async move {
+                let mut acquired = 0;
+                while Instant::now() < until {
+                    // The default policy: a worker still in line after its longest wait gets
+                    // an error and joins the line again.
+                    let Ok(lease) = ours.acquire(RESOURCE).await else {
+                        continue;
+                    };
+                    let granted = Instant::now();
+                    acquired += 1;
+                    let released = Instant::now();
+                    lease.release().await;
+                    this_window.lock().expect("the grants").push(Grant {
+                        worker,
+                        granted,
+                        released,
+                    });
+                }
+                acquired
+            }
+        });
+        let this_window = std::mem::take(&mut *this_window.lock().expect("the grants"));
+        grants.lock().expect("the grants").push(this_window);
+        per
+    });
+    let rslock_block: Block<'_> = Box::new(|| {
+        window(&runtime, |_, until| {
+            let rslock = Arc::clone(&rslock);
+            async move {
+                let mut acquired = 0;
+                while Instant::now() < until {
+                    if let Ok(lock) = rslock.lock("bench-rslock:contended", support::TTL).await {
+                        acquired += 1;
+                        rslock.unlock(&lock).await;
+                    }
+                }
+                acquired
+            }
+        })
+    });
+    let floor_block: Block<'_> = Box::new(|| {
+        window(&runtime, |_, until| {
+            let floor = Arc::clone(&floor);
+            async move {
+                let mut acquired = 0;
+                while Instant::now() < until {
+                    if let Some(token) = floor.try_lock("bench-floor:contended").await {
+                        acquired += 1;
+                        floor.unlock("bench-floor:contended", &token).await;
+                    }
+                }
+                acquired
+            }
+        })
+    });
+    let times = interleave(
+        ROUNDS,
+        &mut [
+            ("ours", ours_block),
+            ("rslock", rslock_block),
+            ("floor_spin", floor_block),
+        ],
+        &mut || settle_and_check(&runtime, &fleet),
+    );
+    for (name, t) in &times {
+        let mut sorted = t.clone();
+        sorted.sort();
+        println!(
+            "{name}: {:.0} acquisitions/s (median window)",
+            1.0 / sorted[sorted.len() / 2].as_secs_f64()
+        );
+    }
+    out.insert(
+        "contended_ours_rslock".into(),
+        ratio(&times, "rslock", "ours"),
+    );
+    out.insert(
+        "contended_ours_floor_spin".into(),
+        ratio(&times, "floor_spin", "ours"),
+    );
+
+    // The warm-up window is the first: leave it out.
+    let windows: Vec<Vec<Grant>> = grants.lock().expect("the grants").split_off(1);
+    let mut handoffs = Vec::new();
+    let mut per_worker = [0u64; WORKERS];
+    for mut window in windows {
+        window.sort_by_key(|g| g.granted);
+        for pair in window.windows(2) {
+            handoffs.push(
+                pair[1]
+                    .granted
+                    .saturating_duration_since(pair[0].released)
+                    .as_secs_f64()
+                    * 1e6,
+            );
+        }
+        for grant in &window {
+            per_worker[grant.worker] += 1;
+        }
+    }
+    handoffs.sort_by(f64::total_cmp);
+    let (p50, q1, q3) = (
+        quantile(&handoffs, 0.5),
+        quantile(&handoffs, 0.25),
+        quantile(&handoffs, 0.75),
+    );
+    println!(
+        "hand-off: p50 {p50:.0} µs (quartiles {q1:.0}–{q3:.0}) over {} hand-offs",
+        handoffs.len()
+    );
+    out.insert(
+        "contended_handoff_us".into(),
+        json!({ "median": p50, "q1": q1, "q3": q3, "rounds": handoffs.len() }),
+    );
+    let total: u64 = per_worker.iter().sum();
+    let fair = total as f64 / WORKERS as f64;
+    let least = per_worker.iter().copied().min().unwrap_or(0) as f64 / fair;
+    println!(
+        "fairness: {per_worker:?} over {ROUNDS} windows; the least served got {least:.2} of a fair share"
+    );
+    out.insert(
+        "contended_least_share".into(),
+        json!({ "median": least, "q1": least, "q3": least, "rounds": 1 }),
+    );
+    support::assert_clean(&fleet, "bench-ours:", "ours (contended)");
+}
