@@ -76,7 +76,10 @@ async fn another_clients_release_wakes_the_waiter(protocol: &str) {
         .unwrap();
     // Woken by the first node's notification, a round can still find the holder's key on
     // nodes its release has not reached yet; the later notifications wake it again.
-    assert!(attempts >= 2, "one lost round at least, then the granted one");
+    assert!(
+        attempts >= 2,
+        "one lost round at least, then the granted one"
+    );
     // The waiter no longer listens once it has the lease.
     let gone = eventually(Duration::from_secs(5), || async {
         subscribers(&fleet, "redlock:report")

@@ -26,8 +26,9 @@
 //! ```
 //!
 //! The example needs tokio with the `macros` and `rt` features (`cargo add tokio --features
-//! macros,rt`). `acquire` retries (3 times by default, 100–200 ms apart); `try_acquire` makes
-//! one round. Errors say what happened on each node, and [`Error::is_retryable`] tells busy
+//! macros,rt`). `acquire` retries (3 times by default, at most 100–200 ms apart: a waiter wakes
+//! as soon as the holder releases or its keys expire); `acquire_timeout` waits up to a given
+//! time; `try_acquire` makes one round. Errors say what happened on each node, and [`Error::is_retryable`] tells busy
 //! from broken.
 //!
 //! # Features
@@ -86,13 +87,18 @@
 //!
 //! While [`Lease::is_valid`](client::Lease::is_valid) holds, no other client of the same
 //! nodes holds a lease on the same resource, **provided** that clocks count elapsed time
-//! within the drift factor (1 % by default), that a node which crashes does not come back
-//! without the keys it had (persistence with `appendfsync always`, or a restart delayed by
-//! more than the TTL), and that no node fails over to a replica. A holder that pauses
-//! (garbage collection, a stopped VM) or whose messages are delayed can still act after its
-//! lease ended; only fencing tokens checked by the protected resource stop that. The
-//! `redlock doctor` command (crate `redlock-cli`) checks a fleet of nodes against these
-//! conditions.
+//! within the drift factor (1 % by default), that a node which crashes does not vote again
+//! without the keys it had, and that no node fails over to a replica. For the second, either
+//! the nodes persist every write before acknowledging it (`appendfsync always`), or a
+//! restarted node stays out of quorums for at least the longest TTL of *every* client of
+//! those nodes: this client applies that itself (the restart quarantine, by default its
+//! longest TTL; [`RedlockBuilder::restart_quarantine`]), from each connection's `run_id` and
+//! uptime. The client measures validity on a clock that keeps counting while the machine is
+//! suspended (`CLOCK_BOOTTIME` on Linux), so a holder that wakes from a suspend sees its
+//! lease as over. A holder that pauses (garbage collection, a stopped VM) or whose messages
+//! are delayed can still act after its lease ended; only fencing tokens checked by the
+//! protected resource stop that. The `redlock doctor` command (crate `redlock-cli`) checks a
+//! fleet of nodes against these conditions.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]

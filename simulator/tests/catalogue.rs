@@ -80,3 +80,46 @@ fn the_catalogue_covers_both_sides_of_each_mitigation() {
         );
     }
 }
+
+/// OV-01: the simulated client drives the core's probe rule. While n4 hangs, each client
+/// sends it a PING probe instead of SETs, and once n4 answers again its SETs resume.
+#[test]
+fn a_node_that_stops_answering_is_probed_before_it_gets_a_set_again() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join("ov-01-node-stops-answering-under-load.toml");
+    let scenario = Scenario::load(&file).unwrap();
+    let run = redlock_sim::run(&scenario, scenario.seed, true).unwrap();
+    let trace = run.trace.unwrap();
+    assert!(
+        run.report.mismatch().is_none(),
+        "{:?}",
+        run.report.mismatch()
+    );
+    // c1's requests to n4, with the time (ms) each was sent.
+    let to_n4: Vec<(f64, &str)> = trace
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            let at: f64 = words.next()?.parse().ok()?;
+            (words.next()? == "c1" && words.next()? == "->" && words.next()? == "n4")
+                .then_some((at, line))
+        })
+        .collect();
+    let sets = |from: f64, to: f64| {
+        to_n4
+            .iter()
+            .filter(|(at, line)| *at >= from && *at < to && line.contains("cmd: SetNx"))
+            .count()
+    };
+    let probes = to_n4
+        .iter()
+        .filter(|(_, line)| line.contains("cmd: Ping"))
+        .count();
+    // Once the first requests of the hang went unanswered (the per-node timeout is 50 ms),
+    // no SET until n4 answers a probe after 3 s.
+    assert!(sets(0.0, 1_000.0) > 0);
+    assert_eq!(sets(1_200.0, 3_000.0), 0);
+    assert!(probes >= 1, "no probe");
+    assert!(sets(3_000.0, 20_000.0) > 0, "n4 never got a SET again");
+}

@@ -158,7 +158,7 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
                     .granted
                     .saturating_duration_since(pair[0].released)
                     .as_secs_f64()
-                    * 1e6,
+                    * 1e3,
             );
         }
         for grant in &window {
@@ -172,11 +172,11 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
         quantile(&handoffs, 0.75),
     );
     println!(
-        "hand-off: p50 {p50:.0} µs (quartiles {q1:.0}–{q3:.0}) over {} hand-offs",
+        "hand-off: p50 {p50:.3} ms (quartiles {q1:.3}–{q3:.3}) over {} hand-offs",
         handoffs.len()
     );
     out.insert(
-        "contended_handoff_us".into(),
+        "contended_handoff_ms".into(),
         json!({ "median": p50, "q1": q1, "q3": q3, "rounds": handoffs.len() }),
     );
     let total: u64 = per_worker.iter().sum();

@@ -276,11 +276,33 @@ fn other_table(results: &Results, out: &mut String) {
 /// A target: its text, the ratio measured by criterion (contenders one after another), the
 /// key of its interleaved measurement, and the bound it must meet.
 struct Target {
-    text: &'static str,
+    text: String,
     ratio: Option<f64>,
-    paired: Option<&'static str>,
+    paired: Option<String>,
     at_most: Option<f64>,
     at_least: Option<f64>,
+}
+
+impl Target {
+    fn at_most(text: impl Into<String>, ratio: Option<f64>, paired: &str, bound: f64) -> Self {
+        Self {
+            text: text.into(),
+            ratio,
+            paired: Some(paired.to_owned()),
+            at_most: Some(bound),
+            at_least: None,
+        }
+    }
+
+    fn at_least(text: impl Into<String>, ratio: Option<f64>, paired: &str, bound: f64) -> Self {
+        Self {
+            text: text.into(),
+            ratio,
+            paired: (!paired.is_empty()).then(|| paired.to_owned()),
+            at_most: None,
+            at_least: Some(bound),
+        }
+    }
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -290,89 +312,103 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 fn targets(results: &Results) -> Vec<Target> {
     let us = |id: &str| results.micros(id);
     let rate = |id: &str| results.per_second(id);
-    vec![
-        Target {
-            text: "ours ÷ quorum floor, N = 5, multi-thread",
-            ratio: ratio(
-                us("acquire_release/ours_mt/5"),
-                us("acquire_release/floor_quorum_mt/5"),
+    let mut targets = Vec::new();
+    for (runtime, name) in [("mt", "multi-thread"), ("ct", "current-thread")] {
+        for n in [1, 3, 5, 7] {
+            targets.push(Target::at_most(
+                format!("ours ÷ quorum floor, N = {n}, {name}"),
+                ratio(
+                    us(&format!("acquire_release/ours_{runtime}/{n}")),
+                    us(&format!("acquire_release/floor_quorum_{runtime}/{n}")),
+                ),
+                &format!("ours_floor_{runtime}_n{n}"),
+                if n == 5 { 1.05 } else { 1.1 },
+            ));
+        }
+    }
+    for n in [1, 3, 5] {
+        targets.push(Target::at_least(
+            format!("rslock ÷ ours (speed-up), N = {n}, multi-thread"),
+            ratio(
+                us(&format!("acquire_release/rslock_mt/{n}")),
+                us(&format!("acquire_release/ours_mt/{n}")),
             ),
-            paired: Some("ours_floor_mt"),
-            at_most: Some(1.1),
-            at_least: None,
-        },
-        Target {
-            text: "ours ÷ quorum floor, N = 5, current-thread",
-            ratio: ratio(
-                us("acquire_release/ours_ct/5"),
-                us("acquire_release/floor_quorum_ct/5"),
-            ),
-            paired: Some("ours_floor_ct"),
-            at_most: Some(1.1),
-            at_least: None,
-        },
-        Target {
-            text: "rslock ÷ ours (speed-up), N = 5, multi-thread",
-            ratio: ratio(
-                us("acquire_release/rslock_mt/5"),
-                us("acquire_release/ours_mt/5"),
-            ),
-            paired: Some("rslock_ours_mt"),
-            at_most: None,
-            at_least: Some(1.3),
-        },
-        Target {
-            text: "ours with a node 20 ms slow ÷ healthy quorum floor",
-            ratio: ratio(
+            &format!("rslock_ours_mt_n{n}"),
+            if n == 5 { 1.3 } else { 1.0 },
+        ));
+    }
+    targets.extend([
+        Target::at_most(
+            "ours with a node 20 ms slow ÷ healthy quorum floor",
+            ratio(
                 us("unhealthy_node/ours/slow_20ms"),
                 us("unhealthy_node/floor_quorum/healthy"),
             ),
-            paired: Some("slow_ours_floor_healthy"),
-            at_most: Some(1.2),
-            at_least: None,
-        },
-        Target {
-            text: "ours with a node paused ÷ healthy quorum floor",
-            ratio: ratio(
+            "slow_ours_floor_healthy",
+            1.2,
+        ),
+        Target::at_most(
+            "ours with a node paused ÷ healthy quorum floor",
+            ratio(
                 us("unhealthy_node/ours/paused"),
                 us("unhealthy_node/floor_quorum/healthy"),
             ),
-            paired: Some("paused_ours_floor_healthy"),
-            at_most: Some(1.2),
-            at_least: None,
-        },
-        Target {
-            text: "throughput at 64 tasks, ours ÷ wait-all floor",
-            ratio: ratio(rate("throughput/ours/64"), rate("throughput/floor_all/64")),
-            paired: Some("throughput_ours_floor_all"),
-            at_most: None,
-            at_least: Some(1.0),
-        },
-        Target {
-            text: "throughput at 64 tasks, ours ÷ rslock",
-            ratio: ratio(rate("throughput/ours/64"), rate("throughput/rslock/64")),
-            paired: Some("throughput_ours_rslock"),
-            at_most: None,
-            at_least: Some(1.5),
-        },
-        Target {
-            text: "contended acquisitions/s, ours ÷ rslock",
-            ratio: ratio(
+            "paused_ours_floor_healthy",
+            1.2,
+        ),
+        Target::at_least(
+            "throughput at 64 tasks, ours ÷ wait-all floor",
+            ratio(rate("throughput/ours/64"), rate("throughput/floor_all/64")),
+            "throughput_ours_floor_all",
+            1.0,
+        ),
+        Target::at_least(
+            "throughput at 64 tasks, ours ÷ rslock",
+            ratio(rate("throughput/ours/64"), rate("throughput/rslock/64")),
+            "throughput_ours_rslock",
+            1.5,
+        ),
+        Target::at_least(
+            "contended, 16 workers: acquisitions/s, ours ÷ rslock (its default retries)",
+            ratio(
                 rate("contended_16_workers/ours"),
                 rate("contended_16_workers/rslock"),
             ),
-            paired: None,
-            at_most: None,
-            at_least: Some(2.0),
-        },
-        Target {
-            text: "simulator, million events/s (one core)",
-            ratio: rate("simulator/events_rl18").map(|r| r / 1e6),
-            paired: None,
-            at_most: None,
-            at_least: Some(2.0),
-        },
-    ]
+            "contended_ours_rslock",
+            3.0,
+        ),
+        Target::at_least(
+            "contended, 16 workers: acquisitions/s, ours ÷ a floor spinning on one-round attempts",
+            None,
+            "contended_ours_floor_spin",
+            1.0,
+        ),
+        Target::at_most(
+            "contended, 16 workers: hand-off p50 (a release to the next grant), ms",
+            None,
+            "contended_handoff_ms",
+            1.0,
+        ),
+        Target::at_least(
+            "contended, 16 workers: the least-served worker's share of a fair share, over 10 s",
+            None,
+            "contended_least_share",
+            0.25,
+        ),
+        Target::at_least(
+            "one of five nodes stopped 2 s under 64 tasks: acquisitions/s ÷ healthy",
+            None,
+            "overload_stopped_healthy",
+            0.8,
+        ),
+        Target::at_least(
+            "simulator, million events/s (one core)",
+            rate("simulator/events_rl18").map(|r| r / 1e6),
+            "",
+            2.0,
+        ),
+    ]);
+    targets
 }
 
 fn targets_table(results: &Results, out: &mut String) {
@@ -386,7 +422,7 @@ fn targets_table(results: &Results, out: &mut String) {
          |---|---:|---:|---:|---|\n",
     );
     for target in targets(results) {
-        let paired = target.paired.and_then(|key| results.paired(key));
+        let paired = target.paired.as_deref().and_then(|key| results.paired(key));
         let judged = paired.map(|(median, _, _)| median).or(target.ratio);
         let (bound, met) = match (target.at_most, target.at_least, judged) {
             (Some(max), _, Some(r)) => (format!("≤ {max}"), r <= max),

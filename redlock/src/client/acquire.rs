@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use super::drive::drive;
 use super::flight::Flight;
-use super::waiting;
+use super::waiting::Waiter;
 use super::{FenceSource, Fencing, Lease, Redlock};
 use crate::core::{
     Acquire, AcquireEvent, FailureReason, Held, Machine, RetryPolicy, Target, Timestamp,
@@ -53,32 +53,23 @@ impl Redlock {
             Wait::Policy => None,
             Wait::For(wait) => Some(clock.now().saturating_add(wait)),
         };
-        let waits = !matches!(wait, Wait::OneRound);
-        // Noted before anything else, so that no release from here on goes unnoticed.
-        let signals = if waits {
-            shared.waiting.signals(&target)
-        } else {
-            Vec::new()
-        };
-        let place = waits.then(|| shared.waiting.join(&target));
-        if let Some(place) = &place {
-            let in_line_until = deadline.unwrap_or_else(|| {
-                let longest = config.retry().max_wait();
-                clock.now().saturating_add(longest)
-            });
-            let in_line =
-                tokio::time::timeout_at(clock.instant(in_line_until).into(), place.first());
-            if in_line.await.is_err() {
+        // How long this acquisition may stand in line behind this client's other waiters.
+        let in_line_until = clock.instant(
+            deadline.unwrap_or_else(|| clock.now().saturating_add(config.retry().max_wait())),
+        );
+        let mut waiter = Waiter::new(shared, &target);
+        // Others of this client already wait for it: stand in line behind them. Otherwise
+        // the first round runs at once, and the line is joined only if it fails.
+        if !matches!(wait, Wait::OneRound) && shared.waiting.has_line(&target) {
+            waiter.join();
+            if !waiter.turn(in_line_until).await {
                 // No turn within the budget: one last round, for an answer from the nodes.
                 config = config.with_retry(RetryPolicy::no_retry());
                 deadline = None;
             }
         }
-        let mut seen = waiting::epoch(&signals);
         let token = shared.tokens.next();
-        for freed in &signals {
-            freed.note_own(token);
-        }
+        waiter.round_starts(token);
         let mut machine = Acquire::new(&config, target.clone(), token, clock.now());
         if let Some(deadline) = deadline {
             machine = machine.waiting_until(deadline);
@@ -88,7 +79,6 @@ impl Redlock {
             machine,
             finished: false,
         };
-        let mut subscription = None;
         loop {
             let event = drive(&mut op.machine, &mut op.flight, clock).await;
             match event {
@@ -111,7 +101,7 @@ impl Redlock {
                     };
                     let mut lease = Lease::new(handle, Held::new(grant), op.flight.lanes());
                     // The next in line starts its rounds.
-                    drop(place);
+                    drop(waiter);
                     if let Fencing::Source(source) = &self.fencing
                         && let Err(e) = mint(source.as_ref(), &mut lease).await
                     {
@@ -135,27 +125,27 @@ impl Redlock {
                         reason = %failure.reason,
                         "acquisition round failed; retrying"
                     );
-                    if subscription.is_none() {
-                        let keys = target.keys().iter().map(|k| k.as_str().to_owned());
-                        subscription = Some(shared.notifications.subscribe(keys.collect()));
+                    if !waiter.joined() {
+                        waiter.join();
+                        if !waiter.turn(in_line_until).await {
+                            // Others of this client were first and the budget is gone.
+                            op.finished = true;
+                            return Err(Error::from_round(
+                                resource,
+                                op.machine.attempt(),
+                                failure,
+                                &shared.addresses,
+                            ));
+                        }
                     }
+                    waiter.listen();
                     let start = clock.instant(window.pick(&mut rand::rng()));
-                    let woken_by = if wake_on_release { &signals[..] } else { &[] };
-                    let released = waiting::any_after(woken_by, seen);
                     // Cleanup releases and stragglers keep moving while we wait.
                     op.flight
-                        .run_until(async {
-                            tokio::select! {
-                                () = tokio::time::sleep_until(start.into()) => {}
-                                () = released => {}
-                            }
-                        })
+                        .run_until(waiter.until(start, wake_on_release))
                         .await;
-                    seen = waiting::epoch(&signals);
                     let token = shared.tokens.next();
-                    for freed in &signals {
-                        freed.note_own(token);
-                    }
+                    waiter.round_starts(token);
                     op.machine.retry(token, clock.now());
                 }
                 Some(AcquireEvent::Failed(failure)) => {

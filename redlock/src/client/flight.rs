@@ -138,29 +138,28 @@ impl Flight {
         let sent_at = tokio::time::Instant::now();
         self.pending.push(Box::pin(async move {
             let command = &transmit.command;
-            let result = if command.is_release() {
-                // A release waits for the command before it however long that takes (that
-                // command may have written the key it deletes), then gets its own timeout.
-                if let Some(previous) = previous {
+            // A release waits for the command before it however long that takes (that
+            // command may have written the key it deletes), then gets its own timeout.
+            // Anything else gives up when its round does, waiting in the lane included: a
+            // command cut before it was sent wrote nothing, and a backlog of commands whose
+            // rounds are long decided cannot build up behind a slow node.
+            let release = command.is_release();
+            if release && let Some(previous) = &previous {
+                previous.wait().await;
+            }
+            let started = if release {
+                tokio::time::Instant::now()
+            } else {
+                sent_at
+            };
+            let queued = async {
+                if !release && let Some(previous) = &previous {
                     previous.wait().await;
                 }
-                let deadline = tokio::time::Instant::now() + timeout;
-                nodes.execute(index, command, deadline).await
-            } else {
-                // Anything else gives up when its round does, waiting in the lane included:
-                // a command cut before it was sent wrote nothing, and a backlog of commands
-                // whose rounds are long decided cannot build up behind a slow node.
-                let deadline = sent_at + timeout;
-                let queued = async {
-                    if let Some(previous) = previous {
-                        previous.wait().await;
-                    }
-                };
-                match tokio::time::timeout_at(deadline, queued).await {
-                    Ok(()) => nodes.execute(index, command, deadline).await,
-                    Err(_) => Err(NodeFailure::TimedOut),
-                }
             };
+            let result = nodes
+                .execute(index, command, queued, started + timeout)
+                .await;
             if let Err(failure) = &result {
                 let node = nodes.iter().nth(index).map_or("?", |n| &**n.address());
                 tracing::debug!(node, error = %failure, "node request failed");

@@ -7,6 +7,7 @@
 //! reconnects on its own (as redis-rs' `ConnectionManager` does for RESP3) would let a
 //! restarted node vote through a connection nobody identified.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -85,40 +86,46 @@ impl Nodes {
         lock(&self.eligibility).cover(ttl);
     }
 
-    /// Runs `command` on node `index`, if the core admits it there, giving up at
-    /// `deadline`. A command cut while it waits to be admitted was never sent; one cut while
-    /// it waits for its answer may have been, and the core learns that the node left it
-    /// unanswered.
+    /// Runs `command` on node `index` once `queued` has completed (its wait in the lane) and
+    /// the core admits it there, giving up at `deadline` (one timer for the whole request).
+    /// A command cut before it was sent wrote nothing; one cut while it waits for its answer
+    /// may have been written, and the core learns that the node left it unanswered.
     pub(crate) async fn execute(
         &self,
         index: usize,
         command: &Command,
+        queued: impl Future<Output = ()>,
         deadline: Instant,
     ) -> Result<Reply, NodeFailure> {
         let node = self
             .nodes
             .get(index)
             .ok_or_else(|| NodeFailure::Protocol(format!("no node #{index}")))?;
-        let admitted = async {
-            let connection = node.connection().await?;
+        // The connection the command went out on, once it has.
+        let mut sent_on = None;
+        let request = async {
+            queued.await;
+            let mut connection = node.connection().await?;
             // Releases are admitted at once (they never wait for an identification).
             self.admit(node, &connection, command).await?;
-            Ok(connection)
+            sent_on = Some(connection.id);
+            let result = wire::run(command, &mut connection.multiplexed).await;
+            if let Err(failure) = &result
+                && connection_lost(failure)
+            {
+                node.forget(connection.id);
+            }
+            result
         };
-        let mut connection = tokio::time::timeout_at(deadline, admitted)
-            .await
-            .unwrap_or(Err(NodeFailure::TimedOut))?;
-        let sent = wire::run(command, &mut connection.multiplexed);
-        let Ok(result) = tokio::time::timeout_at(deadline, sent).await else {
-            lock(&self.eligibility).unanswered(node.id, connection.id);
-            return Err(NodeFailure::TimedOut);
-        };
-        if let Err(failure) = &result
-            && connection_lost(failure)
-        {
-            node.forget(connection.id);
+        match tokio::time::timeout_at(deadline, request).await {
+            Ok(result) => result,
+            Err(_) => {
+                if let Some(connection) = sent_on {
+                    lock(&self.eligibility).unanswered(node.id, connection);
+                }
+                Err(NodeFailure::TimedOut)
+            }
         }
-        result
     }
 
     /// Opens `index`'s connection and identifies it now rather than on the first command.
@@ -189,7 +196,9 @@ impl Nodes {
         };
         let mut multiplexed = connection.multiplexed.clone();
         match wire::ping(&mut multiplexed).await {
-            Ok(()) => {
+            // Any answer will do, a refusal by the user's ACL included: the node has worked
+            // through everything written before the probe.
+            Ok(()) | Err(NodeFailure::Denied(_) | NodeFailure::Server(_)) => {
                 outstanding.answered = true;
                 Ok(())
             }

@@ -11,6 +11,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
 
+use super::Shared;
+use super::notifications::Subscription;
 use super::registry::WeakMap;
 use crate::core::{Target, Token};
 
@@ -156,6 +158,23 @@ impl Waiting {
         self.lines.get_or_insert_with(target, Line::default).join()
     }
 
+    /// Whether anyone of this client stands in `target`'s line.
+    pub(crate) fn has_line(&self, target: &Target) -> bool {
+        self.lines
+            .get(target)
+            .is_some_and(|line| !lock(&line.tickets).is_empty())
+    }
+
+    /// The combined epoch of `target`'s signals that exist (see [`epoch`]); a signal that
+    /// does not exist yet counts as 0, as it will start.
+    pub(crate) fn epoch_of(&self, target: &Target) -> u64 {
+        target
+            .keys()
+            .iter()
+            .filter_map(|key| self.freed.get(key.as_str()))
+            .fold(0u64, |sum, freed| sum.wrapping_add(freed.epoch()))
+    }
+
     /// This client released `target`: wakes its waiters here, without waiting for the
     /// nodes' notifications.
     pub(crate) fn released(&self, target: &Target) {
@@ -163,6 +182,99 @@ impl Waiting {
             if let Some(freed) = self.freed.get(key.as_str()) {
                 freed.raise();
             }
+        }
+    }
+}
+
+/// What one acquisition needs to wait well: its place in this client's line for the target,
+/// the signals that wake it and its subscription to the nodes' notifications. Nothing is set
+/// up until it is needed (a first round that fails, or others of the client already in
+/// line), so that an acquisition that nobody contends pays for none of it.
+pub(crate) struct Waiter<'a> {
+    shared: &'a Shared,
+    target: &'a Target,
+    place: Option<Place>,
+    signals: Vec<Arc<Freed>>,
+    subscription: Option<Subscription>,
+    /// The signals' combined epoch when the current round started.
+    seen: u64,
+    /// The current round's token, noted as the client's own once the signals exist.
+    token: Option<Token>,
+}
+
+impl<'a> Waiter<'a> {
+    pub(crate) fn new(shared: &'a Shared, target: &'a Target) -> Self {
+        Self {
+            shared,
+            target,
+            place: None,
+            signals: Vec::new(),
+            subscription: None,
+            seen: 0,
+            token: None,
+        }
+    }
+
+    pub(crate) fn joined(&self) -> bool {
+        self.place.is_some()
+    }
+
+    /// Stands at the end of the line and takes the signals.
+    pub(crate) fn join(&mut self) {
+        let waiting = &self.shared.waiting;
+        self.place = Some(waiting.join(self.target));
+        self.signals = waiting.signals(self.target);
+        if let Some(token) = self.token {
+            for freed in &self.signals {
+                freed.note_own(token);
+            }
+        }
+    }
+
+    /// Returns `true` once first in line, `false` if `until` came first.
+    pub(crate) async fn turn(&self, until: std::time::Instant) -> bool {
+        let Some(place) = &self.place else {
+            return true;
+        };
+        tokio::time::timeout_at(until.into(), place.first())
+            .await
+            .is_ok()
+    }
+
+    /// A round with `token` starts: a release from now on wakes the waiter, and the nodes'
+    /// notifications of this token's releases (the round's cleanup) wake nobody.
+    pub(crate) fn round_starts(&mut self, token: Token) {
+        self.token = Some(token);
+        self.seen = if self.signals.is_empty() {
+            // A signal created after this point starts at 0, as this does.
+            self.shared.waiting.epoch_of(self.target)
+        } else {
+            for freed in &self.signals {
+                freed.note_own(token);
+            }
+            epoch(&self.signals)
+        };
+    }
+
+    /// Subscribes to the nodes' notifications of the target's releases, once.
+    pub(crate) fn listen(&mut self) {
+        if self.subscription.is_none() {
+            let keys = self.target.keys().iter().map(|k| k.as_str().to_owned());
+            self.subscription = Some(self.shared.notifications.subscribe(keys.collect()));
+        }
+    }
+
+    /// Returns at `start`, or earlier on a release since the round started when
+    /// `wake_on_release`.
+    pub(crate) async fn until(&self, start: std::time::Instant, wake_on_release: bool) {
+        let woken_by = if wake_on_release {
+            &self.signals[..]
+        } else {
+            &[]
+        };
+        tokio::select! {
+            () = tokio::time::sleep_until(start.into()) => {}
+            () = any_after(woken_by, self.seen) => {}
         }
     }
 }

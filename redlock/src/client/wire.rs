@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
+use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
 use crate::core::{Command, NodeFailure, Reply};
 use crate::lua::lock as scripts;
@@ -34,8 +34,10 @@ pub(crate) async fn run(
         }
         Command::SetIfAbsentReportHolder { key, token, ttl } => {
             // One request, two commands: the holder's remaining time is read right after
-            // the SET NX that found its key.
-            let (set, pttl): (Value, i64) = redis::pipe()
+            // the SET NX that found its key. A PTTL the user's ACL refuses costs only the
+            // remaining time, not the vote.
+            let (set, pttl): (RedisResult<Value>, RedisResult<i64>) = redis::pipe()
+                .ignore_errors()
                 .cmd("SET")
                 .arg(key.as_str())
                 .arg(&token.to_hex()[..])
@@ -47,15 +49,18 @@ pub(crate) async fn run(
                 .query_async(connection)
                 .await
                 .map_err(classify)?;
-            match set {
+            match set.map_err(classify)? {
                 Value::Okay => Ok(Reply::Acquired),
                 Value::SimpleString(text) if text == "OK" => Ok(Reply::Acquired),
-                // -1: no expiry (not a lease of this protocol); -2: gone meanwhile.
-                Value::Nil => Ok(Reply::TakenFor {
-                    remaining: match pttl {
-                        -1 => Duration::MAX,
-                        ms => Duration::from_millis(ms.max(0).unsigned_abs()),
+                Value::Nil => Ok(match pttl {
+                    // -1: no expiry (not a lease of this protocol); -2: gone meanwhile.
+                    Ok(-1) => Reply::TakenFor {
+                        remaining: Duration::MAX,
                     },
+                    Ok(ms) => Reply::TakenFor {
+                        remaining: Duration::from_millis(ms.max(0).unsigned_abs()),
+                    },
+                    Err(_) => Reply::Taken,
                 }),
                 other => Err(unexpected("SET NX", &other)),
             }

@@ -47,6 +47,16 @@ pub(super) struct Faults {
 }
 
 impl Faults {
+    /// The shipped client's (no fault).
+    #[cfg(test)]
+    pub(super) fn none() -> Self {
+        Self {
+            timing: TimingImpl::Correct,
+            release: ReleaseImpl::Script,
+            extend: ExtendImpl::Script,
+        }
+    }
+
     pub(super) fn of(spec: &ClientSpec) -> Self {
         Self {
             timing: spec.timing,

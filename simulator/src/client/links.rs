@@ -187,6 +187,11 @@ impl Links {
             let Some(front) = link.queued.front() else {
                 break;
             };
+            if link.probing.is_some() {
+                // The front holds the probe out and waits for it; the rest wait behind it
+                // (the tokio client refuses them at once: either way no SET goes out).
+                break;
+            }
             let admission = self
                 .eligibility
                 .admit(node, link.id, &front.transmit.command, now);
@@ -368,5 +373,112 @@ impl Links {
             } => format!("{node} left out until local {until}: {reason}"),
             other => format!("{other:?}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use redlock::core::{Acquire, LockConfig, LockKey, Machine, Token};
+
+    use super::*;
+
+    const PATIENCE: Duration = Duration::from_millis(50);
+
+    fn ms(n: u64) -> Timestamp {
+        Timestamp::ZERO.saturating_add(Duration::from_millis(n))
+    }
+
+    fn links() -> Links {
+        let keys = Keys {
+            key: Arc::from("redlock:r"),
+            fence_key: Arc::from("redlock:r\0fence"),
+        };
+        Links::new(
+            0,
+            1,
+            RestartPolicy::Persistent,
+            PATIENCE,
+            Faults::none(),
+            keys,
+        )
+    }
+
+    /// The SET of a one-node acquisition's first round.
+    fn set(token: u8) -> Transmit {
+        let key = LockKey::new("redlock:", "r").unwrap();
+        let mut acquire = Acquire::new(
+            &LockConfig::new(1),
+            key,
+            Token::from_bytes([token; 16]),
+            Timestamp::ZERO,
+        );
+        acquire.poll_transmit().unwrap()
+    }
+
+    fn sent(out: &[Out]) -> Vec<NodeOp> {
+        out.iter()
+            .filter_map(|out| match out {
+                Out::Send {
+                    msg: Msg::Request { cmd, .. },
+                    ..
+                } => Some(cmd.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Answers the identification at `now`; returns what went out then.
+    fn identified(links: &mut Links, now: Timestamp) -> Vec<Out> {
+        let conn = links.links[0].as_ref().unwrap().id;
+        let server = ServerId {
+            server: 0,
+            incarnation: 1,
+        };
+        let reply = NodeReply::Identity {
+            server,
+            uptime_ms: 3_600_000,
+        };
+        links.answered(0, conn, server, &reply, now);
+        links.identified(0, conn, &reply, now).1
+    }
+
+    /// The simulated client drives the core's rule as the tokio client does: after a request
+    /// went unanswered past the per-node timeout, the next SET waits for a PING probe, and
+    /// goes out once the probe answers.
+    #[test]
+    fn no_set_after_an_unanswered_request_until_a_probe_answers() {
+        let mut links = links();
+        let out = links.issue(1, set(1), ms(0));
+        assert_eq!(sent(&out), [NodeOp::Identify]);
+        // The SET goes out after the identification; it is never answered.
+        let out = identified(&mut links, ms(1));
+        assert!(matches!(sent(&out)[..], [NodeOp::SetNx { .. }]));
+        // Within the timeout, the next SET goes out too.
+        let out = links.issue(2, set(2), ms(20));
+        assert!(matches!(sent(&out)[..], [NodeOp::SetNx { .. }]));
+        // Past it, the next SET is held back and a probe goes out instead; one at a time.
+        let out = links.issue(3, set(3), ms(100));
+        assert_eq!(sent(&out), [NodeOp::Ping]);
+        let out = links.issue(4, set(4), ms(110));
+        assert!(sent(&out).is_empty());
+        let conn = links.links[0].as_ref().unwrap().id;
+        let server = ServerId {
+            server: 0,
+            incarnation: 1,
+        };
+        // The node catches up: the two SETs' answers, then the probe's. The SETs that waited
+        // go out.
+        for _ in 0..2 {
+            let reply = NodeReply::Core(redlock::core::Reply::Acquired);
+            links.answered(0, conn, server, &reply, ms(120));
+        }
+        links.answered(0, conn, server, &NodeReply::Pong, ms(120));
+        let out = links.probed(0, conn, &NodeReply::Pong, ms(120));
+        assert!(
+            matches!(sent(&out)[..], [NodeOp::SetNx { .. }, NodeOp::SetNx { .. }]),
+            "{out:?}"
+        );
     }
 }
