@@ -90,9 +90,12 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
         grants.lock().expect("the grants").push(this_window);
         per
     });
+    // rslock's acquisitions per worker over all its windows, for the record of how evenly it
+    // serves them.
+    let rslock_per_worker: Arc<Mutex<[u64; WORKERS]>> = Arc::default();
     let rslock_block: Block<'_> = Box::new(|| {
-        window(&runtime, |_, until| {
-            let rslock = Arc::clone(&rslock);
+        window(&runtime, |worker, until| {
+            let (rslock, per_worker) = (Arc::clone(&rslock), Arc::clone(&rslock_per_worker));
             async move {
                 let mut acquired = 0;
                 while Instant::now() < until {
@@ -101,6 +104,7 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
                         rslock.unlock(&lock).await;
                     }
                 }
+                per_worker.lock().expect("the counts")[worker] += acquired;
                 acquired
             }
         })
@@ -184,6 +188,17 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
     let least = per_worker.iter().copied().min().unwrap_or(0) as f64 / fair;
     println!(
         "fairness: {per_worker:?} over {ROUNDS} windows; the least served got {least:.2} of a fair share"
+    );
+    let rslock_counts = *rslock_per_worker.lock().expect("the counts");
+    let rslock_total: u64 = rslock_counts.iter().sum();
+    let rslock_least = rslock_counts.iter().copied().min().unwrap_or(0) as f64
+        / (rslock_total as f64 / WORKERS as f64);
+    println!(
+        "rslock fairness: {rslock_counts:?}; the least served got {rslock_least:.2} of a fair share"
+    );
+    out.insert(
+        "contended_rslock_least_share".into(),
+        json!({ "median": rslock_least, "q1": rslock_least, "q3": rslock_least, "rounds": 1 }),
     );
     out.insert(
         "contended_least_share".into(),

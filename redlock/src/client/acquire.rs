@@ -62,7 +62,13 @@ impl Redlock {
         // the first round runs at once, and the line is joined only if it fails.
         if !matches!(wait, Wait::OneRound) && shared.waiting.has_line(&target) {
             waiter.join();
-            if !waiter.turn(in_line_until).await {
+            if waiter.turn(in_line_until).await {
+                let fallback = config
+                    .retry()
+                    .window_after(clock.now())
+                    .pick(&mut rand::rng());
+                waiter.while_held_here(clock.instant(fallback)).await;
+            } else {
                 // No turn within the budget: one last round, for an answer from the nodes.
                 config = config.with_retry(RetryPolicy::no_retry());
                 deadline = None;
@@ -99,6 +105,7 @@ impl Redlock {
                         fencing: self.fencing.clone(),
                         keep_alive: self.keep_alive.clone(),
                     };
+                    shared.waiting.granted(&target);
                     let mut lease = Lease::new(handle, Held::new(grant), op.flight.lanes());
                     // The next in line starts its rounds.
                     drop(waiter);

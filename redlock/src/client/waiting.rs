@@ -6,7 +6,7 @@
 //! that is lost, late or wrong costs time, never safety.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
@@ -79,6 +79,10 @@ pub(crate) struct Line {
     tickets: Mutex<VecDeque<u64>>,
     next: AtomicU64,
     moved: Notify,
+    /// Whether a lease of this client holds the target: the first in line then waits for
+    /// its release instead of running a round that can only lose (and whose `SET`s would
+    /// queue ahead of that release on every node).
+    held_here: AtomicBool,
 }
 
 /// A place in a [`Line`]; leaving it (dropping it) lets the next one move up.
@@ -158,6 +162,13 @@ impl Waiting {
         self.lines.get_or_insert_with(target, Line::default).join()
     }
 
+    /// A lease of this client was granted on `target`.
+    pub(crate) fn granted(&self, target: &Target) {
+        if let Some(line) = self.lines.get(target) {
+            line.held_here.store(true, Ordering::Release);
+        }
+    }
+
     /// Whether anyone of this client stands in `target`'s line.
     pub(crate) fn has_line(&self, target: &Target) -> bool {
         self.lines
@@ -178,6 +189,9 @@ impl Waiting {
     /// This client released `target`: wakes its waiters here, without waiting for the
     /// nodes' notifications.
     pub(crate) fn released(&self, target: &Target) {
+        if let Some(line) = self.lines.get(target) {
+            line.held_here.store(false, Ordering::Release);
+        }
         for key in target.keys() {
             if let Some(freed) = self.freed.get(key.as_str()) {
                 freed.raise();
@@ -239,6 +253,25 @@ impl<'a> Waiter<'a> {
         tokio::time::timeout_at(until.into(), place.first())
             .await
             .is_ok()
+    }
+
+    /// While a lease of this client holds the target, waits for its release (or for
+    /// `fallback`, should it never come: a lease kept past its validity, say) rather than
+    /// run a round that can only lose.
+    pub(crate) async fn while_held_here(&self, fallback: std::time::Instant) {
+        let Some(place) = &self.place else {
+            return;
+        };
+        // The epoch before the flag: a release clears the flag, then raises the signal, so
+        // one that lands in between still wakes us.
+        let seen = epoch(&self.signals);
+        if !place.line.held_here.load(Ordering::Acquire) {
+            return;
+        }
+        tokio::select! {
+            () = tokio::time::sleep_until(fallback.into()) => {}
+            () = any_after(&self.signals, seen) => {}
+        }
     }
 
     /// A round with `token` starts: a release from now on wakes the waiter, and the nodes'
