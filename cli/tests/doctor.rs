@@ -328,6 +328,11 @@ fn acl_users_without_eval_or_pexpire_are_told_the_rule_to_add() {
         "+ping",
         "+time",
         "+config|get",
+        "&redlock:*",
+        "+publish",
+        "+subscribe",
+        "+unsubscribe",
+        "+pttl",
     ];
     let urls = vec![
         fleet.url(0),
@@ -367,6 +372,71 @@ fn acl_users_without_eval_or_pexpire_are_told_the_rule_to_add() {
     );
     // Even a user that can take but not release leases leaves nothing behind.
     assert_eq!(fleet.count_keys(PREFIX).unwrap(), 0);
+}
+
+#[test]
+fn users_without_the_waiting_commands_are_told_that_waiters_fall_back_on_timers() {
+    let fleet = persistent_fleet(3);
+    let user = |index: usize, rules: &[&str]| {
+        let mut command = redis::cmd("ACL");
+        command
+            .arg("SETUSER")
+            .arg("waiter")
+            .arg("on")
+            .arg(">secret")
+            .arg("resetchannels");
+        command.arg(rules);
+        on_node(&fleet, index, &mut command);
+        fleet
+            .url(index)
+            .replace("redis://", "redis://waiter:secret@")
+    };
+    // Everything leases need (docs/operations.md) and the doctor's own commands, but on node 1
+    // none of what waiting adds, and on node 2 the commands without the channels.
+    let leases = [
+        "~redlock:*",
+        "+set",
+        "+get",
+        "+del",
+        "+exists",
+        "+pexpire",
+        "+eval",
+        "+info",
+        "+ping",
+        "+time",
+        "+config|get",
+    ];
+    let urls = vec![
+        fleet.url(0),
+        user(1, &leases),
+        user(
+            2,
+            &[
+                &leases[..],
+                &["+publish", "+subscribe", "+unsubscribe", "+pttl"],
+            ]
+            .concat(),
+        ),
+    ];
+    let (code, report) = doctor(&urls, &PERSISTENT);
+    assert_eq!(code, 0, "a slower wait is no broken condition: {report:#}");
+    let (bare, no_channels) = (address(&fleet.url(1)), address(&fleet.url(2)));
+    assert_eq!(
+        problems(&report),
+        [
+            problem("warning", &bare, "permissions"),
+            problem("warning", &no_channels, "permissions"),
+        ]
+    );
+    let warned = finding(&report, &bare, "permissions");
+    assert_eq!(
+        warned["remedy"],
+        "ACL SETUSER <user> +pttl +publish +subscribe"
+    );
+    let summary = warned["summary"].as_str().unwrap();
+    assert!(summary.contains("retry timers"), "{summary}");
+    let warned = finding(&report, &no_channels, "permissions");
+    assert_eq!(warned["remedy"], "ACL SETUSER <user> &redlock:*");
 }
 
 #[test]

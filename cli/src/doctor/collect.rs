@@ -16,7 +16,7 @@ use redlock::core::{LockKey, NodeFailure, NodeStatus, Reply, RetryPolicy};
 
 use super::clock::TimeSample;
 use super::observe::{Limits, NodeObservation, parse_info};
-use super::permissions::{Operation, Outcome, Probe, SCRIPT_COMMANDS};
+use super::permissions::{Operation, Outcome, Probe, SCRIPT_COMMANDS, WAIT_COMMANDS};
 
 /// How long connecting to a node, or one reply, may take. Generous: the doctor reports slow
 /// nodes rather than cutting them off.
@@ -221,6 +221,9 @@ async fn probe(url: &str, limits: &Limits, connection: &mut MultiplexedConnectio
     {
         probe.commands = direct_probe(connection, direct.as_str()).await;
     }
+    if let Some(channel) = key(&format!("{scratch}-wait")) {
+        probe.waiting = wait_probe(url, connection, channel.as_str()).await;
+    }
     // What refused releases left, and the fence counter (which has no TTL), go now.
     let mut leftovers: Vec<String> = Vec::new();
     for resource in [
@@ -318,6 +321,58 @@ async fn direct_probe(
         refusals.push((name.to_owned(), refused));
     }
     refusals
+}
+
+/// Sends each of [`WAIT_COMMANDS`] on `key` (and its channel, which is named like it): a
+/// `PUBLISH` and a `PTTL` and a `PING` on the connection, a `SUBSCRIBE` on a subscription
+/// connection of its own. Returns each with the node's refusal, if it refused it.
+async fn wait_probe(
+    url: &str,
+    connection: &mut MultiplexedConnection,
+    key: &str,
+) -> Vec<(String, Option<String>)> {
+    let refusal = |result: Result<(), String>| match result {
+        Ok(()) => None,
+        // redis-rs shows the NOPERM code as `NoPerm:`.
+        Err(why) if why.to_ascii_lowercase().contains("noperm") => Some(why),
+        Err(_) => None,
+    };
+    let mut refusals = Vec::with_capacity(WAIT_COMMANDS.len());
+    for name in WAIT_COMMANDS {
+        let outcome = match name {
+            "SUBSCRIBE" => subscribe_once(url, key).await,
+            _ => {
+                let mut command = redis::cmd(name);
+                match name {
+                    "PUBLISH" => {
+                        command.arg(key).arg("doctor");
+                    }
+                    "PTTL" => {
+                        command.arg(key);
+                    }
+                    _ => {}
+                }
+                ask::<redis::Value>(connection, command).await.map(drop)
+            }
+        };
+        refusals.push((name.to_owned(), refusal(outcome)));
+    }
+    refusals
+}
+
+/// Subscribes to `channel` on a connection of its own, as a waiter does, and leaves.
+async fn subscribe_once(url: &str, channel: &str) -> Result<(), String> {
+    let client = redis::Client::open(url).map_err(|e| one_line(&e.to_string()))?;
+    let subscribed = async {
+        let mut pubsub = client.get_async_pubsub().await?;
+        pubsub.subscribe(channel).await?;
+        pubsub.unsubscribe(channel).await
+    };
+    match tokio::time::timeout(REPLY_DEADLINE, subscribed).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(one_line(&e.to_string())),
+        Err(_) => Err(format!("no answer within {REPLY_DEADLINE:?}")),
+    }
 }
 
 /// An error text fit for one line of the report.

@@ -392,6 +392,7 @@ fn judge_node(
             .map(|f| f.at(address)),
     );
     findings.extend(judge_permissions(limits, node).map(|f| f.at(address)));
+    findings.extend(judge_waiting(limits, node).map(|f| f.at(address)));
     findings
 }
 
@@ -939,6 +940,36 @@ fn judge_permissions(limits: &Limits, node: &NodeObservation) -> Option<Finding>
     ))
 }
 
+/// The commands a waiter relies on: a refusal only slows waiters down.
+fn judge_waiting(limits: &Limits, node: &NodeObservation) -> Option<Finding> {
+    let probe = node.probe.as_ref()?;
+    if probe.waiting.is_empty() {
+        return None;
+    }
+    let (commands, grants) = probe.waiting_refused(&limits.key_prefix);
+    if commands.is_empty() {
+        return Some(Finding::new(
+            Level::Ok,
+            Check::Permissions,
+            Condition::Availability,
+            "release notifications, the holder's remaining time and probes permitted",
+        ));
+    }
+    let rules: Vec<String> = grants.iter().map(ToString::to_string).collect();
+    Some(
+        Finding::new(
+            Level::Warning,
+            Check::Permissions,
+            Condition::Availability,
+            format!(
+                "refuses {}: releases on it notify no waiter and waiters cannot subscribe or                  read the holder's remaining time, so they wake on their retry timers (up to                  the retry delay plus jitter after a release) instead of at once",
+                commands.join(", ")
+            ),
+        )
+        .remedy(format!("ACL SETUSER <user> {}", rules.join(" "))),
+    )
+}
+
 fn judge_fleet(
     limits: &Limits,
     observations: &[NodeObservation],
@@ -1170,6 +1201,7 @@ mod tests {
             probe: Some(Probe {
                 operations: vec![(Operation::Acquire, Outcome::Done)],
                 commands: Vec::new(),
+                waiting: Vec::new(),
             }),
         }
     }
@@ -1443,6 +1475,7 @@ mod tests {
                 ),
             ],
             commands: Vec::new(),
+            waiting: Vec::new(),
         });
         nodes[1].probe = Some(Probe {
             operations: vec![(
@@ -1452,6 +1485,7 @@ mod tests {
                 ),
             )],
             commands: Vec::new(),
+            waiting: Vec::new(),
         });
         let report = judge(&limits(), &nodes, &[]);
         assert_eq!(

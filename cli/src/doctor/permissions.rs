@@ -12,6 +12,12 @@
 //! the script can't run this command"), without naming it. The collector then sends each
 //! command the scripts use (`GET`, `SET`, `DEL`, `PEXPIRE`, `EXISTS`) directly on a scratch
 //! key, and the `NOPERM` answers name the missing ones.
+//!
+//! Waiting for a lease uses more: the release script's `PUBLISH` on the key's channel (which
+//! it calls with `redis.pcall`, so a refusal there is silent), a waiter's `SUBSCRIBE`, the
+//! `PTTL` of its rounds and the `PING` that probes a node after a timeout. The collector sends
+//! each of [`WAIT_COMMANDS`] directly; a refusal there only slows waiters down (they fall
+//! back on their retry timers), so it is judged apart.
 
 use std::fmt;
 
@@ -20,6 +26,9 @@ use serde::Serialize;
 /// The commands the library's scripts call, probed one by one when a script is refused
 /// without saying which command it needed (Redis 7.0).
 pub(crate) const SCRIPT_COMMANDS: [&str; 5] = ["EXISTS", "GET", "SET", "PEXPIRE", "DEL"];
+
+/// The commands a waiter relies on, sent one by one on a scratch key and its channel.
+pub(crate) const WAIT_COMMANDS: [&str; 4] = ["PUBLISH", "SUBSCRIBE", "PTTL", "PING"];
 
 /// One operation of the probe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -70,6 +79,8 @@ pub(crate) struct Probe {
     pub(crate) operations: Vec<(Operation, Outcome)>,
     /// Each of [`SCRIPT_COMMANDS`] with the node's refusal, if it refused it.
     pub(crate) commands: Vec<(String, Option<String>)>,
+    /// Each of [`WAIT_COMMANDS`] with the node's refusal, if it refused it.
+    pub(crate) waiting: Vec<(String, Option<String>)>,
 }
 
 /// What fixes a refusal.
@@ -80,6 +91,8 @@ pub(crate) enum Grant {
     Command(String),
     /// An ACL rule granting the lock keys: `~redlock:*`.
     Keys(String),
+    /// An ACL rule granting the lock keys' channels: `&redlock:*`.
+    Channels(String),
     /// The password or user name in the node's URL is wrong or missing.
     Credentials,
     /// A command refused inside a script, not named by the server (Redis 7.0).
@@ -91,7 +104,7 @@ pub(crate) enum Grant {
 impl fmt::Display for Grant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Command(rule) | Self::Keys(rule) => f.write_str(rule),
+            Self::Command(rule) | Self::Keys(rule) | Self::Channels(rule) => f.write_str(rule),
             Self::Credentials => f.write_str("the right user name and password in the node URL"),
             Self::ScriptCommand => f.write_str("the commands the scripts call"),
             Self::Other(text) => write!(f, "whatever `{text}` asks for"),
@@ -122,6 +135,9 @@ pub(crate) fn grant_for(text: &str, prefix: &str) -> Grant {
     }
     if lower.contains("access one of the keys") {
         return Grant::Keys(format!("~{}*", acl_pattern(prefix)));
+    }
+    if lower.contains("access one of the channels") {
+        return Grant::Channels(format!("&{}*", acl_pattern(prefix)));
     }
     if is_script_refusal(text) {
         return Grant::ScriptCommand;
@@ -166,6 +182,21 @@ impl Probe {
         grants.sort();
         grants.dedup();
         grants
+    }
+
+    /// The commands of [`WAIT_COMMANDS`] the node refused, and the grants that fix them.
+    pub(crate) fn waiting_refused(&self, prefix: &str) -> (Vec<String>, Vec<Grant>) {
+        let mut commands = Vec::new();
+        let mut grants = Vec::new();
+        for (command, refusal) in &self.waiting {
+            if let Some(text) = refusal {
+                commands.push(command.clone());
+                grants.push(grant_for(text, prefix));
+            }
+        }
+        grants.sort();
+        grants.dedup();
+        (commands, grants)
     }
 
     /// The operations the node refused.
@@ -226,6 +257,10 @@ mod tests {
                 Grant::Keys("~redlock:*".into()),
             ),
             (
+                "NoPerm: this user has no permissions to access one of the channels used as arguments",
+                Grant::Channels("&redlock:*".into()),
+            ),
+            (
                 "WRONGPASS invalid username-password pair or user is disabled.",
                 Grant::Credentials,
             ),
@@ -265,7 +300,22 @@ mod tests {
                     Some("NOPERM this user has no permissions to run the 'pexpire' command".into()),
                 ),
             ],
+            waiting: vec![
+                ("PING".into(), None),
+                (
+                    "PUBLISH".into(),
+                    Some("NOPERM this user has no permissions to access one of the channels used as arguments".into()),
+                ),
+            ],
         };
+        // A refused channel is judged apart: it does not show among the lease's grants.
+        assert_eq!(
+            probe.waiting_refused("redlock:"),
+            (
+                vec!["PUBLISH".to_owned()],
+                vec![Grant::Channels("&redlock:*".into())]
+            )
+        );
         assert!(probe.needs_direct_probe());
         assert_eq!(
             probe.grants("redlock:"),

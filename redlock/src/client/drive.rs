@@ -14,6 +14,12 @@ pub(crate) async fn drive<M: Machine>(
     flight: &mut Flight,
     clock: &Clock,
 ) -> Option<M::Outcome> {
+    // One timer for the machine, moved only when its deadline changes (a round's deadline
+    // stays put while its replies come in).
+    let far = clock.instant(crate::core::Timestamp::MAX);
+    let timer = tokio::time::sleep_until(far.into());
+    tokio::pin!(timer);
+    let mut armed: Option<crate::core::Timestamp> = None;
     loop {
         while let Some(transmit) = machine.poll_transmit() {
             flight.send(transmit);
@@ -21,20 +27,22 @@ pub(crate) async fn drive<M: Machine>(
         if let Some(outcome) = machine.poll_outcome() {
             return Some(outcome);
         }
-        let timer = machine.poll_timeout();
-        if flight.is_idle() && timer.is_none() {
+        let deadline = machine.poll_timeout();
+        if flight.is_idle() && deadline.is_none() {
             return None;
         }
-        let expiry = async {
-            match timer {
-                Some(at) => tokio::time::sleep_until(clock.instant(at).into()).await,
-                None => std::future::pending().await,
-            }
-        };
+        if deadline != armed {
+            armed = deadline;
+            let at = deadline.map_or(far, |at| clock.instant(at));
+            timer.as_mut().reset(at.into());
+        }
         tokio::select! {
             biased;
             Some(done) = flight.next() => machine.handle_reply(done.request, done.result, clock.now()),
-            () = expiry => machine.handle_timeout(clock.now()),
+            () = &mut timer, if armed.is_some() => {
+                armed = None;
+                machine.handle_timeout(clock.now());
+            }
         }
     }
 }

@@ -834,40 +834,25 @@ mod tests {
         let config = LockConfig::new(1).with_retry(RetryPolicy::new(5, ms(100), ms(100)));
         let t0 = Timestamp::ZERO;
         let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
-        let set = drain(&mut m);
-        m.handle_reply(set[0].request, Ok(Reply::Taken), t0);
-        let Some(AcquireEvent::Retry { window, .. }) = m.poll_outcome() else {
-            panic!()
+        // Answers the round's SET with `reply` and returns the retry window that follows.
+        let mut lose = |reply: Reply, token: u8| {
+            let set = drain(&mut m);
+            m.handle_reply(set[0].request, Ok(reply), t0);
+            let Some(AcquireEvent::Retry { window, .. }) = m.poll_outcome() else {
+                panic!("a retry")
+            };
+            m.retry(Token::from_bytes([token; 16]), t0);
+            window
         };
+        let at = |n| t0.saturating_add(ms(n));
         // Nothing known about the holder: the policy's window.
-        assert_eq!(
-            window,
-            RetryWindow::new(t0.saturating_add(ms(100)), ms(100))
-        );
-        m.retry(Token::from_bytes([2; 16]), t0);
-        let set = drain(&mut m);
-        m.handle_reply(
-            set[0].request,
-            Ok(Reply::TakenFor { remaining: ms(30) }),
-            t0,
-        );
-        let Some(AcquireEvent::Retry { window, .. }) = m.poll_outcome() else {
-            panic!()
-        };
+        assert_eq!(lose(Reply::Taken, 2), RetryWindow::new(at(100), ms(100)));
         // The holder's key expires before the policy's delay: start when it does.
-        assert_eq!(window, RetryWindow::new(t0.saturating_add(ms(30)), ms(0)));
-        m.retry(Token::from_bytes([3; 16]), t0);
-        let set = drain(&mut m);
-        m.handle_reply(
-            set[0].request,
-            Ok(Reply::TakenFor { remaining: ms(150) }),
-            t0,
-        );
-        let Some(AcquireEvent::Retry { window, .. }) = m.poll_outcome() else {
-            panic!()
-        };
+        let expires_first = Reply::TakenFor { remaining: ms(30) };
+        assert_eq!(lose(expires_first, 3), RetryWindow::new(at(30), ms(0)));
         // Inside the window: cut there.
-        assert_eq!(window, RetryWindow::new(t0.saturating_add(ms(100)), ms(50)));
+        let expires_within = Reply::TakenFor { remaining: ms(150) };
+        assert_eq!(lose(expires_within, 4), RetryWindow::new(at(100), ms(50)));
     }
 
     #[test]
