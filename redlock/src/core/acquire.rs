@@ -873,6 +873,8 @@ mod tests {
             wake_on_release,
             "another owner holds it: its release frees it"
         );
+        // The cleanup release of the node that had not answered.
+        assert_eq!(drain(&mut m).len(), 1);
         m.retry(Token::from_bytes([2; 16]), t0);
         let sets = drain(&mut m);
         m.handle_reply(sets[0].request, Ok(Reply::Acquired), t0);
