@@ -269,7 +269,7 @@ impl Nodes {
             EligibilityEvent::Duplicate { node, of } => tracing::error!(
                 node = address(node),
                 of = address(of),
-                "two configured nodes are the same server (same run_id); the second is refused"
+                "two configured nodes are the same server (same run_id); the name identified second is refused"
             ),
         }
     }

@@ -354,8 +354,8 @@ pub enum NodeFailure {
         /// How much of the quarantine was left.
         remaining: Duration,
     },
-    /// The node is the same server (the same `run_id`) as an earlier node in the list; it
-    /// would vote twice, so it is refused.
+    /// The node is the same server (the same `run_id`) as another node in the list,
+    /// identified before it; it would vote twice, so it is refused.
     Duplicate {
         /// The node it duplicates.
         of: NodeId,

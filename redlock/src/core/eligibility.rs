@@ -20,7 +20,8 @@
 //!   write there until a probe answers (the rule and its reason are in the source of
 //!   `core/responsive.rs`);
 //! - two configured nodes that turn out to be **the same server** (one `run_id` under two
-//!   names) would vote twice: the later one is refused for good;
+//!   names) would vote twice: the name identified later is refused for good (the one
+//!   identified first may already have voted);
 //! - nodes declared [`Persistent`](RestartPolicy::Persistent) (every write fsynced before it
 //!   is acknowledged) lose nothing in a restart and are never quarantined.
 //!
@@ -264,31 +265,27 @@ impl Eligibility {
         now: Timestamp,
     ) -> Vec<EligibilityEvent> {
         let mut events = Vec::new();
-        let duplicate = identity.as_ref().ok().and_then(|identity| {
+        // Another name of the same server, identified before and counted.
+        let kept = identity.as_ref().ok().and_then(|identity| {
             self.nodes
                 .iter()
                 .enumerate()
                 .find(|(index, other)| {
-                    *index != node.index() && other.run_id.as_deref() == Some(&identity.run_id)
+                    *index != node.index()
+                        && other.duplicate_of.is_none()
+                        && other.run_id.as_deref() == Some(&identity.run_id)
                 })
                 .map(|(index, _)| NodeId::new(index))
         });
-        if let Some(other) = duplicate {
-            // The earlier node in the list keeps its vote, whichever was identified first.
-            let (twin, kept) = if other.index() < node.index() {
-                (node, other)
-            } else {
-                (other, node)
-            };
-            if let Some(twin_state) = self.nodes.get_mut(twin.index())
-                && twin_state.duplicate_of.is_none()
-            {
-                twin_state.duplicate_of = Some(kept);
-                events.push(EligibilityEvent::Duplicate {
-                    node: twin,
-                    of: kept,
-                });
-            }
+        if let Some(kept) = kept
+            && let Some(state) = self.nodes.get_mut(node.index())
+            && state.duplicate_of.is_none()
+        {
+            // The name identified first keeps the vote: its SETs may have counted already,
+            // while this one's have not gone out (a SET waits for its connection's identity).
+            // Refusing the first instead could let one round count the server twice.
+            state.duplicate_of = Some(kept);
+            events.push(EligibilityEvent::Duplicate { node, of: kept });
         }
         let policy = self.policy;
         let Some(state) = self.nodes.get_mut(node.index()) else {
@@ -353,7 +350,7 @@ impl Eligibility {
             .filter(|until| now < *until)
     }
 
-    /// The earlier node `node` turned out to duplicate, if it did.
+    /// The node `node` turned out to duplicate (identified before it), if it did.
     pub fn duplicate_of(&self, node: NodeId) -> Option<NodeId> {
         self.nodes
             .get(node.index())
@@ -524,18 +521,30 @@ mod tests {
     }
 
     #[test]
-    fn the_earlier_name_keeps_the_vote_whichever_answers_first() {
+    fn the_name_identified_first_keeps_the_vote() {
         let mut nodes = Eligibility::new(2, RestartPolicy::Persistent);
         let n1 = NodeId::new(1);
+        // n1 answers first and is admitted: its SET may count in the running round.
         nodes.identified(n1, ConnectionId(1), identity("same", 100), at(0));
+        assert_eq!(
+            nodes.admit(n1, ConnectionId(1), &set(), at(0)),
+            Admission::Send
+        );
+        // n0 turns out to be the same server: it, not n1, is refused, so the round cannot
+        // count the server twice.
         let events = nodes.identified(n0(), ConnectionId(1), identity("same", 100), at(0));
-        assert_eq!(events, [EligibilityEvent::Duplicate { node: n1, of: n0() }]);
-        assert_eq!(nodes.duplicate_of(n1), Some(n0()));
-        assert_eq!(nodes.duplicate_of(n0()), None);
+        assert_eq!(events, [EligibilityEvent::Duplicate { node: n0(), of: n1 }]);
+        assert_eq!(nodes.duplicate_of(n0()), Some(n1));
+        assert_eq!(nodes.duplicate_of(n1), None);
         assert!(matches!(
-            nodes.admit(n1, ConnectionId(1), &release(), at(0)),
+            nodes.admit(n0(), ConnectionId(1), &release(), at(0)),
             Admission::Refuse(NodeFailure::Duplicate { .. })
         ));
+        // A reconnection of either changes nothing.
+        nodes.identified(n1, ConnectionId(2), identity("same", 100), at(1));
+        nodes.identified(n0(), ConnectionId(2), identity("same", 100), at(1));
+        assert_eq!(nodes.duplicate_of(n1), None);
+        assert_eq!(nodes.duplicate_of(n0()), Some(n1));
     }
 
     #[test]
