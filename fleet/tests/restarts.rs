@@ -23,10 +23,12 @@ fn quarantined(err: &Error, index: usize) -> bool {
     })
 }
 
-/// Waits until every node of `fleet` has run for at least `age` (uptime is counted in whole
-/// seconds by the nodes, so this waits for the next whole second past it).
+/// Waits until every node of `fleet` counts as older than `age` for the quarantine: uptime
+/// is counted in whole seconds by the nodes, and the client takes a second off it
+/// (`UPTIME_SLACK`), so this waits for the second whole second past `age`.
 fn wait_until_older_than(started: Instant, age: Duration) {
-    let old_enough = Duration::from_secs(age.as_secs() + 1) + Duration::from_millis(100);
+    let slack = redlock::core::UPTIME_SLACK;
+    let old_enough = Duration::from_secs(age.as_secs() + 1) + slack + Duration::from_millis(100);
     if let Some(left) = old_enough.checked_sub(started.elapsed()) {
         std::thread::sleep(left);
     }
@@ -96,8 +98,10 @@ async fn a_client_that_first_meets_a_node_after_its_restart_leaves_it_out() {
 /// A fresh node is left out for the quarantine minus its uptime, then counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_younger_than_the_quarantine_counts_once_it_is_old_enough() {
-    let fleet = fleet(3);
+    // Timed from before the nodes start: on a busy machine starting them takes a while, and
+    // their uptime (which the quarantine is counted from) includes that.
     let started = Instant::now();
+    let fleet = fleet(3);
     let quarantine = Duration::from_millis(1_500);
     let redlock = redlock::Redlock::builder()
         .nodes(fleet.urls())
@@ -144,8 +148,10 @@ async fn a_restarted_node_is_left_out_for_the_quarantine() {
         .unwrap();
     redlock.acquire("job").await.unwrap().release().await;
 
-    fleet.restart(0).unwrap();
+    // Timed from before the restart: the new server starts after this instant however long
+    // the fixture takes to see it ready.
     let restarted = Instant::now();
+    fleet.restart(0).unwrap();
     fleet.kill(1).unwrap();
     // With node 1 down, only node 2 counts until node 0's quarantine ends. The first command
     // after the restart may find the old connection broken; the next one reconnects.

@@ -73,14 +73,14 @@ impl Server {
         self.id
     }
 
-    /// How long the current incarnation has run at `t`, in whole milliseconds of the
-    /// server's clock (Redis reports whole seconds; the client truncates them anyway).
+    /// How long the current incarnation has run at `t`, in milliseconds: `uptime_in_seconds`
+    /// as Redis computes it, the difference of two whole-second readings of the server's clock
+    /// (up to a second more than the truth).
     pub(crate) fn uptime_ms(&self, t: Nanos) -> u64 {
-        let ran = self
-            .clock
-            .read(t)
-            .saturating_sub(self.clock.read(self.started_at));
-        (ran + self.uptime_before) / MS
+        const SECOND: Nanos = 1_000 * MS;
+        let now_s = (self.clock.read(t) + self.uptime_before) / SECOND;
+        let started_s = self.clock.read(self.started_at) / SECOND;
+        now_s.saturating_sub(started_s) * 1_000
     }
 
     /// The server's clock in whole milliseconds, as Redis's `mstime()`.
@@ -419,12 +419,13 @@ mod tests {
         };
         assert_eq!((server.incarnation, uptime_ms), (1, 5_000));
         s.crash();
-        s.restart(6_000 * MS);
-        let NodeReply::Identity { server, uptime_ms } = s.execute(&NodeOp::Identify, 6_500 * MS).0
+        s.restart(6_900 * MS);
+        // Whole seconds on both ends, as Redis: started at 6.9 s, asked at 7.1 s, "up 1 s".
+        let NodeReply::Identity { server, uptime_ms } = s.execute(&NodeOp::Identify, 7_100 * MS).0
         else {
             panic!()
         };
-        assert_eq!((server.incarnation, uptime_ms), (2, 500));
+        assert_eq!((server.incarnation, uptime_ms), (2, 1_000));
         assert_ne!(server.run_id(), s.id().run_id().replace("-2", "-1"));
     }
 

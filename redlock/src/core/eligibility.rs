@@ -49,12 +49,19 @@ pub enum RestartPolicy {
 pub struct NodeIdentity {
     /// The server's `run_id`: a new one after every restart.
     pub run_id: String,
-    /// How long the server has been running (`uptime_in_seconds`, truncated: never more than
-    /// the truth).
+    /// How long the server says it has been running (`uptime_in_seconds`). Redis computes it
+    /// as the difference of two readings of its wall clock in whole seconds, so it can exceed
+    /// the true uptime by up to a second ([`UPTIME_SLACK`]), and a step of the node's wall
+    /// clock moves it.
     pub uptime: Duration,
     /// Its `maxmemory-policy`, when it was read.
     pub maxmemory_policy: Option<String>,
 }
+
+/// How much a node's reported uptime can exceed the truth: `uptime_in_seconds` is the
+/// difference of two whole-second readings (a server started at 10.9 s and asked at 11.1 s
+/// reports 1 s). The restart quarantine counts from the uptime less this.
+pub const UPTIME_SLACK: Duration = Duration::from_secs(1);
 
 /// The driver's number for one connection to one node; a reconnection gets a new one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -166,11 +173,12 @@ struct NodeState {
 ///
 /// // A new connection is identified before it carries a SET.
 /// assert_eq!(nodes.admit(node, conn, &set, now), Admission::Identify);
-/// // The node started 4 s ago: this client cannot know what it held before.
+/// // The node says it started 4 s ago (so at least 3 s ago, whole seconds): this client
+/// // cannot know what it held before.
 /// let identity = NodeIdentity { run_id: "a".repeat(40), uptime: Duration::from_secs(4), maxmemory_policy: None };
 /// nodes.identified(node, conn, Ok(identity), now);
 /// assert!(matches!(nodes.admit(node, conn, &set, now), Admission::Refuse(_)));
-/// let later = now.saturating_add(Duration::from_secs(6));
+/// let later = now.saturating_add(Duration::from_secs(7));
 /// assert_eq!(nodes.admit(node, conn, &set, later), Admission::Send);
 /// ```
 #[derive(Debug)]
@@ -317,7 +325,9 @@ impl Eligibility {
                 };
                 state.run_id = Some(identity.run_id);
                 if let (Some(reason), RestartPolicy::Quarantine(quarantine)) = (reason, policy) {
-                    let left = quarantine.saturating_sub(identity.uptime);
+                    // Counted from the latest moment the server can have started.
+                    let started_at_most = identity.uptime.saturating_sub(UPTIME_SLACK);
+                    let left = quarantine.saturating_sub(started_at_most);
                     if !left.is_zero() {
                         events.push(quarantine_until(state, node, now, left, reason));
                     }
@@ -455,26 +465,27 @@ mod tests {
             nodes.admit(n0(), ConnectionId(2), &set(), at(1)),
             Admission::Identify
         );
+        // Up 2 s by its report, so up at least 1 s: left out for the 9 s after that.
         let events = nodes.identified(n0(), ConnectionId(2), identity("b", 2), at(1));
         assert_eq!(
             events,
             [EligibilityEvent::Quarantined {
                 node: n0(),
-                until: at(9),
+                until: at(10),
                 reason: QuarantineReason::Restarted
             }]
         );
         assert!(matches!(
-            nodes.admit(n0(), ConnectionId(2), &set(), at(8)),
+            nodes.admit(n0(), ConnectionId(2), &set(), at(9)),
             Admission::Refuse(NodeFailure::Quarantined { .. })
         ));
         // Releases never wait, not even for an identification.
         assert_eq!(
-            nodes.admit(n0(), ConnectionId(3), &release(), at(8)),
+            nodes.admit(n0(), ConnectionId(3), &release(), at(9)),
             Admission::Send
         );
         assert_eq!(
-            nodes.admit(n0(), ConnectionId(2), &set(), at(9)),
+            nodes.admit(n0(), ConnectionId(2), &set(), at(10)),
             Admission::Send
         );
     }
