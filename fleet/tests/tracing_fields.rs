@@ -199,6 +199,9 @@ async fn a_node_that_may_evict_keys_is_reported_once() {
     for _ in 0..3 {
         redlock.acquire("evictable").await.unwrap().release().await;
     }
+    // Each operation returns at a quorum; the slowest node's first connection, and the
+    // warning its check logs, may still be on its way: `settle` waits for it.
+    redlock.settle().await;
     once_per_node(&captured, "the node may evict keys", &fleet);
     let warned = captured.events_where(|e| e.name.starts_with("the node may evict keys"));
     assert!(
@@ -233,5 +236,6 @@ async fn a_node_that_refuses_info_is_reported_once_and_still_counted() {
             .release()
             .await;
     }
+    redlock.settle().await;
     once_per_node(&captured, "cannot read the node's identity", &fleet);
 }

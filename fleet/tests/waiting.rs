@@ -229,3 +229,75 @@ async fn a_clients_waiters_take_turns() {
     assert_eq!(repeats, 0, "grant order: {all_busy:?}");
     assert_no_lock_keys(&fleet).await;
 }
+
+/// Waiters of one client that lose their first rounds together line up, and each must keep
+/// its lost round's cleanup moving while it stands in line: a key it won on a node where an
+/// earlier waiter's SET came second stands in the way of everyone ahead of it until its TTL
+/// (30 s here) ends. Nodes 0-2 are taken by another owner, so every first round loses; then
+/// node 0 frees up and every grant needs nodes 0, 3 and 4. Whether two first rounds
+/// interleave on the nodes is up to the scheduler, so the scene is played three times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_in_line_let_their_cleanup_through_to_those_ahead() {
+    let fleet = fleet(5);
+    for scene in 0..3 {
+        waiters_line_up_behind_a_quorum_of_three(&fleet, &format!("report-{scene}")).await;
+    }
+}
+
+async fn waiters_line_up_behind_a_quorum_of_three(fleet: &RedisFleet, resource: &str) {
+    const WAITERS: usize = 16;
+    let key = format!("redlock:{resource}");
+    for i in 0..3 {
+        let _: () = redis::cmd("SET")
+            .arg(&key)
+            .arg("someone-else")
+            .arg("PX")
+            .arg(60_000)
+            .query(&mut fleet.connect(i).unwrap())
+            .unwrap();
+    }
+    let redlock = fresh(Redlock::builder().nodes(fleet.urls()))
+        .ttl(Duration::from_secs(30))
+        .retry_delay(Duration::from_millis(20))
+        .retry_jitter(Duration::from_millis(10))
+        .build()
+        .unwrap();
+    redlock.connect().await;
+    let start = Arc::new(tokio::sync::Barrier::new(WAITERS));
+    let waiters: Vec<_> = (0..WAITERS)
+        .map(|n| {
+            let redlock = redlock.clone();
+            let start = Arc::clone(&start);
+            let resource = resource.to_owned();
+            tokio::spawn(async move {
+                start.wait().await;
+                let lease = redlock
+                    .acquire_timeout(&resource, Duration::from_secs(8))
+                    .await
+                    .map_err(|e| format!("waiter {n}: {e}"))?;
+                lease.release().await;
+                Ok::<_, String>(())
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let _: () = redis::cmd("DEL")
+        .arg(&key)
+        .query(&mut fleet.connect(0).unwrap())
+        .unwrap();
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(20), waiter)
+            .await
+            .expect("every waiter ends")
+            .unwrap()
+            .expect("every waiter gets the lease in turn");
+    }
+    redlock.settle().await;
+    for i in 1..3 {
+        let _: () = redis::cmd("DEL")
+            .arg(&key)
+            .query(&mut fleet.connect(i).unwrap())
+            .unwrap();
+    }
+    assert_no_lock_keys(fleet).await;
+}

@@ -134,7 +134,13 @@ impl Redlock {
                     );
                     if !waiter.joined() {
                         waiter.join();
-                        if !waiter.turn(in_line_until).await {
+                        // The lost round's cleanup keeps moving meanwhile: the requests of
+                        // those ahead in line queue behind it on each node.
+                        let mut first = false;
+                        op.flight
+                            .run_until(async { first = waiter.turn(in_line_until).await })
+                            .await;
+                        if !first {
                             // Others of this client were first and the budget is gone.
                             op.finished = true;
                             return Err(Error::from_round(
