@@ -33,73 +33,40 @@ fn parallel(c: &mut Criterion) {
         group.throughput(Throughput::Elements(tasks * PER_TASK));
         group.bench_function(BenchmarkId::new("ours", tasks), |b| {
             b.iter_custom(|iters| {
-                runtime.block_on(async {
-                    let started = Instant::now();
-                    for _ in 0..iters {
-                        let handles: Vec<_> = (0..tasks)
-                            .map(|t| {
-                                let ours = ours.clone();
-                                tokio::spawn(async move {
-                                    let resource = format!("t{t}");
-                                    for _ in 0..PER_TASK {
-                                        support::ours_once(&ours, &resource).await;
-                                    }
-                                })
-                            })
-                            .collect();
-                        for h in handles {
-                            h.await.expect("a task");
+                in_tasks(&runtime, iters, tasks, |t| {
+                    let ours = ours.clone();
+                    async move {
+                        let resource = format!("t{t}");
+                        for _ in 0..PER_TASK {
+                            support::ours_once(&ours, &resource).await;
                         }
                     }
-                    started.elapsed()
                 })
             });
         });
         group.bench_function(BenchmarkId::new("floor_all", tasks), |b| {
             b.iter_custom(|iters| {
-                runtime.block_on(async {
-                    let started = Instant::now();
-                    for _ in 0..iters {
-                        let handles: Vec<_> = (0..tasks)
-                            .map(|t| {
-                                let floor = floor.clone();
-                                tokio::spawn(async move {
-                                    let key = format!("bench-floor:t{t}");
-                                    for _ in 0..PER_TASK {
-                                        floor.acquire_release(&key).await;
-                                    }
-                                })
-                            })
-                            .collect();
-                        for h in handles {
-                            h.await.expect("a task");
+                in_tasks(&runtime, iters, tasks, |t| {
+                    let floor = floor.clone();
+                    async move {
+                        let key = format!("bench-floor:t{t}");
+                        for _ in 0..PER_TASK {
+                            floor.acquire_release(&key).await;
                         }
                     }
-                    started.elapsed()
                 })
             });
         });
         group.bench_function(BenchmarkId::new("rslock", tasks), |b| {
             b.iter_custom(|iters| {
-                runtime.block_on(async {
-                    let started = Instant::now();
-                    for _ in 0..iters {
-                        let handles: Vec<_> = (0..tasks)
-                            .map(|t| {
-                                let rslock = rslock.clone();
-                                tokio::spawn(async move {
-                                    let key = format!("bench-rslock:t{t}");
-                                    for _ in 0..PER_TASK {
-                                        support::rslock_once(&rslock, &key).await;
-                                    }
-                                })
-                            })
-                            .collect();
-                        for h in handles {
-                            h.await.expect("a task");
+                in_tasks(&runtime, iters, tasks, |t| {
+                    let rslock = rslock.clone();
+                    async move {
+                        let key = format!("bench-rslock:t{t}");
+                        for _ in 0..PER_TASK {
+                            support::rslock_once(&rslock, &key).await;
                         }
                     }
-                    started.elapsed()
                 })
             });
         });
@@ -108,6 +75,25 @@ fn parallel(c: &mut Criterion) {
     support::assert_clean(&fleet, "bench-ours:", "ours");
     support::report_clean(&fleet, "bench-floor:", "floor");
     support::report_clean(&fleet, "bench-rslock:", "rslock");
+}
+
+/// Wall time of `iters` iterations, each spawning `tasks` tasks (`task(t)` is task `t`'s
+/// work) and waiting for them all.
+fn in_tasks<F, Task>(runtime: &tokio::runtime::Runtime, iters: u64, tasks: u64, task: F) -> Duration
+where
+    F: Fn(u64) -> Task,
+    Task: Future<Output = ()> + Send + 'static,
+{
+    runtime.block_on(async {
+        let started = Instant::now();
+        for _ in 0..iters {
+            let handles: Vec<_> = (0..tasks).map(|t| tokio::spawn(task(t))).collect();
+            for h in handles {
+                h.await.expect("a task");
+            }
+        }
+        started.elapsed()
+    })
 }
 
 /// Contended: 16 workers take turns on one resource for a fixed time; acquisitions/s.

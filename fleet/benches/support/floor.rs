@@ -93,37 +93,18 @@ impl Floor {
     /// One acquire + release of `key`; returns whether the acquisition won a quorum.
     async fn attempt(&self, key: &str) -> bool {
         let token = super::token();
-        let ttl = super::TTL.as_millis() as u64;
         let sets = self
             .connections
             .iter()
             .map(|c| {
                 let mut c = c.clone();
-                let cmd = redis::cmd("SET")
-                    .arg(key)
-                    .arg(&token)
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(ttl)
-                    .clone();
+                let cmd = set_nx(key, &token);
                 async move { matches!(cmd.query_async::<Value>(&mut c).await, Ok(Value::Okay)) }
             })
             .collect::<FuturesUnordered<_>>();
         let won = self.round(sets).await;
-        let releases = self
-            .connections
-            .iter()
-            .map(|c| {
-                let mut c = c.clone();
-                let (script, key, token) = (self.release.clone(), key.to_owned(), token.clone());
-                async move {
-                    let mut invocation = script.key(&key);
-                    invocation.arg(&token);
-                    invocation.invoke_async::<i64>(&mut c).await.is_ok()
-                }
-            })
-            .collect::<FuturesUnordered<_>>();
-        self.round(releases).await;
+        self.round(self.releases(key, &token, 0..self.connections.len()))
+            .await;
         won
     }
 
@@ -132,20 +113,13 @@ impl Floor {
     /// without waiting. The contended floor spins on this: no delay, no notification.
     pub async fn try_lock(&self, key: &str) -> Option<String> {
         let token = super::token();
-        let ttl = super::TTL.as_millis() as u64;
         let mut sets = self
             .connections
             .iter()
             .enumerate()
             .map(|(index, c)| {
                 let mut c = c.clone();
-                let cmd = redis::cmd("SET")
-                    .arg(key)
-                    .arg(&token)
-                    .arg("NX")
-                    .arg("PX")
-                    .arg(ttl)
-                    .clone();
+                let cmd = set_nx(key, &token);
                 async move { (index, cmd.query_async::<Value>(&mut c).await) }
             })
             .collect::<FuturesUnordered<_>>();
@@ -180,11 +154,27 @@ impl Floor {
 
     /// Releases a lease taken with [`try_lock`](Floor::try_lock), deciding at a quorum.
     pub async fn unlock(&self, key: &str, token: &str) {
-        let releases = self
-            .connections
-            .iter()
-            .map(|c| {
-                let mut c = c.clone();
+        self.round(self.releases(key, token, 0..self.connections.len()))
+            .await;
+    }
+
+    /// Releases `token` on `nodes` in a background task (never cut: a release lost before
+    /// it is written would leave its key).
+    fn release_on(&self, key: &str, token: &str, nodes: &[usize]) {
+        let mut releases = self.releases(key, token, nodes.iter().copied());
+        tokio::spawn(async move { while releases.next().await.is_some() {} });
+    }
+
+    /// The release script for `token` on each of `nodes`: whether the node answered.
+    fn releases(
+        &self,
+        key: &str,
+        token: &str,
+        nodes: impl Iterator<Item = usize>,
+    ) -> FuturesUnordered<impl Future<Output = bool> + Send + 'static> {
+        nodes
+            .map(|i| {
+                let mut c = self.connections[i].clone();
                 let (script, key, token) = (self.release.clone(), key.to_owned(), token.to_owned());
                 async move {
                     let mut invocation = script.key(&key);
@@ -192,26 +182,7 @@ impl Floor {
                     invocation.invoke_async::<i64>(&mut c).await.is_ok()
                 }
             })
-            .collect::<FuturesUnordered<_>>();
-        self.round(releases).await;
-    }
-
-    /// Releases `token` on `nodes` in a background task (never cut: a release lost before
-    /// it is written would leave its key).
-    fn release_on(&self, key: &str, token: &str, nodes: &[usize]) {
-        let mut releases = nodes
-            .iter()
-            .map(|&i| {
-                let mut c = self.connections[i].clone();
-                let (script, key, token) = (self.release.clone(), key.to_owned(), token.to_owned());
-                async move {
-                    let mut invocation = script.key(&key);
-                    invocation.arg(&token);
-                    let _ = invocation.invoke_async::<i64>(&mut c).await;
-                }
-            })
-            .collect::<FuturesUnordered<_>>();
-        tokio::spawn(async move { while releases.next().await.is_some() {} });
+            .collect()
     }
 
     /// Runs the requests until the decision or the round timeout, then leaves the rest to a
@@ -246,4 +217,15 @@ impl Floor {
         }
         succeeded >= self.quorum()
     }
+}
+
+/// `SET key token NX PX ttl`: the floor's lock request.
+fn set_nx(key: &str, token: &str) -> redis::Cmd {
+    redis::cmd("SET")
+        .arg(key)
+        .arg(token)
+        .arg("NX")
+        .arg("PX")
+        .arg(super::TTL.as_millis() as u64)
+        .clone()
 }
