@@ -6,7 +6,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
-use crate::core::{Command, NodeFailure, Reply};
+use crate::core::{Command, LockKey, NodeFailure, Reply, Token};
 use crate::lua::lock as scripts;
 
 /// Sends `command` on `connection` and reads the node's answer.
@@ -16,21 +16,15 @@ pub(crate) async fn run(
 ) -> Result<Reply, NodeFailure> {
     match command {
         Command::SetIfAbsent { key, token, ttl } => {
-            let value: Value = redis::cmd("SET")
-                .arg(key.as_str())
-                .arg(&token.to_hex()[..])
-                .arg("NX")
-                .arg("PX")
-                .arg(Command::px(*ttl))
+            let value: Value = set_if_absent(key, token, *ttl)
                 .query_async(connection)
                 .await
                 .map_err(classify)?;
-            match value {
-                Value::Okay => Ok(Reply::Acquired),
-                Value::SimpleString(text) if text == "OK" => Ok(Reply::Acquired),
-                Value::Nil => Ok(Reply::Taken),
-                other => Err(unexpected("SET NX", &other)),
-            }
+            Ok(if was_set(value)? {
+                Reply::Acquired
+            } else {
+                Reply::Taken
+            })
         }
         Command::SetIfAbsentReportHolder { key, token, ttl } => {
             // One request, two commands: the holder's remaining time is read right after
@@ -38,32 +32,25 @@ pub(crate) async fn run(
             // remaining time, not the vote.
             let (set, pttl): (RedisResult<Value>, RedisResult<i64>) = redis::pipe()
                 .ignore_errors()
-                .cmd("SET")
-                .arg(key.as_str())
-                .arg(&token.to_hex()[..])
-                .arg("NX")
-                .arg("PX")
-                .arg(Command::px(*ttl))
+                .add_command(set_if_absent(key, token, *ttl))
                 .cmd("PTTL")
                 .arg(key.as_str())
                 .query_async(connection)
                 .await
                 .map_err(classify)?;
-            match set.map_err(classify)? {
-                Value::Okay => Ok(Reply::Acquired),
-                Value::SimpleString(text) if text == "OK" => Ok(Reply::Acquired),
-                Value::Nil => Ok(match pttl {
-                    // -1: no expiry (not a lease of this protocol); -2: gone meanwhile.
-                    Ok(-1) => Reply::TakenFor {
-                        remaining: Duration::MAX,
-                    },
-                    Ok(ms) => Reply::TakenFor {
-                        remaining: Duration::from_millis(ms.max(0).unsigned_abs()),
-                    },
-                    Err(_) => Reply::Taken,
-                }),
-                other => Err(unexpected("SET NX", &other)),
+            if was_set(set.map_err(classify)?)? {
+                return Ok(Reply::Acquired);
             }
+            Ok(match pttl {
+                // -1: no expiry (not a lease of this protocol); -2: gone meanwhile.
+                Ok(-1) => Reply::TakenFor {
+                    remaining: Duration::MAX,
+                },
+                Ok(ms) => Reply::TakenFor {
+                    remaining: Duration::from_millis(ms.max(0).unsigned_abs()),
+                },
+                Err(_) => Reply::Taken,
+            })
         }
         Command::SetIfAbsentReadFence { key, token, ttl } => {
             let value: Value = scripts::ACQUIRE_FENCED
@@ -160,6 +147,28 @@ pub(crate) async fn run(
                 .map_err(classify)?;
             owner_reply(value, Reply::Extended, "extend")
         }
+    }
+}
+
+/// `SET key token NX PX ttl`: the lock request.
+fn set_if_absent(key: &LockKey, token: &Token, ttl: Duration) -> redis::Cmd {
+    let mut cmd = redis::cmd("SET");
+    cmd.arg(key.as_str())
+        .arg(&token.to_hex()[..])
+        .arg("NX")
+        .arg("PX")
+        .arg(Command::px(ttl));
+    cmd
+}
+
+/// Reads the answer to [`set_if_absent`]: whether it set the key (`OK`, over RESP2 or
+/// RESP3) or found it taken (nil).
+fn was_set(value: Value) -> Result<bool, NodeFailure> {
+    match value {
+        Value::Okay => Ok(true),
+        Value::SimpleString(text) if text == "OK" => Ok(true),
+        Value::Nil => Ok(false),
+        other => Err(unexpected("SET NX", &other)),
     }
 }
 
