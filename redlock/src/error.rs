@@ -4,10 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::core::{
-    ConfigError, FailureReason, LeaseLost, NodeFailure, NodeStatus, ResourceError, RoundFailure,
-    quorum,
-};
+use crate::core::{ConfigError, FailureReason, LeaseLost, NodeStatus, ResourceError, RoundFailure};
 
 /// Everything the client can fail with.
 ///
@@ -248,8 +245,7 @@ impl NodeReport {
 
     /// Whether so many nodes refused this client that no quorum can form without them.
     fn denies_quorum(&self) -> bool {
-        let denied = self.count(|s| matches!(s, NodeStatus::Failed(NodeFailure::Denied(_))));
-        denied > self.0.len().saturating_sub(quorum(self.0.len()))
+        crate::core::denies_quorum(self.0.iter().map(|n| &n.status))
     }
 
     /// How many nodes have a status matching `predicate`.

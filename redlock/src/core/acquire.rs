@@ -316,13 +316,12 @@ impl Acquire {
     /// released too: a `SET` may still land after its timeout.
     fn queue_cleanup(&mut self) {
         let locked = self.locked.as_ref().unwrap_or(&self.round);
-        let wrote_nothing: Vec<bool> = locked
-            .statuses()
-            .iter()
-            .map(NodeStatus::wrote_nothing)
-            .collect();
         for index in 0..self.config.nodes() {
-            if wrote_nothing.get(index).copied().unwrap_or(false) {
+            if locked
+                .statuses()
+                .get(index)
+                .is_some_and(NodeStatus::wrote_nothing)
+            {
                 continue;
             }
             let node = NodeId::new(index);

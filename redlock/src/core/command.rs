@@ -141,22 +141,6 @@ impl Command {
         }
     }
 
-    /// The expiry the command writes, in the whole milliseconds of `PX` (at least 1: `PX 0`
-    /// is an error), if it writes one.
-    pub fn ttl_millis(&self) -> Option<u64> {
-        match self {
-            Self::SetIfAbsent { ttl, .. }
-            | Self::SetIfAbsentReportHolder { ttl, .. }
-            | Self::SetIfAbsentReadFence { ttl, .. }
-            | Self::SetAllIfAbsent { ttl, .. }
-            | Self::ExtendAllIfOwner { ttl, .. }
-            | Self::ExtendIfOwner { ttl, .. } => Some(Self::px(*ttl)),
-            Self::ReleaseIfOwner { .. }
-            | Self::ReleaseAllIfOwner { .. }
-            | Self::RaiseFence { .. } => None,
-        }
-    }
-
     /// `ttl` in the whole milliseconds `PX` takes, at least 1 (`PX 0` is an error). A
     /// validated TTL is a whole number of milliseconds, so nothing is rounded.
     pub fn px(ttl: Duration) -> u64 {

@@ -192,12 +192,7 @@ impl LockConfig {
             .node_timeout()
             .saturating_mul(3)
             .saturating_mul(attempts);
-        let waits = self
-            .retry
-            .delay
-            .saturating_add(self.retry.jitter)
-            .saturating_mul(self.retry.retries);
-        rounds.saturating_add(waits)
+        rounds.saturating_add(self.retry.max_wait())
     }
 
     /// Checks that the configuration can give Redlock's guarantees.

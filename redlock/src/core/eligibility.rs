@@ -146,10 +146,9 @@ pub enum EligibilityEvent {
 struct NodeState {
     run_id: Option<String>,
     quarantined_until: Option<Timestamp>,
-    /// The connection whose identity is known.
+    /// The connection whose identity is known (or was tried and refused); `None` until the
+    /// first identification, whatever its outcome.
     identified: Option<ConnectionId>,
-    /// Whether any identification was attempted (success or not).
-    seen: bool,
     unidentifiable_reported: bool,
     eviction_reported: bool,
     duplicate_of: Option<NodeId>,
@@ -299,8 +298,7 @@ impl Eligibility {
         let Some(state) = self.nodes.get_mut(node.index()) else {
             return events;
         };
-        let first_sight = !state.seen;
-        state.seen = true;
+        let first_sight = state.identified.is_none();
         state.identified = Some(connection);
         match identity {
             Ok(identity) => {

@@ -123,14 +123,7 @@ impl Held {
     /// An extension of this lease starting at `now` (refused without sending anything when
     /// the lease has expired or reached its longest hold).
     pub fn extend(&self, config: &LockConfig, now: Timestamp) -> Extend {
-        Extend::new(
-            config,
-            self.target.clone(),
-            self.token,
-            self.valid_until,
-            self.acquired_at,
-            now,
-        )
+        self.extend_numbered(config, now, 1)
     }
 
     /// As [`Held::extend`], with the requests numbered `round` (see [`Extend::numbered`]).
@@ -191,11 +184,12 @@ impl Held {
 /// What a release reports for a node without asking it, given the node's status at the
 /// grant: `None` when the node may hold the key and must be asked.
 fn spared_in_release(status: &NodeStatus) -> Option<NodeStatus> {
-    match status {
-        NodeStatus::Replied(reply) if reply.is_taken() => Some(NodeStatus::Replied(Reply::NotHeld)),
-        NodeStatus::Failed(failure) if failure.never_sent() => Some(status.clone()),
-        _ => None,
-    }
+    status.wrote_nothing().then(|| match status {
+        // Another owner's key: ours is not there.
+        NodeStatus::Replied(_) => NodeStatus::Replied(Reply::NotHeld),
+        // Never sent: the failure stands for the release too.
+        other => other.clone(),
+    })
 }
 
 impl fmt::Debug for Held {

@@ -77,14 +77,18 @@ impl RoundFailure {
     /// Whether so many nodes refused this client ([`NodeFailure::Denied`]: credentials,
     /// permissions) that the others could never make a quorum: no retry can help.
     pub fn is_denied(&self) -> bool {
-        let denied = self
-            .nodes
-            .iter()
-            .filter(|s| matches!(s, NodeStatus::Failed(NodeFailure::Denied(_))))
-            .count();
-        let nodes = self.nodes.len();
-        denied > nodes.saturating_sub(super::quorum(nodes))
+        denies_quorum(self.nodes.iter())
     }
+}
+
+/// Whether so many of a round's `statuses` are refusals of this client
+/// ([`NodeFailure::Denied`]) that the other nodes could never make a quorum.
+pub(crate) fn denies_quorum<'a>(statuses: impl ExactSizeIterator<Item = &'a NodeStatus>) -> bool {
+    let nodes = statuses.len();
+    let denied = statuses
+        .filter(|s| matches!(s, NodeStatus::Failed(NodeFailure::Denied(_))))
+        .count();
+    denied > nodes.saturating_sub(super::quorum(nodes))
 }
 
 pub(crate) fn count(nodes: &[NodeStatus], reply: Reply) -> usize {
