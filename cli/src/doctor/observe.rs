@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use redlock::core::{NodeIdentity, info_field};
+
 use super::clock::TimeSample;
 use super::permissions::Probe;
 
@@ -119,18 +121,9 @@ pub(crate) struct ServerInfo {
 
 /// Reads the fields the doctor needs from an `INFO` reply (the default sections).
 pub(crate) fn parse_info(text: &str) -> Result<ServerInfo, String> {
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
-            .map(str::trim)
-    };
-    let run_id = field("run_id")
-        .filter(|id| !id.is_empty())
-        .ok_or("INFO has no run_id (a proxy in front of the node?)")?;
-    let uptime = field("uptime_in_seconds")
-        .and_then(|s| s.parse().ok())
-        .map(Duration::from_secs)
-        .ok_or("INFO has no uptime_in_seconds")?;
+    // What the client itself reads (run_id, uptime, eviction policy), read the same way.
+    let identity = NodeIdentity::from_info(text)?;
+    let field = |name: &str| info_field(text, name);
     let role = match field("role") {
         Some("master") => Role::Master {
             replicas: field("connected_slaves")
@@ -149,11 +142,11 @@ pub(crate) fn parse_info(text: &str) -> Result<ServerInfo, String> {
     };
     Ok(ServerInfo {
         version: field("redis_version").unwrap_or("?").to_owned(),
-        run_id: run_id.to_owned(),
-        uptime,
+        run_id: identity.run_id,
+        uptime: identity.uptime,
         role,
         aof_enabled: field("aof_enabled") == Some("1"),
-        maxmemory_policy: field("maxmemory_policy").map(str::to_owned),
+        maxmemory_policy: identity.maxmemory_policy,
         maxmemory: field("maxmemory").and_then(|n| n.parse().ok()),
     })
 }

@@ -63,6 +63,59 @@ pub struct NodeIdentity {
 /// reports 1 s). The restart quarantine counts from the uptime less this.
 pub const UPTIME_SLACK: Duration = Duration::from_secs(1);
 
+/// How much longer a server that reports `uptime` stays out under a restart quarantine of
+/// `quarantine`: counted from the latest moment it can have started (its uptime less
+/// [`UPTIME_SLACK`]); zero once that is over.
+///
+/// ```
+/// use std::time::Duration;
+/// use redlock::core::quarantine_left;
+///
+/// let s = Duration::from_secs;
+/// assert_eq!(quarantine_left(s(10), s(4)), s(7));
+/// assert_eq!(quarantine_left(s(10), s(10)), s(1));
+/// assert_eq!(quarantine_left(s(10), s(11)), Duration::ZERO);
+/// ```
+pub fn quarantine_left(quarantine: Duration, uptime: Duration) -> Duration {
+    quarantine.saturating_sub(uptime.saturating_sub(UPTIME_SLACK))
+}
+
+impl NodeIdentity {
+    /// The identity in the text of an `INFO` reply (the default sections), or what is
+    /// missing from it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock::core::NodeIdentity;
+    ///
+    /// let info = "# Server\r\nrun_id:abc123\r\nuptime_in_seconds:42\r\n";
+    /// let identity = NodeIdentity::from_info(info).unwrap();
+    /// assert_eq!(identity.uptime, Duration::from_secs(42));
+    /// assert!(NodeIdentity::from_info("uptime_in_seconds:1").is_err());
+    /// ```
+    pub fn from_info(info: &str) -> Result<Self, String> {
+        let run_id = info_field(info, "run_id")
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| "INFO has no run_id (a proxy in front of the node?)".to_owned())?;
+        let uptime = info_field(info, "uptime_in_seconds")
+            .and_then(|s| s.parse().ok())
+            .map(Duration::from_secs)
+            .ok_or_else(|| "INFO has no uptime_in_seconds".to_owned())?;
+        Ok(Self {
+            run_id: run_id.to_owned(),
+            uptime,
+            maxmemory_policy: info_field(info, "maxmemory_policy").map(str::to_owned),
+        })
+    }
+}
+
+/// The value of the field `name` in the text of an `INFO` reply (`name:value` lines).
+pub fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
+    info.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+        .map(str::trim)
+}
+
 /// The driver's number for one connection to one node; a reconnection gets a new one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ConnectionId(pub u64);
@@ -323,9 +376,7 @@ impl Eligibility {
                 };
                 state.run_id = Some(identity.run_id);
                 if let (Some(reason), RestartPolicy::Quarantine(quarantine)) = (reason, policy) {
-                    // Counted from the latest moment the server can have started.
-                    let started_at_most = identity.uptime.saturating_sub(UPTIME_SLACK);
-                    let left = quarantine.saturating_sub(started_at_most);
+                    let left = quarantine_left(quarantine, identity.uptime);
                     if !left.is_zero() {
                         events.push(quarantine_until(state, node, now, left, reason));
                     }
@@ -396,7 +447,24 @@ fn quarantine_until(
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::core::{LockKey, Token};
+
+    #[test]
+    fn reads_the_fields_of_an_info_reply() {
+        let info = "# Server\r\nredis_version:7.0.15\r\nrun_id:abc123\r\nuptime_in_seconds:42\r\n\
+                    # Memory\r\nmaxmemory_policy:allkeys-lru\r\n";
+        assert_eq!(
+            NodeIdentity::from_info(info),
+            Ok(NodeIdentity {
+                run_id: "abc123".into(),
+                uptime: Duration::from_secs(42),
+                maxmemory_policy: Some("allkeys-lru".into()),
+            })
+        );
+        assert!(NodeIdentity::from_info("# Server\r\nuptime_in_seconds:1\r\n").is_err());
+        assert!(NodeIdentity::from_info("run_id:x\r\nuptime_in_seconds:soon\r\n").is_err());
+    }
 
     fn secs(n: u64) -> Duration {
         Duration::from_secs(n)

@@ -107,7 +107,7 @@ pub use config::{
 };
 pub use eligibility::{
     Admission, ConnectionId, Eligibility, EligibilityEvent, NodeIdentity, QuarantineReason,
-    RestartPolicy, UPTIME_SLACK,
+    RestartPolicy, UPTIME_SLACK, info_field, quarantine_left,
 };
 pub use extend::{Extend, ExtendFailure, ExtendOutcome, Extension};
 pub use keep_alive::{KeepAlive, Keeper, KeeperEvent, LeaseLost};
