@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use redlock::core::quarantine_left;
 use serde::Serialize;
 
 use super::catalogue::{self, Condition, Scenario};
@@ -529,15 +530,16 @@ fn judge_server(
     findings.push(judge_persistence(limits, node, server));
 
     if let Some(quarantine) = limits.quarantine {
-        if server.uptime < quarantine {
-            let left = quarantine - server.uptime;
+        // The client's own rule: the uptime a node reports can read up to a second high.
+        let left = quarantine_left(quarantine, server.uptime);
+        if !left.is_zero() {
             findings.push(
                 Finding::new(
                     Level::Warning,
                     Check::Uptime,
                     Condition::Memory,
                     format!(
-                        "up {}, less than the restart quarantine ({}): it may have restarted \
+                        "up {}, within the restart quarantine ({}): it may have restarted \
                          without its keys, so a client that meets it now leaves it out of \
                          quorums for another {}",
                         show(server.uptime),
@@ -1027,7 +1029,7 @@ fn judge_fleet(
     if let Some(quarantine) = limits.quarantine {
         let mut waits: Vec<Duration> = servers
             .values()
-            .map(|uptime| quarantine.saturating_sub(*uptime))
+            .map(|uptime| quarantine_left(quarantine, *uptime))
             .collect();
         waits.sort();
         // The quorum-th shortest wait: when a new client can first count a quorum.
@@ -1438,7 +1440,8 @@ mod tests {
             .find(|f| f.check == Check::Quorum)
             .unwrap();
         assert_eq!(wait.level, Level::Warning);
-        assert!(wait.summary.contains("for another 6s"), "{}", wait.summary);
+        // Up 4 s by their reports, so up at least 3 s: 7 s of a 10 s quarantine are left.
+        assert!(wait.summary.contains("for another 7s"), "{}", wait.summary);
 
         let short = Limits {
             quarantine: Some(Duration::from_secs(5)),
