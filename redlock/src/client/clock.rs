@@ -77,27 +77,25 @@ impl Clock {
     }
 }
 
+/// The clock of the table above, where the platform has one.
 #[cfg(any(target_os = "linux", target_os = "android"))]
-fn raw_now() -> Duration {
-    use nix::time::{ClockId, clock_gettime};
-    match clock_gettime(ClockId::CLOCK_BOOTTIME) {
-        Ok(spec) => Duration::new(
-            u64::try_from(spec.tv_sec()).unwrap_or(0),
-            u32::try_from(spec.tv_nsec()).unwrap_or(0),
-        ),
-        // Every Linux since 2.6.39 has it; a refusal would be a sandbox's doing.
-        Err(_) => fallback_now(),
-    }
-}
-
+const COUNTS_SUSPEND: nix::time::ClockId = nix::time::ClockId::CLOCK_BOOTTIME;
 #[cfg(any(target_os = "macos", target_os = "ios"))]
+const COUNTS_SUSPEND: nix::time::ClockId = nix::time::ClockId::CLOCK_MONOTONIC;
+
+#[cfg(any(
+    target_os = "linux",
+    target_os = "android",
+    target_os = "macos",
+    target_os = "ios"
+))]
 fn raw_now() -> Duration {
-    use nix::time::{ClockId, clock_gettime};
-    match clock_gettime(ClockId::CLOCK_MONOTONIC) {
+    match nix::time::clock_gettime(COUNTS_SUSPEND) {
         Ok(spec) => Duration::new(
             u64::try_from(spec.tv_sec()).unwrap_or(0),
             u32::try_from(spec.tv_nsec()).unwrap_or(0),
         ),
+        // Every Linux since 2.6.39 has CLOCK_BOOTTIME; a refusal would be a sandbox's doing.
         Err(_) => fallback_now(),
     }
 }

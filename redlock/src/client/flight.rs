@@ -77,17 +77,7 @@ impl Background {
 
     /// Returns once nothing runs in the background.
     pub(crate) async fn settled(&self) {
-        loop {
-            // Registered before the count is read, so a task finishing in between still
-            // wakes this waiter.
-            let idle = self.0.idle.notified();
-            tokio::pin!(idle);
-            idle.as_mut().enable();
-            if self.running() == 0 {
-                return;
-            }
-            idle.await;
-        }
+        super::wait_for(&self.0.idle, || self.running() == 0).await;
     }
 }
 

@@ -282,10 +282,7 @@ fn publish(
             tracing::debug!(
                 resource,
                 extensions = keeper.held().extensions(),
-                validity_ms = extension
-                    .valid_until
-                    .saturating_duration_since(extension.decided_at)
-                    .as_millis(),
+                validity_ms = extension.validity().as_millis(),
                 "lease extended"
             );
             state.send_modify(|s| {

@@ -8,17 +8,13 @@
 //! has finished: its *lane*.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+use super::lock;
 use super::registry::WeakMap;
 use crate::core::Target;
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Plain data behind these locks: a poisoned lock still holds usable values.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// Opens when a command of a lane has finished (or was dropped unfinished), and wakes every
 /// command waiting for it.
@@ -34,16 +30,7 @@ impl Gate {
     }
 
     pub(crate) async fn wait(&self) {
-        loop {
-            // Registered before the second look, so an opening in between still wakes us.
-            let opened = self.opened.notified();
-            tokio::pin!(opened);
-            opened.as_mut().enable();
-            if self.is_open() {
-                return;
-            }
-            opened.await;
-        }
+        super::wait_for(&self.opened, || self.is_open()).await;
     }
 }
 

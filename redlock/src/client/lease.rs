@@ -164,16 +164,13 @@ impl Lease {
             Some(ExtendOutcome::Extended(extension)) => {
                 self.held.apply(&extension);
                 redlock.telemetry().extended(true);
-                let validity = extension
-                    .valid_until
-                    .saturating_duration_since(extension.decided_at);
                 tracing::debug!(
                     resource = %self.described(),
                     extensions = self.held.extensions(),
-                    validity_ms = validity.as_millis(),
+                    validity_ms = extension.validity().as_millis(),
                     "lease extended"
                 );
-                Ok(validity)
+                Ok(extension.validity())
             }
             Some(ExtendOutcome::Failed(failure)) => {
                 redlock.telemetry().extended(false);

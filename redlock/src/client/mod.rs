@@ -81,7 +81,7 @@ mod waiting;
 mod wire;
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 pub use builder::{DEFAULT_CONNECT_TIMEOUT, RedlockBuilder};
 pub use connect::ConnectReport;
@@ -485,4 +485,25 @@ impl fmt::Debug for Redlock {
             .field("fencing", &self.fencing)
             .finish()
     }
+}
+
+/// Returns once `ready()` holds, checking it again each time `notify` wakes this waiter.
+/// The waiter registers before each check, so a change (and its `notify_waiters`) between
+/// the check and the wait still wakes it.
+async fn wait_for(notify: &tokio::sync::Notify, ready: impl Fn() -> bool) {
+    loop {
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if ready() {
+            return;
+        }
+        notified.await;
+    }
+}
+
+/// Locks `mutex` whatever a panicking holder left: every lock of the client guards plain
+/// data (maps, queues, a generator) that stays usable.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -9,7 +9,7 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -20,6 +20,7 @@ use tokio::sync::OnceCell;
 
 use super::clock::Clock;
 use super::identity;
+use super::lock;
 use super::wire::{self, classify, connection_lost};
 use crate::core::{
     Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId, Reply,
@@ -52,11 +53,6 @@ struct Connection {
     id: ConnectionId,
     multiplexed: MultiplexedConnection,
     identified: Arc<OnceCell<()>>,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Plain data behind these locks: a poisoned lock still holds usable values.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Nodes {

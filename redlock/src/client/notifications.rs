@@ -12,21 +12,17 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
+use super::lock;
 use super::registry::WeakMap;
 use super::waiting::Freed;
 use super::wire::classify;
 use crate::core::{NodeFailure, Token};
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Plain data behind these locks: a poisoned lock still holds usable values.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// The first wait before reconnecting a broken subscription, doubled up to the last.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));

@@ -4,7 +4,7 @@
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// Weak entries by key. A key nobody holds any more costs one dead entry until the next
 /// sweep, which runs when the map has doubled since the last one: O(1) per insertion over
@@ -34,8 +34,7 @@ impl<K: Hash + Eq, V> Default for WeakMap<K, V> {
 
 impl<K: Hash + Eq, V> WeakMap<K, V> {
     fn lock(&self) -> MutexGuard<'_, Inner<K, V>> {
-        // Plain data behind the lock: a poisoned lock still holds usable entries.
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        super::lock(&self.inner)
     }
 
     /// The live entry for `key`, or a new one made by `make` (and kept while it lives).

@@ -5,7 +5,7 @@
 //! that without a system call per round. The generator is ChaCha12 (`rand`'s `StdRng`), one
 //! per client.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use rand::rngs::{StdRng, SysRng};
 use rand::{Rng, SeedableRng};
@@ -31,10 +31,7 @@ impl Tokens {
     pub(crate) fn next(&self) -> Token {
         let mut bytes = [0; TOKEN_LEN];
         // The generator's state is valid whatever a panicking holder did with it.
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .fill_bytes(&mut bytes);
+        super::lock(&self.0).fill_bytes(&mut bytes);
         Token::from_bytes(bytes)
     }
 }

@@ -7,19 +7,15 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
 use super::Shared;
+use super::lock;
 use super::notifications::Subscription;
 use super::registry::WeakMap;
 use crate::core::{Target, Token};
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Plain data behind these locks: a poisoned lock still holds usable values.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// That a lock key may have been freed: raised by this client's own releases and by the
 /// nodes' notifications (the release scripts `PUBLISH` on the key's name).
@@ -110,15 +106,7 @@ impl Place {
 
     /// Returns once this place is the first in line.
     pub(crate) async fn first(&self) {
-        loop {
-            let moved = self.line.moved.notified();
-            tokio::pin!(moved);
-            moved.as_mut().enable();
-            if self.is_first() {
-                return;
-            }
-            moved.await;
-        }
+        super::wait_for(&self.line.moved, || self.is_first()).await;
     }
 }
 

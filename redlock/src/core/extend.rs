@@ -26,6 +26,13 @@ pub struct Extension {
     pub nodes: Vec<NodeStatus>,
 }
 
+impl Extension {
+    /// The validity left when the quorum was reached.
+    pub fn validity(&self) -> Duration {
+        self.valid_until.saturating_duration_since(self.decided_at)
+    }
+}
+
 /// Why an extension failed. The lease itself is unchanged: it stays valid until its old
 /// deadline, and no key was deleted, so another extension may still succeed.
 #[derive(Clone, Debug, PartialEq, Eq)]
