@@ -119,6 +119,7 @@ pub use lease::{FenceTooLate, Held};
 pub use machine::Machine;
 pub use release::{Release, ReleaseReport};
 pub use retry::{RetryPolicy, RetryWindow};
+#[cfg(feature = "tokio")]
 pub(crate) use round::denies_quorum;
 pub use round::{FailureReason, RoundFailure};
 pub use supervise::{Ending, StopCause, Supervisor, SupervisorAction};
