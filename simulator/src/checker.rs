@@ -240,7 +240,7 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
             if leases[a].client == leases[b].client {
                 continue;
             }
-            let common = intersect(window(history, a), window(history, b));
+            let common = intersect(history.windows_of(a), history.windows_of(b));
             let Some(&(from, until)) = common.first() else {
                 continue;
             };
@@ -348,11 +348,6 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
         overlaps,
         first_problem,
     }
-}
-
-/// The windows of lease `lease` (none for a history recorded without them).
-fn window(history: &History, lease: usize) -> &[(Nanos, Nanos)] {
-    history.windows.get(lease).map_or(&[], Vec::as_slice)
 }
 
 /// The intersection of two sorted lists of disjoint intervals.

@@ -101,7 +101,7 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
     };
     for (index, lease) in history.leases.iter().enumerate() {
         let who = name(lease.client);
-        let windows = history.windows.get(index).map_or(&[][..], Vec::as_slice);
+        let windows = history.windows_of(index);
         let deadline_reached = history
             .deadlines_reached
             .get(index)
@@ -392,7 +392,7 @@ pub fn svg(scenario: &Scenario, run: &Run) -> String {
     // Lease windows: one bar per interval of belief.
     for (index, lease) in history.leases.iter().enumerate() {
         let y = lane_y(lease.client) + 9.0;
-        let windows = history.windows.get(index).map_or(&[][..], Vec::as_slice);
+        let windows = history.windows_of(index);
         for &(from, until) in windows {
             let (x0, x1) = (x(from), x(until));
             let _ = writeln!(

@@ -246,6 +246,11 @@ impl History {
         }
     }
 
+    /// The windows of lease `lease`, true time (none for a history recorded without them).
+    pub fn windows_of(&self, lease: usize) -> &[(Nanos, Nanos)] {
+        self.windows.get(lease).map_or(&[], Vec::as_slice)
+    }
+
     pub(crate) fn note(&mut self, at: Nanos, who: impl Into<String>, what: impl Into<String>) {
         self.notes.push(Note {
             at,

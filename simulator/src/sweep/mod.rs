@@ -172,20 +172,16 @@ pub fn sweep(
         .iter()
         .map(|&value| {
             let at: Vec<&SweepRun> = runs.iter().filter(|r| r.value == value).collect();
-            let rate = |verdict: Verdict, mode: usize| {
-                at.iter().filter(|r| r.verdicts[mode] == verdict).count() as f64
-                    / at.len().max(1) as f64
+            let share = |hit: &dyn Fn(&SweepRun) -> bool| {
+                at.iter().filter(|r| hit(r)).count() as f64 / at.len().max(1) as f64
             };
+            let rate = |verdict: Verdict, mode: usize| share(&|r| r.verdicts[mode] == verdict);
             let calls: u64 = at.iter().map(|r| r.acquire_calls).sum();
             let failures: u64 = at.iter().map(|r| r.acquire_failures).sum();
             SweepPoint {
                 value,
                 runs: at.len(),
-                exclusion_violated: at
-                    .iter()
-                    .filter(|r| r.exclusion == Verdict::Violated)
-                    .count() as f64
-                    / at.len().max(1) as f64,
+                exclusion_violated: share(&|r| r.exclusion == Verdict::Violated),
                 violated: [0, 1, 2].map(|m| rate(Verdict::Violated, m)),
                 prevented: [0, 1, 2].map(|m| rate(Verdict::PreventedByFencing, m)),
                 acquired: if calls == 0 {
