@@ -312,15 +312,21 @@ async fn direct_probe(
             }
             _ => {}
         }
-        let refused = match ask::<redis::Value>(connection, command).await {
-            Ok(_) => None,
-            // redis-rs shows the NOPERM code as `NoPerm:`.
-            Err(why) if why.to_ascii_lowercase().contains("noperm") => Some(why),
-            Err(_) => None,
-        };
+        let refused = permission_refused(ask::<redis::Value>(connection, command).await);
         refusals.push((name.to_owned(), refused));
     }
     refusals
+}
+
+/// The node's refusal of a probe command for want of permission (`NOPERM`), if that is
+/// why it failed; other failures say nothing about permissions.
+fn permission_refused<T>(result: Result<T, String>) -> Option<String> {
+    match result {
+        Ok(_) => None,
+        // redis-rs shows the NOPERM code as `NoPerm:`.
+        Err(why) if why.to_ascii_lowercase().contains("noperm") => Some(why),
+        Err(_) => None,
+    }
 }
 
 /// Sends each of [`WAIT_COMMANDS`] on `key` (and its channel, which is named like it): a
@@ -331,12 +337,6 @@ async fn wait_probe(
     connection: &mut MultiplexedConnection,
     key: &str,
 ) -> Vec<(String, Option<String>)> {
-    let refusal = |result: Result<(), String>| match result {
-        Ok(()) => None,
-        // redis-rs shows the NOPERM code as `NoPerm:`.
-        Err(why) if why.to_ascii_lowercase().contains("noperm") => Some(why),
-        Err(_) => None,
-    };
     let mut refusals = Vec::with_capacity(WAIT_COMMANDS.len());
     for name in WAIT_COMMANDS {
         let outcome = match name {
@@ -355,7 +355,7 @@ async fn wait_probe(
                 ask::<redis::Value>(connection, command).await.map(drop)
             }
         };
-        refusals.push((name.to_owned(), refusal(outcome)));
+        refusals.push((name.to_owned(), permission_refused(outcome)));
     }
     refusals
 }
