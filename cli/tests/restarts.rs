@@ -15,16 +15,9 @@ use common::*;
 fn a_new_process_leaves_out_a_node_that_restarted_empty() {
     let mut fleet = fleet(5);
     let started = Instant::now();
-    for i in [3, 4] {
-        let mut c = fleet.connect(i).unwrap();
-        let _: () = redis::cmd("SET")
-            .arg("redlock:q")
-            .arg("someone-else")
-            .arg("PX")
-            .arg(500)
-            .query(&mut c)
-            .unwrap();
-    }
+    fleet
+        .occupy(&[3, 4], "redlock:q", Duration::from_millis(500))
+        .unwrap();
     let files = Files::new();
     let script = format!("echo A >> \"$LINES\"; {WAIT_FOR_GO}");
     // A knows the fleet is new (no restart to guard against).

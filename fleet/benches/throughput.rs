@@ -116,73 +116,75 @@ fn contended(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(6));
     group.bench_function("ours", |b| {
         b.iter_custom(|iters| {
-            runtime.block_on(async {
-                let mut busy = Duration::ZERO;
-                for _ in 0..iters {
-                    let deadline = Instant::now() + WINDOW;
-                    let handles: Vec<_> = (0..WORKERS)
-                        .map(|_| {
-                            let ours = ours.clone();
-                            tokio::spawn(async move {
-                                let mut done = 0u64;
-                                while Instant::now() < deadline {
-                                    if let Ok(lease) = ours.acquire("contended").await {
-                                        lease.release().await;
-                                        done += 1;
-                                    }
-                                }
-                                done
-                            })
-                        })
-                        .collect();
-                    let started = Instant::now();
-                    let mut total = 0;
-                    for h in handles {
-                        total += h.await.expect("a task");
+            in_windows(&runtime, iters, WORKERS, WINDOW, |deadline| {
+                let ours = ours.clone();
+                async move {
+                    let mut done = 0u64;
+                    while Instant::now() < deadline {
+                        if let Ok(lease) = ours.acquire("contended").await {
+                            lease.release().await;
+                            done += 1;
+                        }
                     }
-                    // Time per acquisition, so that criterion's throughput reads as acquisitions/s.
-                    busy += started.elapsed() / u32::try_from(total.max(1)).unwrap_or(u32::MAX);
+                    done
                 }
-                busy
             })
         });
     });
     group.bench_function("rslock", |b| {
         b.iter_custom(|iters| {
-            runtime.block_on(async {
-                let mut busy = Duration::ZERO;
-                for _ in 0..iters {
-                    let deadline = Instant::now() + WINDOW;
-                    let handles: Vec<_> = (0..WORKERS)
-                        .map(|_| {
-                            let rslock = rslock.clone();
-                            tokio::spawn(async move {
-                                let mut done = 0u64;
-                                while Instant::now() < deadline {
-                                    let key = "bench-rslock:contended";
-                                    if let Ok(lock) = rslock.lock(key, support::TTL).await {
-                                        rslock.unlock(&lock).await;
-                                        done += 1;
-                                    }
-                                }
-                                done
-                            })
-                        })
-                        .collect();
-                    let started = Instant::now();
-                    let mut total = 0;
-                    for h in handles {
-                        total += h.await.expect("a task");
+            in_windows(&runtime, iters, WORKERS, WINDOW, |deadline| {
+                let rslock = rslock.clone();
+                async move {
+                    let mut done = 0u64;
+                    while Instant::now() < deadline {
+                        let key = "bench-rslock:contended";
+                        if let Ok(lock) = rslock.lock(key, support::TTL).await {
+                            rslock.unlock(&lock).await;
+                            done += 1;
+                        }
                     }
-                    busy += started.elapsed() / u32::try_from(total.max(1)).unwrap_or(u32::MAX);
+                    done
                 }
-                busy
             })
         });
     });
     group.finish();
     support::assert_clean(&fleet, "bench-ours:", "ours (contended)");
     support::report_clean(&fleet, "bench-rslock:", "rslock (contended)");
+}
+
+/// `iters` windows of `window`, each spawning `workers` tasks (`worker(deadline)` is one
+/// worker's loop, returning its acquisitions) and timing from after the spawns until they
+/// all end; the sum over the windows of each window's time per acquisition, so that
+/// criterion's throughput reads as acquisitions/s.
+fn in_windows<F, Worker>(
+    runtime: &tokio::runtime::Runtime,
+    iters: u64,
+    workers: usize,
+    window: Duration,
+    worker: F,
+) -> Duration
+where
+    F: Fn(Instant) -> Worker,
+    Worker: Future<Output = u64> + Send + 'static,
+{
+    runtime.block_on(async {
+        let mut busy = Duration::ZERO;
+        for _ in 0..iters {
+            let deadline = Instant::now() + window;
+            let handles: Vec<_> = (0..workers)
+                .map(|_| tokio::spawn(worker(deadline)))
+                .collect();
+            let started = Instant::now();
+            let mut total = 0;
+            for h in handles {
+                total += h.await.expect("a task");
+            }
+            busy += started.elapsed() / u32::try_from(total.max(1)).unwrap_or(u32::MAX);
+        }
+        busy
+    })
 }
 
 criterion_group!(benches, parallel, contended);

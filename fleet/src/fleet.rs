@@ -326,6 +326,40 @@ impl RedisFleet {
         Ok(total)
     }
 
+    /// Sets `key` to `someone-else` for `ttl` (`SET key someone-else PX <ms>`) on each of
+    /// `nodes`, as another client holding the lock there would.
+    ///
+    /// # Errors
+    ///
+    /// When a node cannot be reached or refuses the `SET`.
+    pub fn occupy(&self, nodes: &[usize], key: &str, ttl: Duration) -> redis::RedisResult<()> {
+        let millis = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        for &index in nodes {
+            let mut connection = self.connect(index)?;
+            let () = redis::cmd("SET")
+                .arg(key)
+                .arg("someone-else")
+                .arg("PX")
+                .arg(millis)
+                .query(&mut connection)?;
+        }
+        Ok(())
+    }
+
+    /// Deletes `key` on each of `nodes` (`DEL key`): what [`occupy`](Self::occupy) set, once
+    /// the other client is gone.
+    ///
+    /// # Errors
+    ///
+    /// When a node cannot be reached or refuses the `DEL`.
+    pub fn vacate(&self, nodes: &[usize], key: &str) -> redis::RedisResult<()> {
+        for &index in nodes {
+            let mut connection = self.connect(index)?;
+            let () = redis::cmd("DEL").arg(key).query(&mut connection)?;
+        }
+        Ok(())
+    }
+
     fn signal(&mut self, index: usize, signal: Signal) -> Result<(), FleetError> {
         let child = self.nodes[index].child.as_ref().ok_or_else(|| {
             FleetError::Io(std::io::Error::other(format!(

@@ -340,13 +340,10 @@ async fn scripts_forbidden_by_acl() {
     // The release returns at a quorum: let the last node's release land before the ACL
     // change, or it would fail too and leave a key.
     assert_no_lock_keys(&fleet).await;
-    for i in 0..3 {
-        let mut c = fleet.connect(i).unwrap();
-        let _: () = redis::cmd("ACL")
-            .arg(&["SETUSER", "default", "-eval", "-evalsha", "-script"][..])
-            .query(&mut c)
-            .unwrap();
-    }
+    acl_on_every_node(
+        &fleet,
+        &["SETUSER", "default", "-eval", "-evalsha", "-script"],
+    );
     let addresses: Vec<String> = (0..3).map(|i| fleet.addr(i).to_string()).collect();
 
     // SET is still allowed: the lease is granted...
@@ -395,16 +392,9 @@ async fn scripts_forbidden_by_acl() {
     assert!(expired, "the keys outlived their TTL");
 
     // A cancelled or failed acquisition cannot clean up either: it still returns in time.
-    for i in 0..3 {
-        let mut c = fleet.connect(i).unwrap();
-        let _: () = redis::cmd("SET")
-            .arg("redlock:contended")
-            .arg("someone-else")
-            .arg("PX")
-            .arg(60_000)
-            .query(&mut c)
-            .unwrap();
-    }
+    fleet
+        .occupy(&[0, 1, 2], "redlock:contended", Duration::from_secs(60))
+        .unwrap();
     let one_round = redlock.with_retry(RetryPolicy::no_retry()).unwrap();
     let (result, _) = acquire_timed(&one_round, "contended").await;
     assert!(matches!(result, Err(Error::Taken { .. })), "{result:?}");
@@ -415,18 +405,23 @@ async fn scripts_forbidden_by_acl() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_documented_least_permissions_suffice() {
     let fleet = fleet(3);
-    for i in 0..3 {
-        let mut c = fleet.connect(i).unwrap();
-        let _: () = redis::cmd("ACL")
-            .arg(&["SETUSER", "locker", "on", ">locker-secret", "~redlock:*"][..])
-            .arg(
-                &[
-                    "+set", "+get", "+del", "+pexpire", "+exists", "+eval", "+info",
-                ][..],
-            )
-            .query(&mut c)
-            .unwrap();
-    }
+    acl_on_every_node(
+        &fleet,
+        &[
+            "SETUSER",
+            "locker",
+            "on",
+            ">locker-secret",
+            "~redlock:*",
+            "+set",
+            "+get",
+            "+del",
+            "+pexpire",
+            "+exists",
+            "+eval",
+            "+info",
+        ],
+    );
     let urls = (0..3).map(|i| {
         let port = fleet.addr(i).port();
         format!("redis://locker:locker-secret@127.0.0.1:{port}")
@@ -451,13 +446,7 @@ async fn the_documented_least_permissions_suffice() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_forbidden_by_acl() {
     let fleet = fleet(3);
-    for i in 0..3 {
-        let mut c = fleet.connect(i).unwrap();
-        let _: () = redis::cmd("ACL")
-            .arg(&["SETUSER", "default", "-set"][..])
-            .query(&mut c)
-            .unwrap();
-    }
+    acl_on_every_node(&fleet, &["SETUSER", "default", "-set"]);
     let redlock = quick(fleet.urls());
     let (result, _) = acquire_timed(&redlock, "forbidden").await;
     let err = result.unwrap_err();

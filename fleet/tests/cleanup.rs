@@ -9,41 +9,15 @@ use std::time::Duration;
 use common::*;
 use redlock::Error;
 
-/// Sets a foreign owner's value on `nodes`, as another client holding them would.
-fn occupy(fleet: &redlock_fleet::RedisFleet, nodes: &[usize], key: &str) {
-    for &i in nodes {
-        let mut c = fleet.connect(i).unwrap();
-        let _: () = redis::cmd("SET")
-            .arg(key)
-            .arg("someone-else")
-            .arg("PX")
-            .arg(60_000)
-            .query(&mut c)
-            .unwrap();
-    }
-}
-
-/// How many times `node` ran a script (`EVAL` or `EVALSHA`): the releases it received.
-fn scripts_run(fleet: &redlock_fleet::RedisFleet, node: usize) -> u64 {
-    let mut c = fleet.connect(node).unwrap();
-    let stats: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut c)
-        .unwrap();
-    stats
-        .lines()
-        .filter(|line| line.starts_with("cmdstat_eval:") || line.starts_with("cmdstat_evalsha:"))
-        .filter_map(|line| {
-            let calls = line.split("calls=").nth(1)?;
-            calls.split(',').next()?.parse::<u64>().ok()
-        })
-        .sum()
-}
+/// How long the foreign owner's key lasts: longer than any of these tests.
+const FOREIGN_TTL: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodes_that_answered_taken_get_no_cleanup_release() {
     let fleet = fleet(5);
-    occupy(&fleet, &[0, 1, 2], "redlock:busy");
+    fleet
+        .occupy(&[0, 1, 2], "redlock:busy", FOREIGN_TTL)
+        .unwrap();
     let redlock = builder(&fleet).build().unwrap();
     redlock.connect().await;
     let err = redlock.try_acquire("busy").await.unwrap_err();
@@ -51,8 +25,10 @@ async fn nodes_that_answered_taken_get_no_cleanup_release() {
     redlock.settle().await;
     // Nodes 0-2 answered *taken*: their SET NX wrote nothing, there is nothing to release.
     // Nodes 3 and 4 took the key (or could have, had they been too slow to answer) and get
-    // the round's release.
-    let releases: Vec<u64> = (0..5).map(|i| scripts_run(&fleet, i)).collect();
+    // the round's release: the scripts (`EVAL` or `EVALSHA`) each node ran.
+    let releases: Vec<u64> = (0..5)
+        .map(|i| calls(&fleet, i, &["eval", "evalsha"]))
+        .collect();
     assert_eq!(releases, [0, 0, 0, 1, 1]);
     assert_eq!(lock_keys(&fleet), 3, "{}", describe_keys(&fleet));
 }
@@ -60,7 +36,7 @@ async fn nodes_that_answered_taken_get_no_cleanup_release() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_try_acquire_returns_at_its_decision_and_the_next_round_queues_behind_its_cleanup()
 {
-    let mut fleet = fleet(5);
+    let fleet = fleet(5);
     // Node 4 behind a proxy that holds its replies back: it executes our SET at once but
     // answers late, so the round's cleanup release to it waits for that answer.
     let proxy = redlock_fleet::proxy::FaultProxy::start(fleet.addr(4))
@@ -74,7 +50,9 @@ async fn a_failed_try_acquire_returns_at_its_decision_and_the_next_round_queues_
         .build()
         .unwrap();
     redlock.connect().await;
-    occupy(&fleet, &[0, 1, 2], "redlock:busy");
+    fleet
+        .occupy(&[0, 1, 2], "redlock:busy", FOREIGN_TTL)
+        .unwrap();
     proxy.handle().set_latency(
         redlock_fleet::proxy::Direction::ToClient,
         Duration::from_millis(400),
@@ -89,12 +67,7 @@ async fn a_failed_try_acquire_returns_at_its_decision_and_the_next_round_queues_
     let failed_token = node4[0].1.clone();
 
     // The resource frees up; the next round runs while the cleanup to node 4 waits.
-    for i in 0..3 {
-        let _: () = redis::cmd("DEL")
-            .arg("redlock:busy")
-            .query(&mut fleet.connect(i).unwrap())
-            .unwrap();
-    }
+    fleet.vacate(&[0, 1, 2], "redlock:busy").unwrap();
     let lease = redlock.try_acquire("busy").await.unwrap();
     redlock.settle().await;
     // On node 4 the new round's SET came after the old round's release: it holds the new
@@ -111,13 +84,14 @@ async fn a_failed_try_acquire_returns_at_its_decision_and_the_next_round_queues_
         .handle()
         .set_latency(redlock_fleet::proxy::Direction::ToClient, Duration::ZERO);
     assert_no_lock_keys(&fleet).await;
-    fleet.resume(4).ok();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_acquire_leaves_none_of_its_tokens() {
     let fleet = fleet(5);
-    occupy(&fleet, &[0, 1, 2], "redlock:busy");
+    fleet
+        .occupy(&[0, 1, 2], "redlock:busy", FOREIGN_TTL)
+        .unwrap();
     let redlock = builder(&fleet)
         .retry_count(3)
         .retry_delay(Duration::from_millis(5))

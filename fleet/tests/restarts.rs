@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use common::*;
 use redlock::Error;
 use redlock::core::{NodeFailure, NodeStatus};
-use redlock_fleet::RedisFleet;
 
 /// Whether node `index` was left out by the quarantine in `err`'s last round.
 fn quarantined(err: &Error, index: usize) -> bool {
@@ -34,21 +33,6 @@ fn wait_until_older_than(started: Instant, age: Duration) {
     }
 }
 
-/// Sets a foreign key on `nodes` for `ttl`, so that a lease taken now gets the other nodes
-/// only: a bare majority that one forgetful node can break.
-fn occupy(fleet: &RedisFleet, nodes: &[usize], ttl: Duration) {
-    for &i in nodes {
-        let mut c = fleet.connect(i).unwrap();
-        let _: () = redis::cmd("SET")
-            .arg(format!("{PREFIX}q"))
-            .arg("someone-else")
-            .arg("PX")
-            .arg(u64::try_from(ttl.as_millis()).unwrap())
-            .query(&mut c)
-            .unwrap();
-    }
-}
-
 /// Two clients: A holds `q` on nodes 0–2 only; node 2 restarts
 /// empty; a client built after the restart has no earlier `run_id` to compare, and still
 /// must not count node 2.
@@ -57,7 +41,11 @@ async fn a_client_that_first_meets_a_node_after_its_restart_leaves_it_out() {
     let mut fleet = fleet(5);
     let started = Instant::now();
     let quarantine = Duration::from_secs(2);
-    occupy(&fleet, &[3, 4], Duration::from_millis(500));
+    // A foreign key on nodes 3 and 4 for half a second, so that A gets nodes 0-2 only: a bare
+    // majority that one forgetful node can break.
+    fleet
+        .occupy(&[3, 4], &format!("{PREFIX}q"), Duration::from_millis(500))
+        .unwrap();
     let a = builder(&fleet)
         .ttl(Duration::from_secs(30))
         .retry_count(0)
@@ -83,8 +71,7 @@ async fn a_client_that_first_meets_a_node_after_its_restart_leaves_it_out() {
     }
     // The same client without the quarantine (the bare algorithm) is granted the resource
     // A still holds: node 2 forgot A's key. That double grant is what the quarantine stops.
-    let bare = fresh(redlock::Redlock::builder())
-        .nodes(fleet.urls())
+    let bare = builder(&fleet)
         .ttl(Duration::from_secs(30))
         .retry_count(0)
         .build()
@@ -228,13 +215,7 @@ async fn a_restart_behind_an_idle_resp3_connection_is_noticed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodes_that_refuse_info_still_grant_leases() {
     let fleet = fleet(3);
-    for i in 0..3 {
-        let mut c = fleet.connect(i).unwrap();
-        let _: () = redis::cmd("ACL")
-            .arg(&["SETUSER", "default", "-info"][..])
-            .query(&mut c)
-            .unwrap();
-    }
+    acl_on_every_node(&fleet, &["SETUSER", "default", "-info"]);
     // The default quarantine (the TTL): a node that could be identified would be left out,
     // since the fleet is seconds old.
     let redlock = redlock::Redlock::builder()

@@ -216,13 +216,7 @@ async fn a_node_that_refuses_info_is_reported_once_and_still_counted() {
     let _guard =
         tracing::subscriber::set_default(tracing_subscriber::registry().with(captured.clone()));
     let fleet = fleet(3);
-    for i in 0..3 {
-        let mut c = fleet.connect(i).unwrap();
-        let _: () = redis::cmd("ACL")
-            .arg(&["SETUSER", "default", "-info"][..])
-            .query(&mut c)
-            .unwrap();
-    }
+    acl_on_every_node(&fleet, &["SETUSER", "default", "-info"]);
     // The default quarantine: a young node that could be identified would be left out.
     let redlock = redlock::Redlock::builder()
         .nodes(fleet.urls())

@@ -124,25 +124,23 @@ async fn a_waiter_wakes_on_a_release_by_its_own_client() {
 async fn a_lost_notification_still_ends_in_a_grant_by_the_retry_timer() {
     let fleet = fleet(5);
     // The holder's user may not publish: its releases delete the keys but notify nobody.
-    for i in 0..5 {
-        let _: () = redis::cmd("ACL")
-            .arg(&[
-                "SETUSER",
-                "mute",
-                "on",
-                ">secret",
-                "~*",
-                "+@all",
-                "resetchannels",
-            ])
-            .query(&mut fleet.connect(i).unwrap())
-            .unwrap();
-    }
+    acl_on_every_node(
+        &fleet,
+        &[
+            "SETUSER",
+            "mute",
+            "on",
+            ">secret",
+            "~*",
+            "+@all",
+            "resetchannels",
+        ],
+    );
     let mute: Vec<String> = (0..5)
         .map(|i| format!("redis://mute:secret@127.0.0.1:{}", fleet.port(i)))
         .collect();
     let holder = fresh(Redlock::builder().nodes(mute)).build().unwrap();
-    let waiting = fresh(Redlock::builder().nodes(fleet.urls()))
+    let waiting = builder(&fleet)
         .retry_delay(Duration::from_millis(300))
         .retry_jitter(Duration::ZERO)
         .build()
@@ -171,12 +169,12 @@ async fn a_lost_notification_still_ends_in_a_grant_by_the_retry_timer() {
 async fn a_waiter_sleeps_until_the_holders_keys_expire_not_longer() {
     let fleet = fleet(5);
     // A holder that vanished: its keys expire in 2.5 s, and nobody releases them.
-    let holder = fresh(Redlock::builder().nodes(fleet.urls()))
+    let holder = builder(&fleet)
         .ttl(Duration::from_millis(2_500))
         .build()
         .unwrap();
     std::mem::forget(holder.acquire("report").await.unwrap());
-    let waiting = fresh(Redlock::builder().nodes(fleet.urls()))
+    let waiting = builder(&fleet)
         .retry_delay(Duration::from_secs(2))
         .retry_jitter(Duration::ZERO)
         .build()
@@ -200,10 +198,7 @@ async fn a_clients_waiters_take_turns() {
     const TASKS: usize = 4;
     const EACH: usize = 15;
     let fleet = fleet(5);
-    let redlock = fresh(Redlock::builder().nodes(fleet.urls()))
-        .retry_count(1_000)
-        .build()
-        .unwrap();
+    let redlock = builder(&fleet).retry_count(1_000).build().unwrap();
     let grants = Arc::new(Mutex::new(Vec::new()));
     let tasks: Vec<_> = (0..TASKS)
         .map(|task| {
@@ -247,16 +242,10 @@ async fn waiters_in_line_let_their_cleanup_through_to_those_ahead() {
 async fn waiters_line_up_behind_a_quorum_of_three(fleet: &RedisFleet, resource: &str) {
     const WAITERS: usize = 16;
     let key = format!("redlock:{resource}");
-    for i in 0..3 {
-        let _: () = redis::cmd("SET")
-            .arg(&key)
-            .arg("someone-else")
-            .arg("PX")
-            .arg(60_000)
-            .query(&mut fleet.connect(i).unwrap())
-            .unwrap();
-    }
-    let redlock = fresh(Redlock::builder().nodes(fleet.urls()))
+    fleet
+        .occupy(&[0, 1, 2], &key, Duration::from_secs(60))
+        .unwrap();
+    let redlock = builder(fleet)
         .ttl(Duration::from_secs(30))
         .retry_delay(Duration::from_millis(20))
         .retry_jitter(Duration::from_millis(10))
@@ -281,10 +270,7 @@ async fn waiters_line_up_behind_a_quorum_of_three(fleet: &RedisFleet, resource: 
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let _: () = redis::cmd("DEL")
-        .arg(&key)
-        .query(&mut fleet.connect(0).unwrap())
-        .unwrap();
+    fleet.vacate(&[0], &key).unwrap();
     for waiter in waiters {
         tokio::time::timeout(Duration::from_secs(20), waiter)
             .await
@@ -293,11 +279,6 @@ async fn waiters_line_up_behind_a_quorum_of_three(fleet: &RedisFleet, resource: 
             .expect("every waiter gets the lease in turn");
     }
     redlock.settle().await;
-    for i in 1..3 {
-        let _: () = redis::cmd("DEL")
-            .arg(&key)
-            .query(&mut fleet.connect(i).unwrap())
-            .unwrap();
-    }
+    fleet.vacate(&[1, 2], &key).unwrap();
     assert_no_lock_keys(fleet).await;
 }

@@ -6,13 +6,12 @@
 //! were served over all its blocks.
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::harness::{Block, interleave, quantile, ratio, settle_and_check};
+use crate::harness::{self, Block, interleave, median, quantile, ratio, settle_and_check};
 use crate::support::{self, floor::Decide, floor::Floor};
 
 const WORKERS: usize = 16;
@@ -30,27 +29,6 @@ struct Grant {
     released: Instant,
 }
 
-/// Runs `WORKERS` copies of `worker` (given its number and the window's end) for one window
-/// on `runtime`; returns the time per acquisition, given the acquisitions they report.
-fn window<F, Fut>(runtime: &tokio::runtime::Runtime, worker: F) -> Duration
-where
-    F: Fn(usize, Instant) -> Fut,
-    Fut: Future<Output = u64> + Send + 'static,
-{
-    runtime.block_on(async {
-        let started = Instant::now();
-        let until = started + WINDOW;
-        let tasks: Vec<_> = (0..WORKERS)
-            .map(|w| tokio::spawn(worker(w, until)))
-            .collect();
-        let mut acquired = 0;
-        for task in tasks {
-            acquired += task.await.expect("a worker");
-        }
-        started.elapsed() / u32::try_from(acquired.max(1)).unwrap_or(u32::MAX)
-    })
-}
-
 pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
     let fleet = support::fleet(5);
     let urls = fleet.urls();
@@ -63,7 +41,7 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
 
     let ours_block: Block<'_> = Box::new(|| {
         let this_window: Arc<Mutex<Vec<Grant>>> = Arc::default();
-        let per = window(&runtime, |worker, until| {
+        let per = harness::window(&runtime, WORKERS, WINDOW, |worker, until| {
             let (ours, this_window) = (ours.clone(), Arc::clone(&this_window));
             async move {
                 let mut acquired = 0;
@@ -94,7 +72,7 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
     // serves them.
     let rslock_per_worker: Arc<Mutex<[u64; WORKERS]>> = Arc::default();
     let rslock_block: Block<'_> = Box::new(|| {
-        window(&runtime, |worker, until| {
+        harness::window(&runtime, WORKERS, WINDOW, |worker, until| {
             let (rslock, per_worker) = (Arc::clone(&rslock), Arc::clone(&rslock_per_worker));
             async move {
                 let mut acquired = 0;
@@ -110,7 +88,7 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
         })
     });
     let floor_block: Block<'_> = Box::new(|| {
-        window(&runtime, |_, until| {
+        harness::window(&runtime, WORKERS, WINDOW, |_, until| {
             let floor = Arc::clone(&floor);
             async move {
                 let mut acquired = 0;
@@ -134,11 +112,9 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
         &mut || settle_and_check(&runtime, &fleet),
     );
     for (name, t) in &times {
-        let mut sorted = t.clone();
-        sorted.sort();
         println!(
             "{name}: {:.0} acquisitions/s (median window)",
-            1.0 / sorted[sorted.len() / 2].as_secs_f64()
+            1.0 / median(t).as_secs_f64()
         );
     }
     out.insert(

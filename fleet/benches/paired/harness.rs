@@ -99,11 +99,16 @@ pub(crate) fn ratio(
     json!({ "median": median, "q1": q1, "q3": q3, "rounds": ratios.len() })
 }
 
-/// Median time of one operation, in µs, for the log.
-pub(crate) fn per_op_micros(times: &[Duration], ops: u32) -> f64 {
+/// The median of `times` (the upper one of an even count).
+pub(crate) fn median(times: &[Duration]) -> Duration {
     let mut sorted = times.to_vec();
     sorted.sort();
-    sorted[sorted.len() / 2].as_secs_f64() * 1e6 / f64::from(ops)
+    sorted[sorted.len() / 2]
+}
+
+/// Median time of one operation, in µs, for the log.
+pub(crate) fn per_op_micros(times: &[Duration], ops: u32) -> f64 {
+    median(times).as_secs_f64() * 1e6 / f64::from(ops)
 }
 
 /// Logs each contender's median time per acquire + release over blocks of `BLOCK`.
@@ -128,5 +133,32 @@ where
             runtime.block_on(op());
         }
         started.elapsed()
+    })
+}
+
+/// Runs `workers` copies of `worker` (given its number and the window's end) for one window
+/// of `length` on `runtime`; returns the window's time divided by the operations the workers
+/// report (by 1 when they report none).
+pub(crate) fn window<F, Fut>(
+    runtime: &tokio::runtime::Runtime,
+    workers: usize,
+    length: Duration,
+    worker: F,
+) -> Duration
+where
+    F: Fn(usize, Instant) -> Fut,
+    Fut: Future<Output = u64> + Send + 'static,
+{
+    runtime.block_on(async {
+        let started = Instant::now();
+        let until = started + length;
+        let tasks: Vec<_> = (0..workers)
+            .map(|w| tokio::spawn(worker(w, until)))
+            .collect();
+        let mut done = 0;
+        for task in tasks {
+            done += task.await.expect("a worker");
+        }
+        started.elapsed() / u32::try_from(done.max(1)).unwrap_or(u32::MAX)
     })
 }

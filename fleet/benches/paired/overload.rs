@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::harness::{Block, interleave, ratio, settle_and_check};
+use crate::harness::{self, Block, interleave, median, ratio, settle_and_check};
 use crate::support;
 
 const TASKS: usize = 64;
@@ -16,28 +16,17 @@ const ROUNDS: usize = 4;
 
 /// Runs the tasks for one window; returns the time per acquire + release.
 fn window(runtime: &tokio::runtime::Runtime, ours: &redlock::Redlock) -> Duration {
-    runtime.block_on(async {
-        let started = Instant::now();
-        let until = started + WINDOW;
-        let tasks: Vec<_> = (0..TASKS)
-            .map(|task| {
-                let ours = ours.clone();
-                tokio::spawn(async move {
-                    let resource = format!("overload-{task}");
-                    let mut done = 0u32;
-                    while Instant::now() < until {
-                        support::ours_once(&ours, &resource).await;
-                        done += 1;
-                    }
-                    done
-                })
-            })
-            .collect();
-        let mut done = 0;
-        for task in tasks {
-            done += task.await.expect("a task");
+    harness::window(runtime, TASKS, WINDOW, |task, until| {
+        let ours = ours.clone();
+        async move {
+            let resource = format!("overload-{task}");
+            let mut done = 0u64;
+            while Instant::now() < until {
+                support::ours_once(&ours, &resource).await;
+                done += 1;
+            }
+            done
         }
-        started.elapsed() / done.max(1)
     })
 }
 
@@ -61,11 +50,9 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
         &mut || settle_and_check(&runtime, &fleet.borrow()),
     );
     for (name, t) in &times {
-        let mut sorted = t.clone();
-        sorted.sort();
         println!(
             "{name}: {:.0} acquire + release per second at {TASKS} tasks",
-            1.0 / sorted[sorted.len() / 2].as_secs_f64()
+            1.0 / median(t).as_secs_f64()
         );
     }
     // Rate while stopped ÷ rate while healthy = time healthy ÷ time stopped.

@@ -96,3 +96,36 @@ pub fn describe_keys(fleet: &RedisFleet) -> String {
         .collect::<Vec<_>>()
         .join("; ")
 }
+
+/// How many times `node` ran any of `commands` (lower case, e.g. `["eval", "evalsha"]`), from
+/// one read of its `INFO commandstats`.
+pub fn calls(fleet: &RedisFleet, node: usize, commands: &[&str]) -> u64 {
+    let mut c = fleet.connect(node).expect("connect to the node");
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut c)
+        .expect("INFO commandstats");
+    commands
+        .iter()
+        .map(|command| {
+            let prefix = format!("cmdstat_{command}:calls=");
+            stats
+                .lines()
+                .find_map(|line| line.strip_prefix(&prefix))
+                .and_then(|rest| rest.split(',').next())
+                .and_then(|n| n.parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
+/// Runs `ACL <args>` on every node of `fleet`, e.g. `["SETUSER", "default", "-info"]`.
+pub fn acl_on_every_node(fleet: &RedisFleet, args: &[&str]) {
+    for i in 0..fleet.len() {
+        let mut c = fleet.connect(i).expect("connect to the node");
+        let _: () = redis::cmd("ACL")
+            .arg(args)
+            .query(&mut c)
+            .unwrap_or_else(|e| panic!("ACL {args:?} on node {i}: {e}"));
+    }
+}
