@@ -216,3 +216,42 @@ async fn a_stopped_node_gets_no_new_set_until_it_answers_a_probe() {
     lease.release().await;
     assert_no_lock_keys(&fleet).await;
 }
+
+/// A fresh connection whose first command was a release left unanswered must be identified
+/// and then probed before it carries a `SET`: both, one after the other, and then the `SET`
+/// goes out and votes. (The driver used to give up after two admissions and report the
+/// connection as replaced, losing the node's vote.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_identified_and_probed_before_its_first_set_still_votes() {
+    let fleet = fleet(1);
+    let redlock = builder(&fleet)
+        .node_timeout(Duration::from_millis(100))
+        .retry_count(0)
+        .build()
+        .unwrap();
+    let mut lease = redlock.acquire("job").await.unwrap();
+    let mut admin = fleet.connect(0).unwrap();
+    // The node drops the client's connection; an extension finds it gone, so the next
+    // command (the release) opens a new one, and releases are not identified first.
+    let _: () = redis::cmd("CLIENT")
+        .arg(&["KILL", "TYPE", "normal", "SKIPME", "yes"][..])
+        .query(&mut admin)
+        .unwrap();
+    assert!(lease.extend().await.is_err());
+    // Scripts that write wait out the pause: the release goes unanswered within its
+    // budget, and the new connection counts as silent until a probe answers.
+    let _: () = redis::cmd("CLIENT")
+        .arg(&["PAUSE", "600", "WRITE"][..])
+        .query(&mut admin)
+        .unwrap();
+    let report = lease.release().await;
+    assert!(!report.is_quorum_free(), "{report:?}");
+    std::thread::sleep(Duration::from_millis(700));
+    // The next SET on that connection: identified (INFO), probed (PING), then sent.
+    let lease = redlock
+        .try_acquire("job")
+        .await
+        .expect("the node votes once identified and probed");
+    assert!(lease.release().await.is_quorum_free());
+    assert_no_lock_keys(&fleet).await;
+}

@@ -146,27 +146,35 @@ impl Nodes {
         }
     }
 
-    /// Waits until the core lets `command` go out on `connection`, identifying it first when
-    /// asked to.
+    /// Waits until the core lets `command` go out on `connection`, identifying it and
+    /// probing it as often as asked to: a new connection whose first command (a release,
+    /// which needs no identity) went unanswered is identified *and then* probed before its
+    /// first `SET`. Every step is a round trip inside the request's own deadline.
     async fn admit(
         &self,
         node: &Node,
         connection: &Connection,
         command: &Command,
     ) -> Result<(), NodeFailure> {
-        for _ in 0..2 {
+        let mut identified = false;
+        loop {
             let admission =
                 lock(&self.eligibility).admit(node.id, connection.id, command, self.clock.now());
             match admission {
                 Admission::Send => return Ok(()),
                 Admission::Refuse(failure) => return Err(failure),
-                Admission::Identify => self.identify(node, connection).await?,
+                // Identified, yet another connection's identity is the one on record: this
+                // one was replaced meanwhile and must not carry a vote.
+                Admission::Identify if identified => {
+                    return Err(NodeFailure::Io("the connection was replaced".into()));
+                }
+                Admission::Identify => {
+                    self.identify(node, connection).await?;
+                    identified = true;
+                }
                 Admission::Probe => self.probe(node, connection).await?,
             }
         }
-        // Identified, yet another connection's identity is the one on record: this one was
-        // replaced meanwhile and must not carry a vote.
-        Err(NodeFailure::Io("the connection was replaced".into()))
     }
 
     /// Sends the probe the core asked for on `connection`, queued behind whatever was
