@@ -819,12 +819,15 @@ mod tests {
         assert!(m.retry(Token::from_bytes([2; 16]), t0));
         let sets = drain(&mut m);
         let taken = |n| Ok(Reply::TakenFor { remaining: ms(n) });
+        m.handle_reply(sets[2].request, Ok(Reply::Acquired), t0);
         m.handle_reply(sets[0].request, taken(40), t0);
         m.handle_reply(sets[1].request, taken(70), t0);
         let Some(AcquireEvent::Retry { free_at, .. }) = m.poll_outcome() else {
             panic!()
         };
-        // Quorum two of three: one taken key may stay, so the first to expire frees it.
+        // Quorum two of three, node 2 ours: one taken key may stay, so the first to expire
+        // frees it. (Had node 2 not answered, it could hold a key too:
+        // `RoundFailure::free_after` then waits for both known keys.)
         assert_eq!(free_at, Some(t0.saturating_add(ms(40))));
     }
 

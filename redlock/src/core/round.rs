@@ -57,19 +57,29 @@ impl RoundFailure {
     /// How long until enough of the other owners' keys have expired for a quorum to be
     /// possible again, when every node that found the key taken said for how long
     /// ([`Reply::TakenFor`]); `None` when that is unknown or nothing blocks a quorum.
+    ///
+    /// A node that had not answered when the round was decided may hold a key too, one
+    /// that outlives every known one: the answer is when enough *known* keys are gone for a
+    /// quorum even so, and `None` when that takes an unknown one.
     pub fn free_after(&self) -> Option<Duration> {
         let nodes = self.nodes.len();
         let spare = nodes.saturating_sub(super::quorum(nodes));
         let mut remaining = Vec::new();
+        let mut unanswered = 0;
         for status in &self.nodes {
-            match status.reply() {
-                Some(Reply::TakenFor { remaining: left }) => remaining.push(left),
-                Some(reply) if reply.is_taken() => return None,
-                _ => {}
+            match status {
+                NodeStatus::Pending => unanswered += 1,
+                _ => match status.reply() {
+                    Some(Reply::TakenFor { remaining: left }) => remaining.push(left),
+                    Some(reply) if reply.is_taken() => return None,
+                    _ => {}
+                },
             }
         }
         // A quorum needs all but `spare` nodes: that many taken keys may stay.
-        let must_expire = remaining.len().checked_sub(spare).filter(|n| *n > 0)?;
+        let must_expire = (remaining.len() + unanswered)
+            .checked_sub(spare)
+            .filter(|n| *n > 0)?;
         remaining.sort_unstable();
         remaining.get(must_expire - 1).copied()
     }
@@ -359,6 +369,46 @@ mod tests {
         // Nothing blocks a quorum.
         let free = failure(&[taken(900), Reply::Acquired, Reply::Acquired]);
         assert_eq!(free.free_after(), None);
+    }
+
+    #[test]
+    fn a_node_that_has_not_answered_may_hold_a_key_too() {
+        let ms = Duration::from_millis;
+        let taken = |n| NodeStatus::Replied(Reply::TakenFor { remaining: ms(n) });
+        let failure = |nodes: Vec<NodeStatus>| RoundFailure {
+            reason: FailureReason::Contended,
+            nodes,
+            started_at: Timestamp::ZERO,
+            decided_at: Timestamp::ZERO,
+        };
+        // Decided before the fifth node answered: it may hold a key that outlives the known
+        // ones, so two of the known keys must go (not one) before a quorum can form.
+        let pending = failure(vec![
+            taken(10),
+            taken(20),
+            taken(30),
+            NodeStatus::Replied(Reply::Acquired),
+            NodeStatus::Pending,
+        ]);
+        assert_eq!(pending.free_after(), Some(ms(20)));
+        // Two unanswered nodes with two known keys: every known key must go, and then one of
+        // the unknown ones: when is unknown.
+        let two_pending = failure(vec![
+            taken(10),
+            taken(20),
+            NodeStatus::Replied(Reply::Acquired),
+            NodeStatus::Pending,
+            NodeStatus::Pending,
+        ]);
+        assert_eq!(two_pending.free_after(), Some(ms(20)));
+        let three_pending = failure(vec![
+            taken(10),
+            NodeStatus::Replied(Reply::Acquired),
+            NodeStatus::Pending,
+            NodeStatus::Pending,
+            NodeStatus::Pending,
+        ]);
+        assert_eq!(three_pending.free_after(), None);
     }
 
     #[test]
