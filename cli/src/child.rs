@@ -14,6 +14,13 @@
 //! the leader is reaped first and the group killed right after: a process that took the
 //! reaped ID for a group of its own in between would be hit, which `WNOWAIT` rules out.
 //!
+//! A killed process is not gone yet: it may still be tearing down (a large memory takes a
+//! while) or be stuck in the kernel, and it is not truly gone until it is reaped. So the
+//! lease is released only once the group is *confirmed* empty: `kill(-group, 0)` fails with
+//! `ESRCH`. An orphan of the group (a child whose parent was killed first) is re-parented to
+//! `redlock` itself, which registers as a child subreaper on Linux, so it is reaped here
+//! rather than waiting for a first process that may never reap it.
+//!
 //! The price of the separate group is that the command is not in the terminal's foreground
 //! group: `redlock run` is meant for jobs, not for interactive programs.
 
@@ -23,6 +30,7 @@ use std::process::ExitStatus;
 
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
 use crate::exit::{CANNOT_EXECUTE, Failure, NOT_FOUND};
@@ -49,6 +57,7 @@ pub(crate) fn spawn(command: &[OsString], env: Option<(&str, String)>) -> Result
         return Err(Failure::usage("no command given after `--`"));
     };
     let shown = program.to_string_lossy();
+    become_subreaper();
     let mut builder = std::process::Command::new(program);
     builder.args(arguments).process_group(0);
     if let Some((name, value)) = env {
@@ -71,7 +80,38 @@ pub(crate) fn spawn(command: &[OsString], env: Option<(&str, String)>) -> Result
     })
 }
 
+/// Makes `redlock` the parent of every orphan its command leaves (Linux), so that the
+/// group's killed members are reaped here and the group can be confirmed gone.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn become_subreaper() {
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        // Not fatal: orphans are then reaped by the first process, if it does.
+        eprintln!("redlock: warning: cannot adopt the command's orphans ({e})");
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn become_subreaper() {}
+
 impl Child {
+    /// Whether nothing is left of the command's process group: every member is dead and
+    /// reaped (`kill(-group, 0)` fails with `ESRCH`). Reaps the members that are this
+    /// process's children (orphans adopted as a subreaper); call it only after the leader
+    /// was reaped by [`kill_and_reap`](Child::kill_and_reap).
+    pub(crate) fn group_gone(&mut self) -> bool {
+        if self.status.is_none() {
+            return false;
+        }
+        let group = Pid::from_raw(-self.group.as_raw());
+        loop {
+            match waitpid(group, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        matches!(killpg(self.group, None), Err(Errno::ESRCH))
+    }
+
     /// Resolves when the command's leader has exited (it is not reaped yet where the
     /// platform allows). Cancel safe.
     pub(crate) async fn exited(&mut self) {

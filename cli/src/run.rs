@@ -128,14 +128,25 @@ async fn hold(
         }
     };
 
-    let ended = supervise(redlock, &mut child, signal, plan, incoming).await;
+    let ended = supervise(redlock, &mut child, signal.clone(), plan, incoming).await;
     if ended.is_err() {
         // The command's status could not be read: kill its group anyway, never release a
         // lease under a command that may still run.
         let _ = child.kill_and_reap();
     }
-    // The command's whole group is gone before the lease is released.
-    let report = kept.release().await;
+    // The command's whole group is dead before the lease is released: the core's keeper
+    // releases a lease only once the work is confirmed stopped, or when its keys have
+    // expired.
+    let report = if group_gone(redlock, &mut child, &signal).await {
+        kept.release().await
+    } else {
+        eprintln!(
+            "redlock: warning: processes of the command's group did not die after SIGKILL; \
+             the lease on `{}` is released when its keys have expired",
+            args.resource
+        );
+        kept.release_unconfirmed().await
+    };
     let resource = &args.resource;
     let (ending, status) = ended?;
     match ending {
@@ -165,6 +176,24 @@ async fn hold(
             Ok(LEASE_LOST)
         }
         _ => Ok(LEASE_LOST),
+    }
+}
+
+/// Waits until the command's killed process group is confirmed gone, for as long as the
+/// lease could still be released before its keys expire; returns whether it is gone. (A
+/// killed process with a large memory takes a while to be torn down, and one stuck in the
+/// kernel may never go.) The keep-alive goes on meanwhile.
+async fn group_gone(redlock: &Redlock, child: &mut Child, signal: &LeaseSignal) -> bool {
+    loop {
+        if child.group_gone() {
+            return true;
+        }
+        if redlock.now() >= signal.release_deadline() {
+            return false;
+        }
+        // A member that forked just before the kill may have a child the kill missed.
+        child.signal(Signal::SIGKILL);
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 

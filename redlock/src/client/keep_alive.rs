@@ -1,9 +1,12 @@
 //! Keeping a lease alive while work runs: a task that drives the core's [`Keeper`], a signal
 //! that work can watch, and the handle that releases the lease.
 //!
-//! When to extend, when to try again and when to give the lease up are the core's decisions
-//! (see [`crate::core::Keeper`]); this module sends what the keeper asks for, wakes it on the
-//! client's clock (which counts suspended time), and publishes what it decides.
+//! When to extend, when to try again, when to give the lease up and when it may be released
+//! are the core's decisions (see [`crate::core::Keeper`]); this module sends what the keeper
+//! asks for, wakes it on the client's clock (which counts suspended time), publishes what it
+//! decides, and tells it when the work has stopped. A lost lease is never released by the
+//! keeper task while the work may still run: the release waits for the handle's
+//! [`KeptLease::release`] (the work has stopped) or for the keys' expiry.
 
 use std::time::{Duration, Instant};
 
@@ -12,13 +15,16 @@ use tokio::sync::{oneshot, watch};
 use super::Lease;
 use super::clock::Clock;
 use super::lease::release;
-use crate::core::{Held, Keeper, KeeperEvent, Machine, ReleaseReport, Timestamp, Token};
+use crate::core::{
+    Held, Keeper, KeeperEvent, Machine, ReleaseReport, ReleaseWhen, Timestamp, Token,
+};
 pub use crate::core::{KeepAlive, LeaseLost};
 
 #[derive(Clone, Debug)]
 struct State {
     valid_until: Timestamp,
     lost_at: Timestamp,
+    release_deadline: Timestamp,
     extensions: u32,
     hold_limit: bool,
     lost: Option<LeaseLost>,
@@ -29,6 +35,7 @@ impl State {
         Self {
             valid_until: keeper.held().valid_until(),
             lost_at: keeper.lost_at(),
+            release_deadline: keeper.release_deadline(),
             extensions: keeper.held().extensions(),
             hold_limit: false,
             lost: None,
@@ -80,6 +87,13 @@ impl LeaseSignal {
     /// the keep-alive's margin, on the client's clock.
     pub fn loss_deadline(&self) -> Timestamp {
         self.state.borrow().lost_at
+    }
+
+    /// When the lease is released even if nobody confirms that the work has stopped: the end
+    /// of validity plus the drift allowance, when the keys have expired on the nodes. Before
+    /// that, a lost lease is only released once [`KeptLease::release`] says the work stopped.
+    pub fn release_deadline(&self) -> Timestamp {
+        self.state.borrow().release_deadline
     }
 
     /// The validity left now.
@@ -139,14 +153,29 @@ impl LeaseSignal {
 
 /// A lease extended in the background until it is released.
 ///
-/// Made by [`Lease::keep_alive`]. Release it with [`release`](KeptLease::release); dropping
-/// it releases in the background too. The release is ordered after every extension command
-/// already sent to each node, so no extension can revive a released lease.
+/// Made by [`Lease::keep_alive`]. Release it with [`release`](KeptLease::release) once the
+/// work under it has stopped; dropping it says the same and releases in the background. The
+/// release is ordered after every extension command already sent to each node, so no
+/// extension can revive a released lease.
+///
+/// When the lease is lost, nothing is released until the handle says the work has stopped
+/// (or the keys have expired, at [`LeaseSignal::release_deadline`]): a release wakes every
+/// waiter, and one of them would hold the resource about a round trip later, while work
+/// that was told of the loss may still be finishing its current step.
 #[must_use = "a dropped kept lease is released in the background; call `release().await`"]
 #[derive(Debug)]
 pub struct KeptLease {
     signal: LeaseSignal,
-    stop: Option<oneshot::Sender<oneshot::Sender<ReleaseReport>>>,
+    stop: Option<oneshot::Sender<Stop>>,
+}
+
+/// What the handle tells the keeper task when it lets the lease go.
+#[derive(Debug)]
+enum Stop {
+    /// The work has stopped: release now.
+    Confirmed(oneshot::Sender<ReleaseReport>),
+    /// The work may outlive the lease: stop extending, release when the keys have expired.
+    Unconfirmed(oneshot::Sender<ReleaseReport>),
 }
 
 impl KeptLease {
@@ -175,11 +204,25 @@ impl KeptLease {
         self.signal.lost().await
     }
 
-    /// Stops extending and releases the lease.
-    pub async fn release(mut self) -> ReleaseReport {
+    /// Stops extending and releases the lease. Call it once the work under the lease has
+    /// stopped (it returned, its future was dropped, its processes are gone): that is what
+    /// lets a lost lease be released before its keys expire.
+    pub async fn release(self) -> ReleaseReport {
+        self.stop(Stop::Confirmed).await
+    }
+
+    /// Stops extending, and releases the lease at its [release
+    /// deadline](LeaseSignal::release_deadline), when its keys have expired on the nodes:
+    /// for work that cannot be confirmed stopped (a process that does not die). Resolves
+    /// with the release's report then (at once if the keeper already released).
+    pub async fn release_unconfirmed(self) -> ReleaseReport {
+        self.stop(Stop::Unconfirmed).await
+    }
+
+    async fn stop(mut self, how: fn(oneshot::Sender<ReleaseReport>) -> Stop) -> ReleaseReport {
         let (reply, report) = oneshot::channel();
         if let Some(stop) = self.stop.take()
-            && stop.send(reply).is_ok()
+            && stop.send(how(reply)).is_ok()
             && let Ok(report) = report.await
         {
             return report;
@@ -191,10 +234,12 @@ impl KeptLease {
 impl Lease {
     /// Keeps this lease alive in the background under `policy` (see [`crate::core::Keeper`]
     /// for the schedule): a task extends it before its validity runs out, retries a failed
-    /// extension while one can still finish in time, and reports the lease lost (and releases
-    /// it) at the end of validity minus the policy's margin, or at once when the nodes show
-    /// that a quorum no longer holds it. Extensions stop at the client's
-    /// [`max_hold`](crate::RedlockBuilder::max_hold).
+    /// extension while one can still finish in time, and reports the lease lost at the end of
+    /// validity minus the policy's margin, or at once when the nodes show that a quorum no
+    /// longer holds it. Extensions stop at the client's
+    /// [`max_hold`](crate::RedlockBuilder::max_hold). A lost lease is released once the
+    /// handle's [`release`](KeptLease::release) says the work stopped, or when its keys have
+    /// expired, never while the work may still act under it.
     ///
     /// Requires a tokio runtime.
     pub fn keep_alive(self, policy: KeepAlive) -> KeptLease {
@@ -220,49 +265,69 @@ impl Lease {
     }
 }
 
-type StopRequest = oneshot::Receiver<oneshot::Sender<ReleaseReport>>;
-
-/// The keeper task: drives the keeper until it is told to stop (or its handle is dropped) or
-/// the lease is lost, then releases the lease.
+/// The keeper task: drives the keeper until it says the lease may be released (the handle
+/// reported the work stopped, or dropped itself, or the keys have expired after a loss), then
+/// releases the lease.
 async fn keep(
     redlock: super::Redlock,
     mut keeper: Keeper,
     lanes: super::lanes::Lanes,
     granted_at: Instant,
     state: watch::Sender<State>,
-    mut stop: StopRequest,
+    stop: oneshot::Receiver<Stop>,
 ) {
     let clock = *redlock.clock();
     let resource = keeper.held().target().describe();
     let mut flight = redlock.flight(redlock.config(), lanes.clone());
-    let stopped = loop {
+    let mut stop = Some(stop);
+    let mut reply = None;
+    while !keeper.is_released() {
         while let Some(transmit) = keeper.poll_transmit() {
             flight.send(transmit);
         }
         while let Some(event) = keeper.poll_outcome() {
             publish(&redlock, &keeper, &state, &resource, event);
         }
-        if keeper.is_lost() {
-            break None;
+        if keeper.is_released() {
+            break;
         }
         let timer = keeper.poll_timeout();
         tokio::select! {
             biased;
-            request = &mut stop => break Some(request.ok()),
+            request = stopped(stop.as_mut()), if stop.is_some() => {
+                stop = None;
+                let now = clock.now();
+                match request {
+                    Ok(Stop::Unconfirmed(sender)) => {
+                        reply = Some(sender);
+                        keeper.stop_unconfirmed(now);
+                    }
+                    Ok(Stop::Confirmed(sender)) => {
+                        reply = Some(sender);
+                        keeper.work_stopped(now);
+                    }
+                    // A dropped handle says the work is over, as a release does.
+                    Err(_) => keeper.work_stopped(now),
+                }
+            }
             Some(done) = flight.next() => keeper.handle_reply(done.request, done.result, clock.now()),
             () = sleep(&clock, timer) => keeper.handle_timeout(clock.now()),
         }
-    };
+    }
     // An attempt still in flight finishes in the background; the release waits for its
     // command on each node (the lanes).
     drop(flight);
     let lost = keeper.is_lost();
     let held: Held = keeper.into_held();
     let report = release(&redlock, &held, lanes, granted_at, lost).await;
-    let reply = match stopped {
-        Some(reply) => reply,
-        // Lost: the handle's release (if it ever comes) gets this report.
-        None => stop.await.ok(),
+    let reply = match (reply, stop) {
+        (Some(reply), _) => Some(reply),
+        // Released at the keys' expiry: the handle's release (if it ever comes) gets this
+        // report.
+        (None, Some(stop)) => stop.await.ok().map(|request| match request {
+            Stop::Confirmed(reply) | Stop::Unconfirmed(reply) => reply,
+        }),
+        (None, None) => None,
     };
     if let Some(reply) = reply {
         let _ = reply.send(report);
@@ -297,9 +362,24 @@ fn publish(
         }
         KeeperEvent::HoldLimitReached => state.send_modify(|s| s.hold_limit = true),
         KeeperEvent::Lost(reason) => {
-            tracing::warn!(resource, %reason, "lease lost");
+            tracing::warn!(resource, %reason, "lease lost; stopping the work before the release");
             state.send_modify(|s| s.lost = Some(reason));
         }
+        KeeperEvent::Release(ReleaseWhen::KeysExpired) => tracing::warn!(
+            resource,
+            "the work under the lost lease was not reported stopped; releasing after its keys' expiry"
+        ),
+        KeeperEvent::Release(_) => {}
+    }
+}
+
+/// The handle's word, once it comes.
+async fn stopped(
+    stop: Option<&mut oneshot::Receiver<Stop>>,
+) -> Result<Stop, oneshot::error::RecvError> {
+    match stop {
+        Some(stop) => stop.await,
+        None => std::future::pending().await,
     }
 }
 

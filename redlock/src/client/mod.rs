@@ -305,7 +305,11 @@ impl Redlock {
     /// `work` receives a [`LeaseSignal`] (the fencing token, the validity). If the lease is
     /// lost while `work` runs (extensions kept failing until the validity ran out, or the
     /// policy's limit was reached), the `work` future is **dropped** at its next `.await` and
-    /// the call returns [`Error::LeaseLost`]; otherwise it returns `work`'s output. Use
+    /// the call returns [`Error::LeaseLost`]; otherwise it returns `work`'s output. The lease
+    /// is released only after `work` has been dropped or has returned, so a step that was
+    /// running when the loss was reported ends before anyone else can hold the resource
+    /// (within the keep-alive's margin; a step longer than that runs past the validity,
+    /// which only fencing catches). Use
     /// [`with_lock_signalled`](Redlock::with_lock_signalled) for work that must not be
     /// cancelled and watches the signal itself.
     ///
@@ -333,12 +337,16 @@ impl Redlock {
             .await?
             .keep_alive(self.keep_alive.clone());
         let signal = kept.signal();
-        let work = work(signal.clone());
-        tokio::pin!(work);
-        let outcome = tokio::select! {
-            biased;
-            reason = signal.lost() => Err(reason),
-            value = &mut work => Ok(value),
+        let outcome = {
+            let work = work(signal.clone());
+            tokio::pin!(work);
+            tokio::select! {
+                biased;
+                reason = signal.lost() => Err(reason),
+                value = &mut work => Ok(value),
+            }
+            // `work` is dropped here: it has stopped before the release below lets anyone
+            // else hold the resource.
         };
         kept.release().await;
         outcome.map_err(|reason| Error::LeaseLost {
@@ -349,7 +357,9 @@ impl Redlock {
 
     /// Like [`with_lock`](Redlock::with_lock), but never cancels `work`: it runs to its end
     /// and should watch the [`LeaseSignal`] (`is_valid`, `lost().await`) itself. The lease
-    /// is released afterwards either way.
+    /// is released once `work` returns; after a loss, if `work` is still running at the
+    /// [release deadline](LeaseSignal::release_deadline) (when the keys have expired on the
+    /// nodes), it is released then.
     ///
     /// # Errors
     ///

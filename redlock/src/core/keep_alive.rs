@@ -1,9 +1,9 @@
 //! Keeping a lease alive: when to extend, when to try again, and when to give the lease up.
 //!
-//! A [`Keeper`] owns a [`Held`] lease and is driven like the other machines, with one
-//! difference: it never finishes on its own. It emits an event for every extension that
-//! succeeds or fails, and ends with [`KeeperEvent::Lost`] when the lease cannot be kept. The
-//! driver stops it with [`Keeper::into_held`] and releases the lease.
+//! A [`Keeper`] owns a [`Held`] lease and is driven like the other machines. It emits an
+//! event for every extension that succeeds or fails, [`KeeperEvent::Lost`] when the lease
+//! cannot be kept, and ends with [`KeeperEvent::Release`]: the one moment the driver may
+//! release the lease (it then takes it back with [`Keeper::into_held`]).
 //!
 //! # The schedule
 //!
@@ -24,6 +24,25 @@
 //! The margin is what lets work stop *before* another client can hold the resource: a timer
 //! that fires late (a busy runtime, a slow `select!`) still has `m` left before `V`, and `V`
 //! itself already lies a drift allowance before the keys expire on the nodes.
+//!
+//! # Stop, then release
+//!
+//! A release deletes the keys and tells every waiter, one of which holds the resource about
+//! a round trip later. So the order between the work and the release is the keeper's too:
+//!
+//! 1. on a loss the keeper's next output is [`KeeperEvent::Lost`]: *stop the work*;
+//! 2. the driver reports the work stopped with [`Keeper::work_stopped`] (the work's future
+//!    dropped or returned, the command's whole process group gone), and only then does the
+//!    keeper say [`KeeperEvent::Release`];
+//! 3. if the driver cannot confirm the stop, the keeper says `Release` on its own at the
+//!    *release deadline* `V + d` (`d` the drift allowance), when the keys have expired on the
+//!    nodes anyway: a release then takes nothing from anyone, and work that still runs is a
+//!    holder acting after its validity, which only fencing tokens catch.
+//!
+//! The same rule ends a lease that was not lost: the driver reports the work stopped (it
+//! returned, or its owner asked for the release), and the release follows. A driver whose
+//! work may outlive the lease says so with [`Keeper::stop_unconfirmed`]: extensions stop and
+//! the release waits for the release deadline.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -139,8 +158,22 @@ pub enum KeeperEvent {
     ExtendFailed(ExtendFailure),
     /// The lease has been held for [`LockConfig::max_hold`]: no more extensions.
     HoldLimitReached,
-    /// The lease is given up; nothing follows.
+    /// The lease is given up: stop the work now, then report it stopped with
+    /// [`Keeper::work_stopped`]. [`Release`](KeeperEvent::Release) follows.
     Lost(LeaseLost),
+    /// The lease may be released now; nothing follows.
+    Release(ReleaseWhen),
+}
+
+/// Why a [`Keeper`] lets its lease be released.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ReleaseWhen {
+    /// The driver reported the work stopped.
+    WorkStopped,
+    /// The stop was never confirmed and the release deadline (the end of validity plus the
+    /// drift allowance) has passed: the keys have expired on the nodes.
+    KeysExpired,
 }
 
 #[derive(Debug)]
@@ -152,8 +185,11 @@ enum State {
     /// No attempt can help any more (the hold limit, or too little time left): waiting for
     /// the loss deadline.
     Idle,
-    /// Given up.
-    Lost,
+    /// Lost, or told that the work may outlive the lease: no more extensions, and waiting
+    /// for the work's stop (or the release deadline) before the release.
+    Stopping,
+    /// The release was allowed; nothing follows.
+    Released,
 }
 
 /// The keep-alive machine (the schedule is described in the source of the module,
@@ -206,6 +242,7 @@ pub struct Keeper {
     /// The number of the current (or last) attempt; request ids carry it.
     attempt: u32,
     hold_limit_reported: bool,
+    lost: bool,
     last_failure: Option<ExtendFailure>,
     events: VecDeque<KeeperEvent>,
 }
@@ -223,6 +260,7 @@ impl Keeper {
             state: State::Waiting { next },
             attempt: 0,
             hold_limit_reported: false,
+            lost: false,
             last_failure: None,
             events: VecDeque::new(),
         }
@@ -248,16 +286,52 @@ impl Keeper {
 
     /// Whether the lease has been given up.
     pub fn is_lost(&self) -> bool {
-        matches!(self.state, State::Lost)
+        self.lost
     }
 
-    /// Whether the lease is still worth using at `now`: not lost and before the loss deadline.
+    /// Whether the keeper has said [`KeeperEvent::Release`].
+    pub fn is_released(&self) -> bool {
+        matches!(self.state, State::Released)
+    }
+
+    /// When the keeper lets the lease be released without the work's stop confirmed: the end
+    /// of validity plus the drift allowance, when the keys have expired on the nodes.
+    pub fn release_deadline(&self) -> Timestamp {
+        self.held.valid_until().saturating_add(self.config.drift())
+    }
+
+    /// The driver confirms that the work under the lease has stopped (its future dropped or
+    /// finished, the command's process group gone): no more extensions, and
+    /// [`KeeperEvent::Release`] follows at once. Requests of an attempt in flight are
+    /// abandoned (see [`into_held`](Keeper::into_held)).
+    pub fn work_stopped(&mut self, _now: Timestamp) {
+        if !self.is_released() {
+            self.state = State::Released;
+            self.events
+                .push_back(KeeperEvent::Release(ReleaseWhen::WorkStopped));
+        }
+    }
+
+    /// The driver cannot confirm that the work will stop (or has stopped): extensions stop,
+    /// and the release waits for the release deadline, or for
+    /// [`work_stopped`](Keeper::work_stopped) if that comes first.
+    pub fn stop_unconfirmed(&mut self, now: Timestamp) {
+        if matches!(self.state, State::Stopping | State::Released) {
+            return;
+        }
+        self.state = State::Stopping;
+        self.handle_timeout(now);
+    }
+
+    /// Whether the lease is still worth using at `now`: still kept (not lost, no stop begun)
+    /// and before the loss deadline.
     pub fn is_valid(&self, now: Timestamp) -> bool {
-        !self.is_lost() && now < self.lost_at()
+        !matches!(self.state, State::Stopping | State::Released) && now < self.lost_at()
     }
 
     fn lose(&mut self, reason: LeaseLost) {
-        self.state = State::Lost;
+        self.lost = true;
+        self.state = State::Stopping;
         self.events.push_back(KeeperEvent::Lost(reason));
     }
 
@@ -362,8 +436,18 @@ impl Machine for Keeper {
     }
 
     fn handle_timeout(&mut self, now: Timestamp) {
-        if self.is_lost() {
-            return;
+        match self.state {
+            State::Released => return,
+            State::Stopping => {
+                if now >= self.release_deadline() {
+                    // Nobody confirmed the stop; the keys have expired by now.
+                    self.state = State::Released;
+                    self.events
+                        .push_back(KeeperEvent::Release(ReleaseWhen::KeysExpired));
+                }
+                return;
+            }
+            _ => {}
         }
         if now >= self.lost_at() {
             // Whatever is in flight, the lease is over for its holder.
@@ -381,14 +465,15 @@ impl Machine for Keeper {
                 extend.handle_timeout(now);
                 self.settle(now);
             }
-            State::Idle | State::Lost => {}
+            State::Idle | State::Stopping | State::Released => {}
         }
     }
 
     fn poll_timeout(&self) -> Option<Timestamp> {
         let lost_at = self.lost_at();
         match &self.state {
-            State::Lost => None,
+            State::Released => None,
+            State::Stopping => Some(self.release_deadline()),
             State::Waiting { next } => Some((*next).min(lost_at)),
             State::Extending(extend) => {
                 Some(extend.poll_timeout().map_or(lost_at, |t| t.min(lost_at)))
@@ -465,25 +550,98 @@ mod tests {
         let mut keeper = Keeper::new(&config, KeepAlive::default(), granted(&config, t0));
         let lost_at = keeper.lost_at();
         let mut starts = Vec::new();
-        let mut now = t0;
-        while let Some(next) = keeper.poll_timeout() {
-            now = next;
+        while let Some(now) = keeper.poll_timeout() {
             keeper.handle_timeout(now);
             if !drain(&mut keeper).is_empty() {
                 starts.push(now);
             }
             while let Some(event) = keeper.poll_outcome() {
-                if let KeeperEvent::Lost(_) = event {
-                    assert_eq!(now, lost_at);
+                match event {
+                    KeeperEvent::Lost(_) => assert_eq!(now, lost_at),
+                    KeeperEvent::Release(when) => {
+                        // Nobody confirmed the stop: not before the keys have expired.
+                        assert_eq!(when, ReleaseWhen::KeysExpired);
+                        assert_eq!(now, keeper.release_deadline());
+                    }
+                    _ => {}
                 }
             }
         }
-        assert!(keeper.is_lost());
+        assert!(keeper.is_lost() && keeper.is_released());
         assert!(starts.len() >= 2, "{starts:?}");
         for start in starts {
             assert!(start.saturating_add(config.node_timeout()) <= lost_at);
         }
-        assert!(now <= lost_at && lost_at < keeper.held().valid_until());
+        assert!(lost_at < keeper.held().valid_until());
+        assert_eq!(
+            keeper.release_deadline(),
+            keeper.held().valid_until().saturating_add(config.drift())
+        );
+    }
+
+    #[test]
+    fn a_lost_lease_is_released_once_the_work_has_stopped_and_not_before() {
+        let config = LockConfig::new(3)
+            .with_ttl(ms(1_000))
+            .with_max_hold(ms(100));
+        let t0 = Timestamp::ZERO;
+        let mut keeper = Keeper::new(&config, KeepAlive::default(), granted(&config, t0));
+        let lost_at = keeper.lost_at();
+        let first = keeper.poll_timeout().unwrap();
+        keeper.handle_timeout(first);
+        assert_eq!(keeper.poll_outcome(), Some(KeeperEvent::HoldLimitReached));
+        keeper.handle_timeout(lost_at);
+        assert_eq!(
+            keeper.poll_outcome(),
+            Some(KeeperEvent::Lost(LeaseLost::HoldLimit))
+        );
+        // The loss says "stop the work"; the release waits for the driver's word.
+        assert_eq!(keeper.poll_outcome(), None);
+        assert!(!keeper.is_valid(lost_at));
+        assert_eq!(keeper.poll_timeout(), Some(keeper.release_deadline()));
+        keeper.handle_timeout(lost_at.saturating_add(ms(20)));
+        assert_eq!(keeper.poll_outcome(), None, "no release before the stop");
+        keeper.work_stopped(lost_at.saturating_add(ms(20)));
+        assert_eq!(
+            keeper.poll_outcome(),
+            Some(KeeperEvent::Release(ReleaseWhen::WorkStopped))
+        );
+        assert_eq!(keeper.poll_timeout(), None);
+        keeper.work_stopped(lost_at.saturating_add(ms(30)));
+        assert_eq!(keeper.poll_outcome(), None, "one release only");
+    }
+
+    #[test]
+    fn work_that_ends_while_the_lease_is_kept_is_released_at_once() {
+        let config = LockConfig::new(3).with_ttl(ms(1_000));
+        let t0 = Timestamp::ZERO;
+        let mut keeper = Keeper::new(&config, KeepAlive::default(), granted(&config, t0));
+        keeper.work_stopped(t0.saturating_add(ms(5)));
+        assert_eq!(
+            keeper.poll_outcome(),
+            Some(KeeperEvent::Release(ReleaseWhen::WorkStopped))
+        );
+        assert!(!keeper.is_lost() && keeper.is_released());
+        assert_eq!(keeper.poll_timeout(), None);
+    }
+
+    #[test]
+    fn an_unconfirmed_stop_ends_the_extensions_and_releases_when_the_keys_have_expired() {
+        let config = LockConfig::new(3).with_ttl(ms(1_000));
+        let t0 = Timestamp::ZERO;
+        let mut keeper = Keeper::new(&config, KeepAlive::default(), granted(&config, t0));
+        keeper.stop_unconfirmed(t0.saturating_add(ms(5)));
+        assert!(!keeper.is_valid(t0.saturating_add(ms(5))));
+        let deadline = keeper.release_deadline();
+        assert_eq!(keeper.poll_timeout(), Some(deadline));
+        keeper.handle_timeout(deadline.saturating_sub(ms(1)));
+        assert_eq!(keeper.poll_outcome(), None);
+        assert!(keeper.poll_transmit().is_none(), "no extension any more");
+        keeper.handle_timeout(deadline);
+        assert_eq!(
+            keeper.poll_outcome(),
+            Some(KeeperEvent::Release(ReleaseWhen::KeysExpired))
+        );
     }
 
     #[test]
@@ -504,7 +662,8 @@ mod tests {
             keeper.poll_outcome(),
             Some(KeeperEvent::Lost(LeaseLost::KeysGone { .. }))
         ));
-        assert_eq!(keeper.poll_timeout(), None);
+        // Waiting for the work to stop, at most until the keys have expired.
+        assert_eq!(keeper.poll_timeout(), Some(keeper.release_deadline()));
     }
 
     #[test]

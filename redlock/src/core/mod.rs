@@ -110,7 +110,7 @@ pub use eligibility::{
     RestartPolicy, UPTIME_SLACK, info_field, quarantine_left,
 };
 pub use extend::{Extend, ExtendFailure, ExtendOutcome, Extension};
-pub use keep_alive::{KeepAlive, Keeper, KeeperEvent, LeaseLost};
+pub use keep_alive::{KeepAlive, Keeper, KeeperEvent, LeaseLost, ReleaseWhen};
 pub use key::{
     DEFAULT_KEY_PREFIX, LockKey, MAX_PREFIX_LEN, MAX_RESOURCE_LEN, MAX_RESOURCES, ResourceError,
     Target,

@@ -270,12 +270,15 @@ proptest! {
     /// Whatever the nodes answer and whenever, a punctual driver (timers called exactly at
     /// `poll_timeout`) sees: no attempt started that could not be decided before the loss
     /// deadline, a deadline that never moves back, a loss reported at the deadline or
-    /// earlier and never while an extension would have kept the lease, and nothing after it.
+    /// earlier and never while an extension would have kept the lease, then nothing but the
+    /// release, and the release never before the work's stop is confirmed or the keys have
+    /// expired (the release deadline).
     #[test]
-    fn the_keeper_never_reports_a_loss_late_or_attempts_in_vain(
+    fn the_keeper_never_reports_a_loss_late_nor_releases_before_the_stop(
         steps in keeper_steps(),
         ttl_ms in 200u64..20_000,
         max_hold_ms in 1u64..60_000,
+        stop_after_ms in proptest::option::of(0u64..40_000),
     ) {
         let config = LockConfig::new(5)
             .with_ttl(Duration::from_millis(ttl_ms))
@@ -294,6 +297,8 @@ proptest! {
         let mut now = t0;
         let mut in_flight: Vec<Transmit> = Vec::new();
         let mut lost = false;
+        let mut lost_at = t0;
+        let mut released = None;
         let mut deadline = keeper.held().valid_until();
         let mut steps = steps.into_iter();
         loop {
@@ -307,18 +312,43 @@ proptest! {
                 in_flight = sent;
             }
             while let Some(event) = keeper.poll_outcome() {
-                prop_assert!(!lost, "an event after the loss: {event:?}");
-                if let KeeperEvent::Lost(reason) = event {
-                    lost = true;
-                    if !matches!(reason, LeaseLost::KeysGone { .. }) {
-                        prop_assert!(now <= before, "lost at {now}, deadline {before}");
+                prop_assert!(released.is_none(), "an event after the release: {event:?}");
+                match event {
+                    KeeperEvent::Lost(reason) => {
+                        prop_assert!(!lost, "lost twice");
+                        lost = true;
+                        lost_at = now;
+                        if !matches!(reason, LeaseLost::KeysGone { .. }) {
+                            prop_assert!(now <= before, "lost at {now}, deadline {before}");
+                        }
                     }
+                    KeeperEvent::Release(when) => {
+                        prop_assert!(lost, "released without a loss or a stop");
+                        // Only the release deadline frees it without the stop confirmed.
+                        prop_assert_eq!(when, ReleaseWhen::KeysExpired);
+                        prop_assert!(now >= keeper.release_deadline());
+                        released = Some(now);
+                    }
+                    other => prop_assert!(!lost, "{other:?} after the loss"),
                 }
             }
             prop_assert!(keeper.held().valid_until() >= deadline);
             deadline = keeper.held().valid_until();
+            if lost && released.is_none() && let Some(after) = stop_after_ms {
+                let stopped = lost_at.saturating_add(Duration::from_millis(after));
+                if stopped < keeper.release_deadline() {
+                    // The driver confirms the stop: the release follows at once, not before.
+                    now = stopped;
+                    keeper.work_stopped(now);
+                    prop_assert_eq!(
+                        keeper.poll_outcome(),
+                        Some(KeeperEvent::Release(ReleaseWhen::WorkStopped))
+                    );
+                    released = Some(now);
+                }
+            }
             let Some(timer) = keeper.poll_timeout() else { break };
-            prop_assert!(!lost);
+            prop_assert!(released.is_none());
             // The next reply, if it comes before the timer; else the timer.
             match steps.next() {
                 Some(step) if !in_flight.is_empty() => {
@@ -343,6 +373,7 @@ proptest! {
             }
         }
         prop_assert!(lost, "a keeper only stops by losing the lease");
+        prop_assert!(released.is_some(), "a lost lease is released in the end");
         prop_assert!(!keeper.is_valid(now));
     }
 }
