@@ -117,6 +117,10 @@ pub fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// The driver's number for one connection to one node; a reconnection gets a new one.
+///
+/// Numbers must grow with every connection opened to a node: a lower number is an older
+/// connection, and [`Eligibility::identified`] ignores what an older connection than the one
+/// on record says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ConnectionId(pub u64);
 
@@ -317,6 +321,10 @@ impl Eligibility {
 
     /// Records what `connection` to `node` said about its server at `now`: its identity, or
     /// why it could not be read. Returns what is worth reporting.
+    ///
+    /// An identification of a connection older than the one on record (a lower
+    /// [`ConnectionId`]) is ignored: its answer can arrive after the connection was replaced
+    /// and the new one identified, and what it says is older than what the new one said.
     pub fn identified(
         &mut self,
         node: NodeId,
@@ -324,6 +332,18 @@ impl Eligibility {
         identity: Result<NodeIdentity, String>,
         now: Timestamp,
     ) -> Vec<EligibilityEvent> {
+        // Recording it would send every command on the current connection back to an
+        // identification that connection already had (a driver identifies a connection
+        // once), and the node would take nothing but releases from this client until the
+        // current connection breaks.
+        if self
+            .nodes
+            .get(node.index())
+            .and_then(|state| state.identified)
+            .is_some_and(|current| connection < current)
+        {
+            return Vec::new();
+        }
         let mut events = Vec::new();
         // Another name of the same server, identified before and counted.
         let kept = identity.as_ref().ok().and_then(|identity| {
@@ -554,6 +574,29 @@ mod tests {
             nodes.admit(n0(), ConnectionId(2), &set(), at(10)),
             Admission::Send
         );
+    }
+
+    #[test]
+    fn a_late_identification_of_a_replaced_connection_leaves_the_current_one_admitted() {
+        let mut nodes = Eligibility::new(1, RestartPolicy::Quarantine(secs(10)));
+        let (c1, c2) = (ConnectionId(1), ConnectionId(2));
+        // C1's INFO was answered, but the task reading it was not polled before C1 broke;
+        // C2 was opened and identified meanwhile.
+        nodes.identified(n0(), c2, identity("a", 3_600), at(1));
+        assert_eq!(nodes.admit(n0(), c2, &set(), at(1)), Admission::Send);
+        // Then C1's reader runs: what it read is older than what C2 said, and C1 carries
+        // nothing any more. Recording it would send every SET on C2 back to an
+        // identification that C2 (identified once) never repeats.
+        let events = nodes.identified(n0(), c1, identity("a", 3_600), at(2));
+        assert!(events.is_empty(), "{events:?}");
+        assert_eq!(nodes.admit(n0(), c2, &set(), at(2)), Admission::Send);
+        // The late connection itself is not admitted.
+        assert_eq!(nodes.admit(n0(), c1, &set(), at(2)), Admission::Identify);
+        // Not even when what it read differs (a restart it saw before C2 was opened is
+        // already in what C2 said).
+        nodes.identified(n0(), c1, identity("old", 1), at(3));
+        assert_eq!(nodes.admit(n0(), c2, &set(), at(3)), Admission::Send);
+        assert_eq!(nodes.run_id(n0()), Some("a"));
     }
 
     #[test]
