@@ -11,7 +11,11 @@
 //! - a node seen for the **first time** whose uptime is below the quarantine is left out
 //!   until the quarantine has passed since it started; a client that has never seen the node
 //!   cannot know what it held before;
-//! - a node whose `run_id` **changed** is left out for the quarantine minus its uptime;
+//! - a node whose `run_id` **changed** is left out for a whole quarantine from when the
+//!   change is seen, whatever uptime it reports: a server that restarted reports a small
+//!   uptime anyway, and a large one means another server now answers to the name (a
+//!   promoted replica, a DNS name or virtual IP moved), which never held this node's keys
+//!   however long it has run;
 //! - a node whose identity **cannot be read** (`INFO` refused by an ACL, renamed, a proxy in
 //!   front) is counted on the first connection, with a warning, and left out for a whole
 //!   quarantine after every reconnection, which may hide a restart;
@@ -63,9 +67,10 @@ pub struct NodeIdentity {
 /// reports 1 s). The restart quarantine counts from the uptime less this.
 pub const UPTIME_SLACK: Duration = Duration::from_secs(1);
 
-/// How much longer a server that reports `uptime` stays out under a restart quarantine of
-/// `quarantine`: counted from the latest moment it can have started (its uptime less
-/// [`UPTIME_SLACK`]); zero once that is over.
+/// How much longer a server seen for the first time, reporting `uptime`, stays out under a
+/// restart quarantine of `quarantine`: counted from the latest moment it can have started
+/// (its uptime less [`UPTIME_SLACK`]); zero once that is over. (A known name whose `run_id`
+/// changed stays out for the whole quarantine, see [`Eligibility`].)
 ///
 /// ```
 /// use std::time::Duration;
@@ -143,7 +148,7 @@ pub enum Admission {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum QuarantineReason {
-    /// Its `run_id` changed: it restarted.
+    /// Its `run_id` changed: it restarted, or another server answers to its name.
     Restarted,
     /// First seen with an uptime below the quarantine.
     Young,
@@ -154,7 +159,7 @@ pub enum QuarantineReason {
 impl fmt::Display for QuarantineReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Self::Restarted => "restarted (its run_id changed)",
+            Self::Restarted => "its run_id changed (a restart, or another server behind the name)",
             Self::Young => "started less than a quarantine ago",
             Self::Reconnected => "reconnected, and a restart cannot be ruled out",
         })
@@ -396,7 +401,20 @@ impl Eligibility {
                 };
                 state.run_id = Some(identity.run_id);
                 if let (Some(reason), RestartPolicy::Quarantine(quarantine)) = (reason, policy) {
-                    let left = quarantine_left(quarantine, identity.uptime);
+                    let left = match reason {
+                        // The uptime dates the server behind the name, not the moment the
+                        // name lost its keys: a replica promoted, or a DNS name or virtual IP
+                        // moved to another master, has run for long and still holds none of
+                        // the keys the old server held. (A server that restarted shows a
+                        // small uptime, so this costs it at most that much more.)
+                        // (`Reconnected` is only given to an identity that cannot be read.)
+                        QuarantineReason::Restarted | QuarantineReason::Reconnected => quarantine,
+                        // Never seen before: there is nothing to compare with, and the
+                        // uptime is all there is (a server that has run longer than the
+                        // quarantine lost nothing in that time, unless it is not the
+                        // server other clients knew under this name).
+                        QuarantineReason::Young => quarantine_left(quarantine, identity.uptime),
+                    };
                     if !left.is_zero() {
                         events.push(quarantine_until(state, node, now, left, reason));
                     }
@@ -551,28 +569,60 @@ mod tests {
             nodes.admit(n0(), ConnectionId(2), &set(), at(1)),
             Admission::Identify
         );
-        // Up 2 s by its report, so up at least 1 s: left out for the 9 s after that.
+        // A new run_id: left out for the whole quarantine from when it is seen.
         let events = nodes.identified(n0(), ConnectionId(2), identity("b", 2), at(1));
         assert_eq!(
             events,
             [EligibilityEvent::Quarantined {
                 node: n0(),
-                until: at(10),
+                until: at(11),
                 reason: QuarantineReason::Restarted
             }]
         );
         assert!(matches!(
-            nodes.admit(n0(), ConnectionId(2), &set(), at(9)),
+            nodes.admit(n0(), ConnectionId(2), &set(), at(10)),
             Admission::Refuse(NodeFailure::Quarantined { .. })
         ));
         // Releases never wait, not even for an identification.
         assert_eq!(
-            nodes.admit(n0(), ConnectionId(3), &release(), at(9)),
+            nodes.admit(n0(), ConnectionId(3), &release(), at(10)),
             Admission::Send
         );
         assert_eq!(
-            nodes.admit(n0(), ConnectionId(2), &set(), at(10)),
+            nodes.admit(n0(), ConnectionId(2), &set(), at(11)),
             Admission::Send
+        );
+    }
+
+    #[test]
+    fn another_long_running_server_behind_a_known_name_waits_a_whole_quarantine() {
+        let mut nodes = Eligibility::new(1, RestartPolicy::Quarantine(secs(10)));
+        nodes.identified(n0(), ConnectionId(1), identity("a", 3_600), at(0));
+        // A promoted replica, or the name moved to another master: up for a day, and still
+        // without the keys the old server held.
+        let events = nodes.identified(n0(), ConnectionId(2), identity("b", 86_400), at(5));
+        assert_eq!(
+            events,
+            [EligibilityEvent::Quarantined {
+                node: n0(),
+                until: at(15),
+                reason: QuarantineReason::Restarted
+            }]
+        );
+        assert!(matches!(
+            nodes.admit(n0(), ConnectionId(2), &set(), at(14)),
+            Admission::Refuse(NodeFailure::Quarantined { .. })
+        ));
+        assert_eq!(
+            nodes.admit(n0(), ConnectionId(2), &set(), at(15)),
+            Admission::Send
+        );
+        // A client that meets that server first has only its uptime to go by.
+        let mut newcomer = Eligibility::new(1, RestartPolicy::Quarantine(secs(10)));
+        assert!(
+            newcomer
+                .identified(n0(), ConnectionId(1), identity("b", 86_400), at(5))
+                .is_empty()
         );
     }
 
