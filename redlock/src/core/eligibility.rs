@@ -30,13 +30,15 @@
 //!   is acknowledged) lose nothing in a restart and are never quarantined.
 //!
 //! The quarantine must cover the longest TTL of *any* client of the nodes, not only this
-//! one's: a restarted node forgot every client's keys.
+//! one's: a restarted node forgot every client's keys. The default (this client's own TTL)
+//! does not know the others', so a lost round that reads another owner's key living longer
+//! than the quarantine is reported ([`Eligibility::other_leases`]), once per node.
 
 use std::fmt;
 use std::time::Duration;
 
 use super::responsive::{Responsiveness, WriteGate};
-use super::{Command, NodeFailure, NodeId, Timestamp};
+use super::{Command, NodeFailure, NodeId, Reply, RoundFailure, Timestamp};
 
 /// How restarted nodes are treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -202,6 +204,19 @@ pub enum EligibilityEvent {
         /// The node it duplicates.
         of: NodeId,
     },
+    /// Another owner's lock key on the node has `remaining` to live, more than this client's
+    /// restart quarantine: that owner's TTL is longer than the quarantine. After a restart
+    /// without persistence this client counts the node again while such a lease may still
+    /// be valid, and can be granted what that owner holds: the quarantine must cover the
+    /// longest TTL of every client of the nodes. Reported once per node.
+    OutlivesQuarantine {
+        /// Which.
+        node: NodeId,
+        /// What the key had left when it was read (at most its owner's TTL).
+        remaining: Duration,
+        /// This client's restart quarantine.
+        quarantine: Duration,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -213,6 +228,7 @@ struct NodeState {
     identified: Option<ConnectionId>,
     unidentifiable_reported: bool,
     eviction_reported: bool,
+    outlives_reported: bool,
     duplicate_of: Option<NodeId>,
     responsive: Responsiveness,
 }
@@ -434,6 +450,56 @@ impl Eligibility {
                         QuarantineReason::Reconnected,
                     ));
                 }
+            }
+        }
+        events
+    }
+
+    /// Checks what a lost round read about other owners' keys ([`Reply::TakenFor`]) against
+    /// the restart quarantine: a key with more time left than the quarantine belongs to a
+    /// client whose TTL is longer than it, which the quarantine does not cover. Returns an
+    /// [`EligibilityEvent::OutlivesQuarantine`] for each node where that is seen, once per
+    /// node for the life of this value.
+    ///
+    /// A key without expiry is not a lease of this protocol and is not reported; nor is
+    /// anything when the nodes are declared persistent (no quarantine to cover).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock::core::*;
+    ///
+    /// let mut nodes = Eligibility::new(1, RestartPolicy::Quarantine(Duration::from_secs(10)));
+    /// let config = LockConfig::new(1).with_retry(RetryPolicy::no_retry());
+    /// let key = LockKey::new("", "r").unwrap();
+    /// let mut round = Acquire::new(&config, key, Token::from_bytes([1; 16]), Timestamp::ZERO);
+    /// let sent = round.poll_transmit().unwrap();
+    /// let held_for = Reply::TakenFor { remaining: Duration::from_secs(60) };
+    /// round.handle_reply(sent.request, Ok(held_for), Timestamp::ZERO);
+    /// let Some(AcquireEvent::Failed(failure)) = round.poll_outcome() else { panic!() };
+    /// assert!(matches!(
+    ///     nodes.other_leases(&failure.last_round)[..],
+    ///     [EligibilityEvent::OutlivesQuarantine { .. }]
+    /// ));
+    /// // Once per node.
+    /// assert!(nodes.other_leases(&failure.last_round).is_empty());
+    /// ```
+    pub fn other_leases(&mut self, failure: &RoundFailure) -> Vec<EligibilityEvent> {
+        let RestartPolicy::Quarantine(quarantine) = self.policy else {
+            return Vec::new();
+        };
+        let mut events = Vec::new();
+        for (index, (state, status)) in self.nodes.iter_mut().zip(&failure.nodes).enumerate() {
+            let Some(Reply::TakenFor { remaining }) = status.reply() else {
+                continue;
+            };
+            // `Duration::MAX` stands for a key without expiry: not a lease.
+            if remaining > quarantine && remaining != Duration::MAX && !state.outlives_reported {
+                state.outlives_reported = true;
+                events.push(EligibilityEvent::OutlivesQuarantine {
+                    node: NodeId::new(index),
+                    remaining,
+                    quarantine,
+                });
             }
         }
         events
@@ -715,6 +781,67 @@ mod tests {
         nodes.identified(n0(), ConnectionId(2), identity("same", 100), at(1));
         assert_eq!(nodes.duplicate_of(n1), None);
         assert_eq!(nodes.duplicate_of(n0()), Some(n1));
+    }
+
+    #[test]
+    fn another_owners_key_that_outlives_the_quarantine_is_reported_once_per_node() {
+        use crate::core::{FailureReason, NodeStatus};
+
+        let taken = |s: u64| NodeStatus::Replied(Reply::TakenFor { remaining: secs(s) });
+        let failure = |nodes: Vec<NodeStatus>| RoundFailure {
+            reason: FailureReason::Contended,
+            nodes,
+            started_at: at(0),
+            decided_at: at(0),
+        };
+        let round = failure(vec![
+            // Longer than the quarantine: reported.
+            taken(30),
+            // Within it: covered.
+            taken(10),
+            // No expiry: not a lease.
+            NodeStatus::Replied(Reply::TakenFor {
+                remaining: Duration::MAX,
+            }),
+            NodeStatus::Replied(Reply::Taken),
+            NodeStatus::Pending,
+        ]);
+        let mut nodes = Eligibility::new(5, RestartPolicy::Quarantine(secs(10)));
+        assert_eq!(
+            nodes.other_leases(&round),
+            [EligibilityEvent::OutlivesQuarantine {
+                node: n0(),
+                remaining: secs(30),
+                quarantine: secs(10),
+            }]
+        );
+        // Once per node: the same round again, and a longer key on node 0, say nothing new;
+        // another node is reported on its own.
+        assert!(nodes.other_leases(&round).is_empty());
+        let later = failure(vec![
+            taken(50),
+            taken(20),
+            NodeStatus::Failed(NodeFailure::TimedOut),
+            NodeStatus::Pending,
+            NodeStatus::Pending,
+        ]);
+        assert_eq!(
+            nodes.other_leases(&later),
+            [EligibilityEvent::OutlivesQuarantine {
+                node: NodeId::new(1),
+                remaining: secs(20),
+                quarantine: secs(10),
+            }]
+        );
+        // A raised quarantine covers what it covers.
+        let mut covered = Eligibility::new(5, RestartPolicy::Quarantine(secs(10)));
+        covered.cover(secs(30));
+        assert!(covered.other_leases(&round).is_empty());
+        // Persistent nodes have no quarantine to cover.
+        let mut persistent = Eligibility::new(5, RestartPolicy::Persistent);
+        assert!(persistent.other_leases(&round).is_empty());
+        // A round with fewer statuses than nodes (a foreign record) is read as far as it goes.
+        assert!(nodes.other_leases(&failure(vec![taken(99)])).is_empty());
     }
 
     #[test]
