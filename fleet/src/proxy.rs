@@ -13,6 +13,7 @@
 //! faults.set_blackhole(true);   // accept, never forward
 //! faults.heal();                // traffic flows again, held bytes first
 //! faults.reset_connections();   // every open connection is closed with a TCP reset
+//! faults.redirect(fleet.addr(1)); // new connections reach another server (a VIP move)
 //! # Ok(())
 //! # }
 //! ```
@@ -105,6 +106,8 @@ struct Control {
     faults: Faults,
     generation: u64,
     closed: bool,
+    /// Where new connections go instead of the upstream the proxy was started with.
+    redirect: Option<SocketAddr>,
 }
 
 #[derive(Debug, Default)]
@@ -163,6 +166,14 @@ impl ProxyHandle {
     /// are accepted as usual.
     pub fn reset_connections(&self) {
         self.control.send_modify(|c| c.generation += 1);
+    }
+
+    /// Sends every connection accepted from now on to `upstream` instead: the name the
+    /// client was given now reaches another server, as after a failover behind a virtual IP
+    /// or a DNS change. Open connections stay with the server they reached; follow with
+    /// [`reset_connections`](Self::reset_connections) to move the client over at once.
+    pub fn redirect(&self, upstream: SocketAddr) {
+        self.control.send_modify(|c| c.redirect = Some(upstream));
     }
 
     /// The faults in force.
@@ -232,9 +243,14 @@ impl FaultProxy {
         format!("redis://{}", self.local)
     }
 
-    /// The node behind the proxy.
+    /// The node behind the proxy: the one it was started with, or the one it was last
+    /// [redirected](ProxyHandle::redirect) to.
     pub fn upstream(&self) -> SocketAddr {
-        self.upstream
+        self.handle
+            .control
+            .borrow()
+            .redirect
+            .unwrap_or(self.upstream)
     }
 
     /// A handle that controls the faults.
@@ -255,7 +271,7 @@ impl fmt::Debug for FaultProxy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FaultProxy")
             .field("local", &self.local)
-            .field("upstream", &self.upstream)
+            .field("upstream", &self.upstream())
             .field("faults", &self.handle.faults())
             .finish()
     }
@@ -269,6 +285,7 @@ async fn accept_loop(listener: TcpListener, upstream: SocketAddr, handle: ProxyH
             continue;
         };
         handle.counters.accepted.fetch_add(1, Ordering::Relaxed);
+        let upstream = handle.control.borrow().redirect.unwrap_or(upstream);
         tokio::spawn(serve(client, upstream, handle.clone()));
     }
 }

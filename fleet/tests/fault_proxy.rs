@@ -202,6 +202,20 @@ async fn a_reset_closes_every_connection_and_new_ones_work() {
     assert_eq!(faults.accepted_connections(), 2);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_sends_new_connections_to_the_other_upstream() {
+    let (proxy, _first, mut client, mut server) = connected().await;
+    let second = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let faults = proxy.handle();
+    faults.redirect(second.local_addr().unwrap());
+    assert_eq!(proxy.upstream(), second.local_addr().unwrap());
+    // The open connection stays with the server it reached...
+    assert!(transit(&mut client, &mut server, b"old").await < HELD_FOR);
+    // ...and a new one reaches the other.
+    let (mut client, mut server) = connect(&proxy, &second).await;
+    assert!(transit(&mut client, &mut server, b"new").await < HELD_FOR);
+}
+
 /// A reset and a heal in the same instant race the connection's writer, which may see both
 /// before the connection notices the reset. Without the writer's own check the held bytes got
 /// through within the first ten of these attempts in every run measured.

@@ -10,28 +10,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use redlock::Error;
-use redlock::core::{NodeFailure, NodeStatus};
-
-/// Whether node `index` was left out by the quarantine in `err`'s last round.
-fn quarantined(err: &Error, index: usize) -> bool {
-    err.nodes().is_some_and(|report| {
-        matches!(
-            report.nodes()[index].status,
-            NodeStatus::Failed(NodeFailure::Quarantined { .. })
-        )
-    })
-}
-
-/// Waits until every node of `fleet` counts as older than `age` for the quarantine: uptime
-/// is counted in whole seconds by the nodes, and the client takes a second off it
-/// (`UPTIME_SLACK`), so this waits for the second whole second past `age`.
-fn wait_until_older_than(started: Instant, age: Duration) {
-    let slack = redlock::core::UPTIME_SLACK;
-    let old_enough = Duration::from_secs(age.as_secs() + 1) + slack + Duration::from_millis(100);
-    if let Some(left) = old_enough.checked_sub(started.elapsed()) {
-        std::thread::sleep(left);
-    }
-}
 
 /// Two clients: A holds `q` on nodes 0–2 only; node 2 restarts
 /// empty; a client built after the restart has no earlier `run_id` to compare, and still

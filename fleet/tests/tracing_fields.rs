@@ -233,3 +233,69 @@ async fn a_node_that_refuses_info_is_reported_once_and_still_counted() {
     redlock.settle().await;
     once_per_node(&captured, "cannot read the node's identity", &fleet);
 }
+
+/// The default restart quarantine is this client's own TTL, which says nothing of the others'
+/// leases on the same nodes. A lost round that reads another owner's key living longer than
+/// the quarantine warns, once per node; a key within the quarantine does not.
+#[tokio::test]
+async fn another_clients_lease_longer_than_the_quarantine_is_reported_once_per_node() {
+    let captured = Captured::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(captured.clone()));
+    let started = std::time::Instant::now();
+    let fleet = fleet(3);
+    let ttl = std::time::Duration::from_secs(1);
+    // Older than the quarantine: no node is left out for being young, so every round asks
+    // every node.
+    wait_until_older_than(started, ttl);
+    // The default quarantine: the TTL.
+    let redlock = redlock::Redlock::builder()
+        .nodes(fleet.urls())
+        .ttl(ttl)
+        .retry_count(1)
+        .build()
+        .unwrap();
+    let warning = "another client's lease outlives";
+    // Within the quarantine: covered, nothing to say. (The second round reads how long the
+    // key has left; it may also find it gone and win.)
+    let short = format!("{PREFIX}short");
+    fleet
+        .occupy(&[0, 1, 2], &short, std::time::Duration::from_millis(900))
+        .unwrap();
+    if let Ok(lease) = redlock.acquire("short").await {
+        lease.release().await;
+    }
+    assert!(
+        captured
+            .events_where(|e| e.name.starts_with(warning))
+            .is_empty()
+    );
+    // Another client's minute-long lease: the first round finds it taken, the second reads
+    // its remaining time.
+    let long = format!("{PREFIX}long");
+    fleet
+        .occupy(&[0, 1, 2], &long, std::time::Duration::from_secs(60))
+        .unwrap();
+    for _ in 0..3 {
+        assert!(redlock.acquire("long").await.is_err());
+    }
+    redlock.settle().await;
+    // A round is lost once two nodes found the key taken, and only the replies in by then
+    // are read: at least those two nodes warn, and no node twice.
+    let warned = captured.events_where(|e| e.name.starts_with(warning));
+    let mut nodes: Vec<&str> = warned.iter().map(|e| e.fields["node"].as_str()).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    assert!(
+        nodes.len() == warned.len() && warned.len() >= 2,
+        "{warned:#?}"
+    );
+    for event in warned {
+        assert_eq!(event.fields["quarantine_ms"], "1000", "{event:?}");
+        let remaining: u64 = event.fields["remaining_ms"].parse().unwrap();
+        assert!(remaining > 50_000, "{event:?}");
+        assert_eq!(event.within.as_deref(), Some("acquire"), "{event:?}");
+    }
+    fleet.vacate(&[0, 1, 2], &long).unwrap();
+    assert_no_lock_keys(&fleet).await;
+}

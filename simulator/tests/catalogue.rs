@@ -70,8 +70,8 @@ fn the_catalogue_covers_both_sides_of_each_mitigation() {
             .collect()
     };
     for pair in [
-        "rl-02-", "rl-02b", "rl-04-", "rl-05", "rl-06", "rl-07", "rl-09", "rl-10", "rl-11",
-        "rl-12", "rl-14",
+        "rl-02-", "rl-02b", "rl-04-", "rl-05", "rl-06", "rl-07", "rl-08b", "rl-09", "rl-10",
+        "rl-11", "rl-12", "rl-14",
     ] {
         let found = verdicts(pair);
         assert!(

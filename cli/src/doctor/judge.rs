@@ -464,7 +464,10 @@ fn judge_server(
         .shown_by(catalogue::RL08B_SPLIT_BRAIN)
         .remedy(
             "use independent masters without replication; if replicas must stay, disable \
-             automatic failover and treat a promotion as a restart without persistence",
+             automatic failover and keep a promoted node out of every client for the longest \
+             TTL: a running client leaves a known name that now reaches another server out \
+             for a whole restart quarantine, but a client started after the promotion (every \
+             redlock run) counts it at once",
         ),
         Role::Replica { master } => Finding::new(
             Level::Error,

@@ -4,7 +4,8 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use redlock::{Redlock, RedlockBuilder};
+use redlock::core::{NodeFailure, NodeStatus};
+use redlock::{Error, Redlock, RedlockBuilder};
 use redlock_fleet::{FleetOptions, RedisFleet};
 
 /// The key prefix of every lock taken by the tests.
@@ -127,5 +128,26 @@ pub fn acl_on_every_node(fleet: &RedisFleet, args: &[&str]) {
             .arg(args)
             .query(&mut c)
             .unwrap_or_else(|e| panic!("ACL {args:?} on node {i}: {e}"));
+    }
+}
+
+/// Whether node `index` was left out by the quarantine in `err`'s last round.
+pub fn quarantined(err: &Error, index: usize) -> bool {
+    err.nodes().is_some_and(|report| {
+        matches!(
+            report.nodes()[index].status,
+            NodeStatus::Failed(NodeFailure::Quarantined { .. })
+        )
+    })
+}
+
+/// Waits until nodes started after `started` count as older than `age` for the quarantine: uptime
+/// is counted in whole seconds by the nodes, and the client takes a second off it
+/// (`UPTIME_SLACK`), so this waits for the second whole second past `age`.
+pub fn wait_until_older_than(started: Instant, age: Duration) {
+    let slack = redlock::core::UPTIME_SLACK;
+    let old_enough = Duration::from_secs(age.as_secs() + 1) + slack + Duration::from_millis(100);
+    if let Some(left) = old_enough.checked_sub(started.elapsed()) {
+        std::thread::sleep(left);
     }
 }

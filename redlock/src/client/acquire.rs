@@ -126,6 +126,7 @@ impl Redlock {
                     shared
                         .telemetry
                         .round(failure.reason == FailureReason::Contended);
+                    shared.nodes.other_leases(&failure);
                     tracing::debug!(
                         resource,
                         attempt = op.machine.attempt(),
@@ -165,6 +166,7 @@ impl Redlock {
                     op.finished = true;
                     let reason = failure.last_round.reason;
                     shared.telemetry.round(reason == FailureReason::Contended);
+                    shared.nodes.other_leases(&failure.last_round);
                     shared
                         .telemetry
                         .acquire_failed(reason == FailureReason::Unavailable);

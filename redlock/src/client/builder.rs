@@ -216,7 +216,8 @@ impl RedlockBuilder {
     }
 
     /// How long after it started a node is left out of quorums when this client first meets
-    /// it, and after every restart (a new `run_id`): it may have lost the keys it held, and a
+    /// it, and for how long from the moment a node's `run_id` changes (a restart, or another
+    /// server behind the name, whatever its uptime): it may have lost the keys it held, and a
     /// node that forgot a key can hand a second client a majority (the Redis documentation's
     /// "delayed restart", applied by the client; see [`crate::core::Eligibility`]).
     ///

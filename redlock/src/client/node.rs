@@ -24,7 +24,7 @@ use super::lock;
 use super::wire::{self, classify, connection_lost};
 use crate::core::{
     Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId, Reply,
-    RestartPolicy,
+    RestartPolicy, RoundFailure,
 };
 
 /// Every configured node, the rule of which may vote, and the clock that rule runs on.
@@ -80,6 +80,15 @@ impl Nodes {
     /// Raises the restart quarantine to cover `ttl` (a handle with a longer TTL).
     pub(crate) fn cover(&self, ttl: Duration) {
         lock(&self.eligibility).cover(ttl);
+    }
+
+    /// Warns, once per node, where a lost round read another owner's key that lives longer
+    /// than the restart quarantine (the rule is [`Eligibility::other_leases`]).
+    pub(crate) fn other_leases(&self, failure: &RoundFailure) {
+        let events = lock(&self.eligibility).other_leases(failure);
+        for event in events {
+            self.report(event);
+        }
     }
 
     /// Runs `command` on node `index` once `queued` has completed (its wait in the lane) and
@@ -269,6 +278,19 @@ impl Nodes {
                 policy = %policy,
                 "the node may evict keys (maxmemory-policy); an evicted lock key or fence \
                  counter is forgotten: use noeviction on lock nodes"
+            ),
+            EligibilityEvent::OutlivesQuarantine {
+                node,
+                remaining,
+                quarantine,
+            } => tracing::warn!(
+                node = address(node),
+                remaining_ms = remaining.as_millis(),
+                quarantine_ms = quarantine.as_millis(),
+                "another client's lease outlives this client's restart quarantine: after a \
+                 restart without persistence the node would be counted again while such a \
+                 lease may still be valid; set the restart quarantine to the longest TTL of \
+                 any client of these nodes"
             ),
             EligibilityEvent::Duplicate { node, of } => tracing::error!(
                 node = address(node),

@@ -11,7 +11,11 @@
 //! - a node seen for the **first time** whose uptime is below the quarantine is left out
 //!   until the quarantine has passed since it started; a client that has never seen the node
 //!   cannot know what it held before;
-//! - a node whose `run_id` **changed** is left out for the quarantine minus its uptime;
+//! - a node whose `run_id` **changed** is left out for a whole quarantine from when the
+//!   change is seen, whatever uptime it reports: a server that restarted reports a small
+//!   uptime anyway, and a large one means another server now answers to the name (a
+//!   promoted replica, a DNS name or virtual IP moved), which never held this node's keys
+//!   however long it has run;
 //! - a node whose identity **cannot be read** (`INFO` refused by an ACL, renamed, a proxy in
 //!   front) is counted on the first connection, with a warning, and left out for a whole
 //!   quarantine after every reconnection, which may hide a restart;
@@ -26,13 +30,15 @@
 //!   is acknowledged) lose nothing in a restart and are never quarantined.
 //!
 //! The quarantine must cover the longest TTL of *any* client of the nodes, not only this
-//! one's: a restarted node forgot every client's keys.
+//! one's: a restarted node forgot every client's keys. The default (this client's own TTL)
+//! does not know the others', so a lost round that reads another owner's key living longer
+//! than the quarantine is reported ([`Eligibility::other_leases`]), once per node.
 
 use std::fmt;
 use std::time::Duration;
 
 use super::responsive::{Responsiveness, WriteGate};
-use super::{Command, NodeFailure, NodeId, Timestamp};
+use super::{Command, NodeFailure, NodeId, Reply, RoundFailure, Timestamp};
 
 /// How restarted nodes are treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,9 +69,10 @@ pub struct NodeIdentity {
 /// reports 1 s). The restart quarantine counts from the uptime less this.
 pub const UPTIME_SLACK: Duration = Duration::from_secs(1);
 
-/// How much longer a server that reports `uptime` stays out under a restart quarantine of
-/// `quarantine`: counted from the latest moment it can have started (its uptime less
-/// [`UPTIME_SLACK`]); zero once that is over.
+/// How much longer a server seen for the first time, reporting `uptime`, stays out under a
+/// restart quarantine of `quarantine`: counted from the latest moment it can have started
+/// (its uptime less [`UPTIME_SLACK`]); zero once that is over. (A known name whose `run_id`
+/// changed stays out for the whole quarantine, see [`Eligibility`].)
 ///
 /// ```
 /// use std::time::Duration;
@@ -117,6 +124,10 @@ pub fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// The driver's number for one connection to one node; a reconnection gets a new one.
+///
+/// Numbers must grow with every connection opened to a node: a lower number is an older
+/// connection, and [`Eligibility::identified`] ignores what an older connection than the one
+/// on record says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ConnectionId(pub u64);
 
@@ -139,7 +150,7 @@ pub enum Admission {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum QuarantineReason {
-    /// Its `run_id` changed: it restarted.
+    /// Its `run_id` changed: it restarted, or another server answers to its name.
     Restarted,
     /// First seen with an uptime below the quarantine.
     Young,
@@ -150,7 +161,7 @@ pub enum QuarantineReason {
 impl fmt::Display for QuarantineReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Self::Restarted => "restarted (its run_id changed)",
+            Self::Restarted => "its run_id changed (a restart, or another server behind the name)",
             Self::Young => "started less than a quarantine ago",
             Self::Reconnected => "reconnected, and a restart cannot be ruled out",
         })
@@ -193,6 +204,19 @@ pub enum EligibilityEvent {
         /// The node it duplicates.
         of: NodeId,
     },
+    /// Another owner's lock key on the node has `remaining` to live, more than this client's
+    /// restart quarantine: that owner's TTL is longer than the quarantine. After a restart
+    /// without persistence this client counts the node again while such a lease may still
+    /// be valid, and can be granted what that owner holds: the quarantine must cover the
+    /// longest TTL of every client of the nodes. Reported once per node.
+    OutlivesQuarantine {
+        /// Which.
+        node: NodeId,
+        /// What the key had left when it was read (at most its owner's TTL).
+        remaining: Duration,
+        /// This client's restart quarantine.
+        quarantine: Duration,
+    },
 }
 
 #[derive(Debug, Default)]
@@ -204,6 +228,7 @@ struct NodeState {
     identified: Option<ConnectionId>,
     unidentifiable_reported: bool,
     eviction_reported: bool,
+    outlives_reported: bool,
     duplicate_of: Option<NodeId>,
     responsive: Responsiveness,
 }
@@ -317,6 +342,10 @@ impl Eligibility {
 
     /// Records what `connection` to `node` said about its server at `now`: its identity, or
     /// why it could not be read. Returns what is worth reporting.
+    ///
+    /// An identification of a connection older than the one on record (a lower
+    /// [`ConnectionId`]) is ignored: its answer can arrive after the connection was replaced
+    /// and the new one identified, and what it says is older than what the new one said.
     pub fn identified(
         &mut self,
         node: NodeId,
@@ -324,6 +353,18 @@ impl Eligibility {
         identity: Result<NodeIdentity, String>,
         now: Timestamp,
     ) -> Vec<EligibilityEvent> {
+        // Recording it would send every command on the current connection back to an
+        // identification that connection already had (a driver identifies a connection
+        // once), and the node would take nothing but releases from this client until the
+        // current connection breaks.
+        if self
+            .nodes
+            .get(node.index())
+            .and_then(|state| state.identified)
+            .is_some_and(|current| connection < current)
+        {
+            return Vec::new();
+        }
         let mut events = Vec::new();
         // Another name of the same server, identified before and counted.
         let kept = identity.as_ref().ok().and_then(|identity| {
@@ -376,7 +417,20 @@ impl Eligibility {
                 };
                 state.run_id = Some(identity.run_id);
                 if let (Some(reason), RestartPolicy::Quarantine(quarantine)) = (reason, policy) {
-                    let left = quarantine_left(quarantine, identity.uptime);
+                    let left = match reason {
+                        // The uptime dates the server behind the name, not the moment the
+                        // name lost its keys: a replica promoted, or a DNS name or virtual IP
+                        // moved to another master, has run for long and still holds none of
+                        // the keys the old server held. (A server that restarted shows a
+                        // small uptime, so this costs it at most that much more.)
+                        // (`Reconnected` is only given to an identity that cannot be read.)
+                        QuarantineReason::Restarted | QuarantineReason::Reconnected => quarantine,
+                        // Never seen before: there is nothing to compare with, and the
+                        // uptime is all there is (a server that has run longer than the
+                        // quarantine lost nothing in that time, unless it is not the
+                        // server other clients knew under this name).
+                        QuarantineReason::Young => quarantine_left(quarantine, identity.uptime),
+                    };
                     if !left.is_zero() {
                         events.push(quarantine_until(state, node, now, left, reason));
                     }
@@ -396,6 +450,56 @@ impl Eligibility {
                         QuarantineReason::Reconnected,
                     ));
                 }
+            }
+        }
+        events
+    }
+
+    /// Checks what a lost round read about other owners' keys ([`Reply::TakenFor`]) against
+    /// the restart quarantine: a key with more time left than the quarantine belongs to a
+    /// client whose TTL is longer than it, which the quarantine does not cover. Returns an
+    /// [`EligibilityEvent::OutlivesQuarantine`] for each node where that is seen, once per
+    /// node for the life of this value.
+    ///
+    /// A key without expiry is not a lease of this protocol and is not reported; nor is
+    /// anything when the nodes are declared persistent (no quarantine to cover).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock::core::*;
+    ///
+    /// let mut nodes = Eligibility::new(1, RestartPolicy::Quarantine(Duration::from_secs(10)));
+    /// let config = LockConfig::new(1).with_retry(RetryPolicy::no_retry());
+    /// let key = LockKey::new("", "r").unwrap();
+    /// let mut round = Acquire::new(&config, key, Token::from_bytes([1; 16]), Timestamp::ZERO);
+    /// let sent = round.poll_transmit().unwrap();
+    /// let held_for = Reply::TakenFor { remaining: Duration::from_secs(60) };
+    /// round.handle_reply(sent.request, Ok(held_for), Timestamp::ZERO);
+    /// let Some(AcquireEvent::Failed(failure)) = round.poll_outcome() else { panic!() };
+    /// assert!(matches!(
+    ///     nodes.other_leases(&failure.last_round)[..],
+    ///     [EligibilityEvent::OutlivesQuarantine { .. }]
+    /// ));
+    /// // Once per node.
+    /// assert!(nodes.other_leases(&failure.last_round).is_empty());
+    /// ```
+    pub fn other_leases(&mut self, failure: &RoundFailure) -> Vec<EligibilityEvent> {
+        let RestartPolicy::Quarantine(quarantine) = self.policy else {
+            return Vec::new();
+        };
+        let mut events = Vec::new();
+        for (index, (state, status)) in self.nodes.iter_mut().zip(&failure.nodes).enumerate() {
+            let Some(Reply::TakenFor { remaining }) = status.reply() else {
+                continue;
+            };
+            // `Duration::MAX` stands for a key without expiry: not a lease.
+            if remaining > quarantine && remaining != Duration::MAX && !state.outlives_reported {
+                state.outlives_reported = true;
+                events.push(EligibilityEvent::OutlivesQuarantine {
+                    node: NodeId::new(index),
+                    remaining,
+                    quarantine,
+                });
             }
         }
         events
@@ -531,29 +635,84 @@ mod tests {
             nodes.admit(n0(), ConnectionId(2), &set(), at(1)),
             Admission::Identify
         );
-        // Up 2 s by its report, so up at least 1 s: left out for the 9 s after that.
+        // A new run_id: left out for the whole quarantine from when it is seen.
         let events = nodes.identified(n0(), ConnectionId(2), identity("b", 2), at(1));
         assert_eq!(
             events,
             [EligibilityEvent::Quarantined {
                 node: n0(),
-                until: at(10),
+                until: at(11),
                 reason: QuarantineReason::Restarted
             }]
         );
         assert!(matches!(
-            nodes.admit(n0(), ConnectionId(2), &set(), at(9)),
+            nodes.admit(n0(), ConnectionId(2), &set(), at(10)),
             Admission::Refuse(NodeFailure::Quarantined { .. })
         ));
         // Releases never wait, not even for an identification.
         assert_eq!(
-            nodes.admit(n0(), ConnectionId(3), &release(), at(9)),
+            nodes.admit(n0(), ConnectionId(3), &release(), at(10)),
             Admission::Send
         );
         assert_eq!(
-            nodes.admit(n0(), ConnectionId(2), &set(), at(10)),
+            nodes.admit(n0(), ConnectionId(2), &set(), at(11)),
             Admission::Send
         );
+    }
+
+    #[test]
+    fn another_long_running_server_behind_a_known_name_waits_a_whole_quarantine() {
+        let mut nodes = Eligibility::new(1, RestartPolicy::Quarantine(secs(10)));
+        nodes.identified(n0(), ConnectionId(1), identity("a", 3_600), at(0));
+        // A promoted replica, or the name moved to another master: up for a day, and still
+        // without the keys the old server held.
+        let events = nodes.identified(n0(), ConnectionId(2), identity("b", 86_400), at(5));
+        assert_eq!(
+            events,
+            [EligibilityEvent::Quarantined {
+                node: n0(),
+                until: at(15),
+                reason: QuarantineReason::Restarted
+            }]
+        );
+        assert!(matches!(
+            nodes.admit(n0(), ConnectionId(2), &set(), at(14)),
+            Admission::Refuse(NodeFailure::Quarantined { .. })
+        ));
+        assert_eq!(
+            nodes.admit(n0(), ConnectionId(2), &set(), at(15)),
+            Admission::Send
+        );
+        // A client that meets that server first has only its uptime to go by.
+        let mut newcomer = Eligibility::new(1, RestartPolicy::Quarantine(secs(10)));
+        assert!(
+            newcomer
+                .identified(n0(), ConnectionId(1), identity("b", 86_400), at(5))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_late_identification_of_a_replaced_connection_leaves_the_current_one_admitted() {
+        let mut nodes = Eligibility::new(1, RestartPolicy::Quarantine(secs(10)));
+        let (c1, c2) = (ConnectionId(1), ConnectionId(2));
+        // C1's INFO was answered, but the task reading it was not polled before C1 broke;
+        // C2 was opened and identified meanwhile.
+        nodes.identified(n0(), c2, identity("a", 3_600), at(1));
+        assert_eq!(nodes.admit(n0(), c2, &set(), at(1)), Admission::Send);
+        // Then C1's reader runs: what it read is older than what C2 said, and C1 carries
+        // nothing any more. Recording it would send every SET on C2 back to an
+        // identification that C2 (identified once) never repeats.
+        let events = nodes.identified(n0(), c1, identity("a", 3_600), at(2));
+        assert!(events.is_empty(), "{events:?}");
+        assert_eq!(nodes.admit(n0(), c2, &set(), at(2)), Admission::Send);
+        // The late connection itself is not admitted.
+        assert_eq!(nodes.admit(n0(), c1, &set(), at(2)), Admission::Identify);
+        // Not even when what it read differs (a restart it saw before C2 was opened is
+        // already in what C2 said).
+        nodes.identified(n0(), c1, identity("old", 1), at(3));
+        assert_eq!(nodes.admit(n0(), c2, &set(), at(3)), Admission::Send);
+        assert_eq!(nodes.run_id(n0()), Some("a"));
     }
 
     #[test]
@@ -622,6 +781,67 @@ mod tests {
         nodes.identified(n0(), ConnectionId(2), identity("same", 100), at(1));
         assert_eq!(nodes.duplicate_of(n1), None);
         assert_eq!(nodes.duplicate_of(n0()), Some(n1));
+    }
+
+    #[test]
+    fn another_owners_key_that_outlives_the_quarantine_is_reported_once_per_node() {
+        use crate::core::{FailureReason, NodeStatus};
+
+        let taken = |s: u64| NodeStatus::Replied(Reply::TakenFor { remaining: secs(s) });
+        let failure = |nodes: Vec<NodeStatus>| RoundFailure {
+            reason: FailureReason::Contended,
+            nodes,
+            started_at: at(0),
+            decided_at: at(0),
+        };
+        let round = failure(vec![
+            // Longer than the quarantine: reported.
+            taken(30),
+            // Within it: covered.
+            taken(10),
+            // No expiry: not a lease.
+            NodeStatus::Replied(Reply::TakenFor {
+                remaining: Duration::MAX,
+            }),
+            NodeStatus::Replied(Reply::Taken),
+            NodeStatus::Pending,
+        ]);
+        let mut nodes = Eligibility::new(5, RestartPolicy::Quarantine(secs(10)));
+        assert_eq!(
+            nodes.other_leases(&round),
+            [EligibilityEvent::OutlivesQuarantine {
+                node: n0(),
+                remaining: secs(30),
+                quarantine: secs(10),
+            }]
+        );
+        // Once per node: the same round again, and a longer key on node 0, say nothing new;
+        // another node is reported on its own.
+        assert!(nodes.other_leases(&round).is_empty());
+        let later = failure(vec![
+            taken(50),
+            taken(20),
+            NodeStatus::Failed(NodeFailure::TimedOut),
+            NodeStatus::Pending,
+            NodeStatus::Pending,
+        ]);
+        assert_eq!(
+            nodes.other_leases(&later),
+            [EligibilityEvent::OutlivesQuarantine {
+                node: NodeId::new(1),
+                remaining: secs(20),
+                quarantine: secs(10),
+            }]
+        );
+        // A raised quarantine covers what it covers.
+        let mut covered = Eligibility::new(5, RestartPolicy::Quarantine(secs(10)));
+        covered.cover(secs(30));
+        assert!(covered.other_leases(&round).is_empty());
+        // Persistent nodes have no quarantine to cover.
+        let mut persistent = Eligibility::new(5, RestartPolicy::Persistent);
+        assert!(persistent.other_leases(&round).is_empty());
+        // A round with fewer statuses than nodes (a foreign record) is read as far as it goes.
+        assert!(nodes.other_leases(&failure(vec![taken(99)])).is_empty());
     }
 
     #[test]
