@@ -115,7 +115,8 @@ pub(crate) struct RunArgs {
     #[arg(long, short = 'q')]
     pub(crate) quiet: bool,
     /// Mint a fencing token on the nodes with the lease and pass it to CMD in the
-    /// environment variable NAME (see docs/fencing.md).
+    /// environment variable NAME, and the lease's owner token in NAME_OWNER (see
+    /// docs/fencing.md).
     #[arg(long, value_name = "NAME")]
     pub(crate) fence_env: Option<String>,
     /// The command and its arguments, after `--`.

@@ -44,13 +44,13 @@ pub(crate) struct Child {
     status: Option<ExitStatus>,
 }
 
-/// Starts `command` (program and arguments) in a new process group, with `env` added to
-/// the environment it inherits.
+/// Starts `command` (program and arguments) in a new process group, with the `env`
+/// variables (name, value) added to the environment it inherits.
 ///
 /// # Errors
 ///
 /// Exit code 127 when the program is not found, 126 when it cannot be started.
-pub(crate) fn spawn(command: &[OsString], env: Option<(&str, String)>) -> Result<Child, Failure> {
+pub(crate) fn spawn(command: &[OsString], env: &[(String, String)]) -> Result<Child, Failure> {
     use std::os::unix::process::CommandExt;
 
     let Some((program, arguments)) = command.split_first() else {
@@ -60,9 +60,7 @@ pub(crate) fn spawn(command: &[OsString], env: Option<(&str, String)>) -> Result
     become_subreaper();
     let mut builder = std::process::Command::new(program);
     builder.args(arguments).process_group(0);
-    if let Some((name, value)) = env {
-        builder.env(name, value);
-    }
+    builder.envs(env.iter().map(|(name, value)| (name, value)));
     let process = builder.spawn().map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => Failure::new(NOT_FOUND, format!("{shown}: command not found")),
         _ => Failure::new(CANNOT_EXECUTE, format!("cannot run {shown}: {e}")),

@@ -115,12 +115,22 @@ async fn hold(
     };
     let kept = lease.keep_alive(plan.keep_alive());
     let signal = kept.signal();
-    let env = args
+    // The owner token goes with the fencing token: a fenced resource that checks for a
+    // repeated token (docs/fencing.md) needs both.
+    let env: Vec<(String, String)> = args
         .fence_env
         .as_deref()
         .zip(signal.fence())
-        .map(|(name, fence)| (name, fence.to_string()));
-    let mut child = match child::spawn(&args.command, env) {
+        .map(|(name, fence)| {
+            [
+                (name.to_owned(), fence.to_string()),
+                (format!("{name}_OWNER"), signal.token().to_string()),
+            ]
+        })
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut child = match child::spawn(&args.command, &env) {
         Ok(child) => child,
         Err(failure) => {
             kept.release().await;

@@ -180,6 +180,33 @@ fn a_healthy_fleet_passes_and_the_table_says_so() {
     );
 }
 
+/// The nodes run on this host: the doctor compares each one's `INFO` uptime with its
+/// process's age from `/proc`. This host's clock is not stepped during the test, so the two
+/// agree and nothing is reported but the passed check.
+#[test]
+fn a_local_nodes_uptime_agrees_with_its_process_age() {
+    let fleet = persistent_fleet(3);
+    // Old enough that a whole-second uptime has moved past zero.
+    std::thread::sleep(Duration::from_millis(1_100));
+    let (code, report) = doctor(&fleet.urls(), &PERSISTENT);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(problems(&report), []);
+    for url in fleet.urls() {
+        let address = address(&url);
+        let checked = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["node"] == address.as_str() && f["check"] == "uptime-clock")
+            .unwrap_or_else(|| panic!("no uptime-clock check on {address}: {report:#}"));
+        assert_eq!(checked["level"], "ok", "{checked:#}");
+        let summary = checked["summary"].as_str().unwrap();
+        assert!(summary.contains("INFO's uptime"), "{summary}");
+        assert!(summary.contains("the process's age"), "{summary}");
+        assert!(summary.contains("not stepped"), "{summary}");
+    }
+}
+
 #[test]
 fn without_persistence_the_restart_quarantine_is_what_keeps_leases_safe() {
     let fleet = fleet(3);

@@ -1,5 +1,5 @@
 //! `redlock status`: each node's holder, TTL and fence counter, and whether a quorum holds
-//! the resource; `--fence-env` hands the lease's fencing token to the command.
+//! the resource; `--fence-env` hands the lease's fencing and owner tokens to the command.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 mod common;
@@ -123,6 +123,59 @@ fn status_shows_holder_ttl_and_fence_while_held_and_free_after() {
         .filter(|cells| cells[1..] == ["-", "-", "1"])
         .count();
     assert!(kept >= 3, "{}", free.text());
+}
+
+#[test]
+fn fence_env_also_exports_the_lease_owner_token() {
+    let fleet = fleet(3);
+    let files = Files::new();
+    // The command prints the variables it was given, then holds the lease until told.
+    let script =
+        format!("{{ env | grep '^FENCE' | sort; echo printed; }} >> \"$LINES\"; {WAIT_FOR_GO}");
+    let mut command = run_sh(
+        &fleet,
+        &[
+            "--resource",
+            "ledger",
+            "--ttl",
+            "10s",
+            "--fence-env",
+            "FENCE",
+        ],
+        &script,
+    );
+    files.env(&mut command);
+    let running = Running::start(&mut command);
+    assert!(eventually(HANG, || lines(&files.lines)
+        .last()
+        .is_some_and(|l| l == "printed")));
+    let printed = lines(&files.lines);
+    assert_eq!(printed.len(), 3, "{printed:?}");
+    assert_eq!(printed[0], "FENCE=1", "{printed:?}");
+    let owner = printed[1]
+        .strip_prefix("FENCE_OWNER=")
+        .unwrap_or_else(|| panic!("no FENCE_OWNER: {printed:?}"));
+    // The owner token is the value the lease stored under its key, as the nodes hold it.
+    let stored: Vec<String> = lock_keys(&fleet, "redlock:ledger")
+        .into_iter()
+        .filter(|(key, _)| key == "redlock:ledger")
+        .filter_map(|(_, value)| value)
+        .collect();
+    assert!(stored.len() >= 2, "{stored:?}");
+    assert!(
+        stored.iter().all(|value| value == owner),
+        "{owner} vs {stored:?}"
+    );
+    assert_eq!(owner.len(), 32, "{owner}");
+    assert!(
+        owner
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+        "{owner}"
+    );
+
+    files.go();
+    assert_eq!(running.finish().code, Some(0));
 }
 
 #[test]

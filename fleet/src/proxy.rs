@@ -14,6 +14,7 @@
 //! faults.heal();                // traffic flows again, held bytes first
 //! faults.reset_connections();   // every open connection is closed with a TCP reset
 //! faults.redirect(fleet.addr(1)); // new connections reach another server (a VIP move)
+//! faults.set_connect_delay(Duration::from_millis(200)); // slow connection establishment
 //! # Ok(())
 //! # }
 //! ```
@@ -74,6 +75,8 @@ pub struct Faults {
     pub cut_to_server: bool,
     /// Replies held (the node executes requests; the client hears nothing).
     pub cut_to_client: bool,
+    /// How long a new connection waits before it is forwarded at all.
+    pub connect_delay: Duration,
 }
 
 impl Faults {
@@ -157,7 +160,16 @@ impl ProxyHandle {
         });
     }
 
-    /// Removes every fault: no latency, no blackhole, no cut. Held bytes are forwarded.
+    /// Makes every connection accepted from now on wait `delay` before the proxy opens its
+    /// side to the node: the client's first bytes (redis-rs' connection handshake, so the
+    /// whole connection setup) wait that long, as over a slow network path or a node slow to
+    /// accept. Open connections are not affected; zero removes the delay.
+    pub fn set_connect_delay(&self, delay: Duration) {
+        self.control.send_modify(|c| c.faults.connect_delay = delay);
+    }
+
+    /// Removes every fault: no latency, no blackhole, no cut, no connect delay. Held bytes
+    /// are forwarded.
     pub fn heal(&self) {
         self.control.send_modify(|c| c.faults = Faults::default());
     }
@@ -293,7 +305,16 @@ async fn accept_loop(listener: TcpListener, upstream: SocketAddr, handle: ProxyH
 /// Forwards one connection until either side closes, a reset, or the proxy's end.
 async fn serve(mut client: TcpStream, upstream: SocketAddr, handle: ProxyHandle) {
     let mut control = handle.control.subscribe();
-    let generation = control.borrow().generation;
+    let (generation, delay) = {
+        let c = control.borrow();
+        (c.generation, c.faults.connect_delay)
+    };
+    // The delay in force when the connection arrived; the client's bytes wait in the
+    // socket meanwhile, unread. A reset during the wait is seen just below, as for any
+    // connection of an older generation.
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     let Ok(mut server) = TcpStream::connect(upstream).await else {
         // The node is down: the client sees its connection close at once.
         let _ = client.set_zero_linger();

@@ -146,3 +146,46 @@ async fn a_cancelled_acquire_cleans_up_in_the_background() {
         .release()
         .await;
 }
+
+/// A release whose connection must be reopened gets the connect timeout for the connect and
+/// then the per-node timeout for the release itself: a connect slower than the per-node
+/// timeout (but within the connect timeout) must not leave the key to its TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_that_must_reconnect_gets_the_connect_its_own_budget() {
+    use redlock_fleet::proxy::FaultProxy;
+
+    let fleet = fleet(3);
+    let proxy = FaultProxy::start(fleet.addr(0)).await.unwrap();
+    let faults = proxy.handle();
+    let mut urls = fleet.urls();
+    urls[0] = proxy.url();
+    let node_timeout = Duration::from_millis(200);
+    let connect_timeout = Duration::from_secs(2);
+    let redlock = fresh(redlock::Redlock::builder().nodes(urls))
+        .node_timeout(node_timeout)
+        .connect_timeout(connect_timeout)
+        .ttl(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    redlock.connect().await;
+    let mut lease = redlock.try_acquire("ledger").await.unwrap();
+    assert_eq!(fleet.keys_with_prefix(0, PREFIX).unwrap().len(), 1);
+
+    // Node 0's connection breaks; the extension finds out (the other two keep the lease),
+    // so node 0 has no connection when the release comes.
+    faults.reset_connections();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    lease.extend().await.unwrap();
+
+    // Opening a connection now takes twice the per-node timeout, well within the connect
+    // timeout. Only the connect is slow: the release's own round trip is quick.
+    faults.set_connect_delay(node_timeout * 2);
+    let opened = faults.accepted_connections();
+    lease.release().await;
+    redlock.settle().await;
+    assert_eq!(faults.accepted_connections(), opened + 1);
+    let left = fleet.keys_with_prefix(0, PREFIX).unwrap();
+    assert_eq!(left, vec![], "the release did not reach node 0");
+    faults.heal();
+    assert_no_lock_keys(&fleet).await;
+}

@@ -124,6 +124,31 @@ async fn latency_applies_to_one_direction_at_a_time() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_delay_holds_new_connections_only() {
+    let (proxy, listener, mut client, mut server) = connected().await;
+    let faults = proxy.handle();
+    let delay = Duration::from_millis(200);
+    faults.set_connect_delay(delay);
+
+    // The open connection is not affected.
+    assert!(transit(&mut client, &mut server, b"request").await < delay);
+    // A new one reaches the node only after the delay, its first bytes with it.
+    let started = Instant::now();
+    let mut late = TcpStream::connect(proxy.local_addr()).await.unwrap();
+    late.write_all(b"hello").await.unwrap();
+    let (mut upstream, _) = listener.accept().await.unwrap();
+    let got = read_within(&mut upstream, 5, Duration::from_secs(5)).await;
+    assert_eq!(got.as_deref(), Some(&b"hello"[..]));
+    assert!(started.elapsed() >= delay, "{:?}", started.elapsed());
+
+    faults.heal();
+    assert_eq!(faults.faults(), Faults::default());
+    let started = Instant::now();
+    let (_quick, _) = connect(&proxy, &listener).await;
+    assert!(started.elapsed() < delay, "{:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_blackhole_accepts_but_forwards_nothing_until_healed() {
     let (proxy, listener, mut client, mut server) = connected().await;
     let faults = proxy.handle();

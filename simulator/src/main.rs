@@ -171,13 +171,12 @@ fn run(
             let mut report = run.report;
             if tokens.is_some() {
                 // The file's expectations were written for its own token source.
-                report.matches = true;
-                report.unchecked = true;
+                report.uncheck();
             }
             reports.push(report);
         }
     }
-    let all_match = reports.iter().all(|r| r.matches);
+    let all_match = !reports.iter().any(Report::mismatched);
     if json {
         println!(
             "{}",
@@ -188,14 +187,18 @@ fn run(
         let events: u64 = reports.iter().map(|r| r.events).sum();
         let wall = started.elapsed();
         println!(
-            "\n{} run(s) of {} scenario(s): {} matched, {} mismatched; {events} events in {wall:.2?} ({:.0} events/s)",
+            "\n{} run(s) of {} scenario(s): {} matched, {} mismatched{}; {events} events in {wall:.2?} ({:.0} events/s)",
             reports.len(),
             files.len(),
             reports.iter().filter(|r| r.matches).count(),
-            reports.iter().filter(|r| !r.matches).count(),
+            reports.iter().filter(|r| r.mismatched()).count(),
+            match reports.iter().filter(|r| r.unchecked).count() {
+                0 => String::new(),
+                n => format!(", {n} unchecked"),
+            },
             events as f64 / wall.as_secs_f64().max(1e-9),
         );
-        for report in reports.iter().filter(|r| !r.matches) {
+        for report in reports.iter().filter(|r| r.mismatched()) {
             println!(
                 "MISMATCH {} (seed {}): {}\n  replay: redlock-sim explain {} --seed {}",
                 report.scenario,

@@ -35,7 +35,8 @@ pub struct Report {
     /// What the scenario expects.
     #[serde(skip)]
     pub expected: Expectation,
-    /// Whether the verdicts and cause match the expectation.
+    /// Whether the verdicts and cause match the expectation; `false` when the expectation
+    /// was not checked, so that an unchecked run never counts as a match.
     pub matches: bool,
     /// Whether the expectation was not checked (the run changed the scenario's token source).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -79,9 +80,22 @@ impl Report {
         }
     }
 
-    /// What differs from the expectation, in words.
+    /// Marks the expectation as not applying to this run (it was written for another token
+    /// source): the run is then neither a match nor a mismatch.
+    pub fn uncheck(&mut self) {
+        self.unchecked = true;
+        self.matches = false;
+    }
+
+    /// Whether the run was checked and differs from the expectation.
+    pub fn mismatched(&self) -> bool {
+        !self.unchecked && !self.matches
+    }
+
+    /// What differs from the expectation, in words; `None` when it matches or was not
+    /// checked.
     pub fn mismatch(&self) -> Option<String> {
-        if self.matches {
+        if !self.mismatched() {
             return None;
         }
         let mut parts = Vec::new();
@@ -163,7 +177,10 @@ pub fn table(reports: &[Report]) -> String {
                 format!("{}/{}", r.counts.rejected[1], r.counts.rejected[2]),
                 tokens_cell(&r.counts),
                 r.seed.to_string(),
-                if r.matches {
+                // An unchecked run's verdicts were not compared with anything.
+                if r.unchecked {
+                    "-".into()
+                } else if r.matches {
                     "ok".into()
                 } else {
                     "MISMATCH".into()

@@ -201,3 +201,40 @@ fn an_overlap_nobody_used_violates_mutual_exclusion() {
         "{explained}"
     );
 }
+
+#[test]
+fn another_token_source_leaves_the_expectation_unchecked_and_says_so() {
+    // The file expects fencing to fail with quorum-minted tokens; linearizable tokens make
+    // the fenced verdict differ from that expectation, which must not read as a match.
+    let output = sim(&[
+        "run",
+        "scenarios/fence-quorum-crash-no-persistence.toml",
+        "--tokens",
+        "linearizable",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let out = text(&output);
+    assert!(out.contains("PREVENTED_BY_FENCING"), "{out}");
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("fencing: quorum-minted tokens repeat"))
+        .unwrap();
+    assert_eq!(row.split_whitespace().last(), Some("-"), "{out}");
+    assert!(
+        out.contains("0 matched, 0 mismatched, 1 unchecked"),
+        "{out}"
+    );
+    assert!(!out.contains("MISMATCH"), "{out}");
+
+    let output = sim(&[
+        "run",
+        "scenarios/fence-quorum-crash-no-persistence.toml",
+        "--tokens",
+        "linearizable",
+        "--json",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output));
+    let reports: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(reports[0]["unchecked"], true, "{reports}");
+    assert_eq!(reports[0]["matches"], false, "{reports}");
+}

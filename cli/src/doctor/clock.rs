@@ -25,6 +25,14 @@
 //!
 //! The host's monotonic clock is what a client measures leases with; NTP slews it by at most
 //! 0.05 %, far inside a 1 % drift factor.
+//!
+//! For a node on this host, one more comparison ([`start_step`]): `INFO`'s
+//! `uptime_in_seconds` is the node's wall clock now minus at its start, while the process's
+//! age read from `/proc` ([`process_age`]) counts on the boot-time clock, which nobody sets.
+//! The two differ by more than [`START_STEP_TOLERANCE`] only if the wall clock was stepped
+//! since the server started, as a time daemon's boot-time step does.
+
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -211,9 +219,113 @@ pub(crate) fn steps(samples: &[TimeSample], rate: f64, rate_bound: f64) -> Vec<S
         .collect()
 }
 
+/// How far `INFO`'s uptime may differ from the process's age without a step: the uptime is
+/// in whole seconds (up to 1 s low), Redis reads its cached clock (up to a tick late) and
+/// sets its start time a moment after the process started.
+pub(crate) const START_STEP_TOLERANCE: Duration = Duration::from_secs(2);
+
+/// What `INFO`'s uptime says against the server process's age on the boot-time clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StartStep {
+    /// Within [`START_STEP_TOLERANCE`]: no step since the server started.
+    None,
+    /// The uptime reads high by this much: the wall clock was stepped forward.
+    Forward(Duration),
+    /// The uptime reads low by this much: the wall clock was stepped back.
+    Backward(Duration),
+}
+
+/// Compares `uptime` (`INFO`'s `uptime_in_seconds`, wall clock) with `process_age` (the
+/// same server's age on the boot-time clock, from [`process_age`]).
+pub(crate) fn start_step(uptime: Duration, process_age: Duration) -> StartStep {
+    if uptime > process_age + START_STEP_TOLERANCE {
+        StartStep::Forward(uptime - process_age)
+    } else if process_age > uptime + START_STEP_TOLERANCE {
+        StartStep::Backward(process_age - uptime)
+    } else {
+        StartStep::None
+    }
+}
+
+/// A process's age from its `/proc/<pid>/stat` line (field 22: the start time, in clock
+/// ticks after boot), `/proc/uptime` (seconds since boot) and the clock ticks per second.
+/// `None` when either text is not what Linux writes.
+pub(crate) fn process_age(stat: &str, uptime: &str, ticks_per_second: u64) -> Option<Duration> {
+    if ticks_per_second == 0 {
+        return None;
+    }
+    // The command name (field 2) is in parentheses and may hold spaces or parentheses of its
+    // own: the fields are counted from the last `)`, where field 3 starts.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let start_ticks: u64 = rest.split_whitespace().nth(22 - 3)?.parse().ok()?;
+    let since_boot: f64 = uptime.split_whitespace().next()?.parse().ok()?;
+    if !since_boot.is_finite() || since_boot < 0.0 {
+        return None;
+    }
+    let started = Duration::from_secs(start_ticks / ticks_per_second)
+        + Duration::from_nanos((start_ticks % ticks_per_second) * 1_000_000_000 / ticks_per_second);
+    Duration::try_from_secs_f64(since_boot)
+        .ok()?
+        .checked_sub(started)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `/proc/<pid>/stat` line of a process started `start_ticks` after boot, with a
+    /// command name that holds a space and a parenthesis.
+    fn stat_line(start_ticks: u64) -> String {
+        format!(
+            "4242 (redis-server (x) S 1 4242 4242 0 -1 4194560 1000 0 0 0 12 8 0 0 20 0 5 0 \
+             {start_ticks} 123456789 2000 18446744073709551615 1 1 0 0 0 0 0 4097 17642 0 0 0 \
+             17 1 0 0 0 0 0"
+        )
+    }
+
+    #[test]
+    fn a_process_age_is_read_from_proc() {
+        // Started 1,000.50 s after boot (ticks of 10 ms), now 4,600.75 s after boot.
+        let age = process_age(&stat_line(100_050), "4600.75 9000.00\n", 100).unwrap();
+        assert_eq!(age, Duration::from_millis(3_600_250));
+        assert_eq!(process_age(&stat_line(100_050), "4600.75", 0), None);
+        // Started "after" now: not a process of this boot.
+        assert_eq!(process_age(&stat_line(900_000), "4600.75", 100), None);
+        assert_eq!(process_age("4242 (redis-server) S 1", "4600.75", 100), None);
+        assert_eq!(process_age(&stat_line(100_050), "soon", 100), None);
+        assert_eq!(process_age(&stat_line(100_050), "-1.0", 100), None);
+        assert_eq!(process_age(&stat_line(100_050), "inf", 100), None);
+    }
+
+    #[test]
+    fn a_clock_stepped_after_the_start_shows_between_uptime_and_age() {
+        let hour = Duration::from_secs(3_600);
+        // A node started 40 s ago on the boot-time clock; the time daemon then stepped the
+        // wall clock forward by 2 h, so INFO says 2 h 40 s.
+        let age = Duration::from_millis(40_250);
+        let uptime = Duration::from_secs(2 * 3_600 + 40);
+        assert_eq!(
+            start_step(uptime, age),
+            StartStep::Forward(Duration::from_millis(2 * 3_600_000 - 250))
+        );
+        // Stepped back by an hour: the uptime reads low.
+        assert_eq!(
+            start_step(Duration::from_secs(60), hour + Duration::from_secs(60)),
+            StartStep::Backward(hour)
+        );
+        // Whole seconds, the cached clock and the start-up moment: no step.
+        assert_eq!(start_step(Duration::from_secs(40), age), StartStep::None);
+        assert_eq!(start_step(Duration::from_secs(39), age), StartStep::None);
+        assert_eq!(start_step(Duration::from_secs(42), age), StartStep::None);
+        assert_eq!(
+            start_step(Duration::ZERO, Duration::from_millis(300)),
+            StartStep::None
+        );
+        assert!(matches!(
+            start_step(Duration::from_secs(43), age),
+            StartStep::Forward(_)
+        ));
+    }
 
     /// Samples every `every_ms` over `count` samples of a node clock running `rate` fast,
     /// `offset_us` ahead, with round trips of `rtt_us` where the node reads its clock

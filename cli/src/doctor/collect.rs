@@ -4,7 +4,8 @@
 //! Per node, on one connection of its own: five `PING`s, `INFO`, `CONFIG GET appendfsync`,
 //! and `TIME` every twentieth of the clock window; then the permission probe, with the
 //! `redlock` library on a scratch resource (see `permissions`), and the clean-up of the
-//! scratch keys.
+//! scratch keys. For a node on this host (a loopback address or a Unix socket), also the
+//! age of its process as `/proc` gives it, right after `INFO`.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -76,6 +77,12 @@ async fn observe(target: &Target, limits: &Limits, origin: Instant) -> NodeObser
             .await
             .and_then(|text| parse_info(&text)),
     );
+    // Read at once, so that it and INFO's uptime describe the same instant.
+    node.process_age = node
+        .server()
+        .and_then(|server| server.process_id)
+        .filter(|_| on_this_host(&target.url))
+        .and_then(local_process_age);
     node.appendfsync = Some(appendfsync(&mut connection).await);
     node.clock = Some(sample_clock(&mut connection, limits.clock_window, origin, &mut node).await);
     node.probe = Some(probe(&target.url, limits, &mut connection).await);
@@ -375,11 +382,81 @@ async fn subscribe_once(url: &str, channel: &str) -> Result<(), String> {
     }
 }
 
+/// Whether the node at `url` runs on this host: a loopback address (or `localhost`), or a
+/// Unix socket.
+fn on_this_host(url: &str) -> bool {
+    let Ok(client) = redis::Client::open(url) else {
+        return false;
+    };
+    match client.get_connection_info().addr() {
+        redis::ConnectionAddr::Tcp(host, _) | redis::ConnectionAddr::TcpTls { host, .. } => {
+            is_loopback(host)
+        }
+        redis::ConnectionAddr::Unix(_) => true,
+        // Any kind of address added later: not known to be local.
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// The age of local process `pid` on the boot-time clock, if it is a Redis-like server:
+/// a node in a container reports the process id of its own namespace, which here may be
+/// another program, and that must not be compared.
+fn local_process_age(pid: u32) -> Option<Duration> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let comm = comm.trim();
+    if !["redis", "valkey", "keydb"]
+        .iter()
+        .any(|name| comm.contains(name))
+    {
+        return None;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let uptime = std::fs::read_to_string("/proc/uptime").ok()?;
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
+    super::clock::process_age(&stat, &uptime, u64::try_from(ticks).ok()?)
+}
+
 /// An error text fit for one line of the report.
 fn one_line(text: &str) -> String {
     let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
     match joined.char_indices().nth(240) {
         Some((at, _)) => format!("{}…", &joined[..at]),
         None => joined,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_addresses_and_unix_sockets_are_on_this_host() {
+        for url in [
+            "redis://127.0.0.1:6379",
+            "redis://127.0.0.2:6379",
+            "redis://localhost:6379",
+            "redis://[::1]:6379",
+            "redis+unix:///run/redis.sock",
+        ] {
+            assert!(on_this_host(url), "{url}");
+        }
+        for url in [
+            "redis://10.0.0.5:6379",
+            "redis://redis-1.example:6379",
+            "redis://[2001:db8::1]:6379",
+            "not a url",
+        ] {
+            assert!(!on_this_host(url), "{url}");
+        }
     }
 }

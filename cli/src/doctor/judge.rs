@@ -9,7 +9,7 @@ use redlock::core::quarantine_left;
 use serde::Serialize;
 
 use super::catalogue::{self, Condition, Scenario};
-use super::clock::{self, ClockEstimate};
+use super::clock::{self, ClockEstimate, StartStep};
 use super::observe::{Limits, NodeObservation, Role, ServerInfo, version_numbers};
 use super::permissions::{Grant, Operation, Probe, grant_for};
 use crate::duration::show;
@@ -50,6 +50,8 @@ pub(crate) enum Check {
     SameServer,
     Persistence,
     Uptime,
+    /// `INFO`'s uptime against the process's age on this host's boot-time clock.
+    UptimeClock,
     Eviction,
     ClockOffset,
     ClockRate,
@@ -570,6 +572,10 @@ fn judge_server(
         }
     }
 
+    if let Some(age) = node.process_age {
+        findings.push(judge_uptime_clock(limits, server.uptime, age));
+    }
+
     findings.push(match server.maxmemory_policy.as_deref() {
         Some("noeviction") => Finding::new(
             Level::Ok,
@@ -606,6 +612,71 @@ fn judge_server(
         .shown_by(catalogue::RL05_NO_PERSISTENCE),
     });
     findings
+}
+
+/// `uptime` (`INFO`, wall clock) against `age` (the process's age on this host's boot-time
+/// clock): a wall clock stepped forward since the server started makes the uptime read
+/// high, and the restart quarantine, which counts from it, ends early or not at all.
+fn judge_uptime_clock(limits: &Limits, uptime: Duration, age: Duration) -> Finding {
+    let ages = format!(
+        "INFO's uptime {} (wall clock), the process's age {} (this host's boot-time clock)",
+        show(uptime),
+        show(age)
+    );
+    match clock::start_step(uptime, age) {
+        StartStep::None => Finding::new(
+            Level::Ok,
+            Check::UptimeClock,
+            Condition::Memory,
+            format!("{ages}: the wall clock was not stepped since the server started"),
+        )
+        .shown_by(catalogue::RL05_QUARANTINE),
+        StartStep::Forward(by) => {
+            let effect = match limits.quarantine {
+                Some(quarantine) => format!(
+                    "the uptime reads {} high, so after a restart without persistence the \
+                     restart quarantine ({}) ends that much early, or at once, while leases \
+                     the node forgot are still valid",
+                    show(by),
+                    show(quarantine)
+                ),
+                None => format!(
+                    "the uptime reads {} high; with the quarantine off that matters only if \
+                     it is turned on, but a step forward also expires lock keys early",
+                    show(by)
+                ),
+            };
+            Finding::new(
+                Level::Warning,
+                Check::UptimeClock,
+                Condition::Memory,
+                format!(
+                    "{ages}: the wall clock was stepped forward by {} since the server started \
+                     (a time daemon's step at boot, typically); {effect}",
+                    show(by)
+                ),
+            )
+            .shown_by(catalogue::RL05_NO_PERSISTENCE)
+            .remedy(
+                "start redis-server only once the clock is synchronised (systemd: \
+                 After=time-sync.target and Wants=time-sync.target, with chrony-wait or \
+                 systemd-time-wait-sync enabled), or allow no clock steps on lock nodes; see \
+                 operations.md",
+            )
+        }
+        StartStep::Backward(by) => Finding::new(
+            Level::Note,
+            Check::UptimeClock,
+            Condition::Clocks,
+            format!(
+                "{ages}: the wall clock was stepped back by {} since the server started; the \
+                 uptime reads low, which only lengthens the restart quarantine",
+                show(by)
+            ),
+        )
+        .shown_by(catalogue::RL04B_STEP_BACKWARD)
+        .remedy("allow no clock steps on lock nodes: slew only (operations.md)"),
+    }
 }
 
 fn judge_persistence(limits: &Limits, node: &NodeObservation, server: &ServerInfo) -> Finding {
@@ -1169,6 +1240,7 @@ mod tests {
             version: "7.0.15".into(),
             run_id: run_id.into(),
             uptime: Duration::from_secs(3600),
+            process_id: None,
             role: Role::Master { replicas: 0 },
             aof_enabled: true,
             maxmemory_policy: Some("noeviction".into()),
@@ -1208,6 +1280,7 @@ mod tests {
                 commands: Vec::new(),
                 waiting: Vec::new(),
             }),
+            process_age: None,
         }
     }
 
@@ -1226,6 +1299,72 @@ mod tests {
             .filter(|f| f.level > Level::Ok)
             .map(|f| (f.level, f.node.as_deref(), f.check))
             .collect()
+    }
+
+    #[test]
+    fn a_local_node_whose_clock_was_stepped_since_it_started_is_warned_about() {
+        let mut nodes = fleet();
+        // n1 started 40 s ago by the boot-time clock; its wall clock then jumped 2 h ahead.
+        nodes[0].info = Some(Ok(ServerInfo {
+            uptime: Duration::from_secs(2 * 3_600 + 40),
+            process_id: Some(4242),
+            ..server("a")
+        }));
+        nodes[0].process_age = Some(Duration::from_millis(40_250));
+        // n2 agrees within whole seconds; n3 is remote (no age read): nothing is said.
+        nodes[1].process_age = Some(Duration::from_millis(3_600_400));
+        let report = judge(&limits(), &nodes, &[]);
+        assert_eq!(
+            problems(&report),
+            [(Level::Warning, Some("n1:1"), Check::UptimeClock)]
+        );
+        let warning = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::UptimeClock && f.level == Level::Warning)
+            .unwrap();
+        assert!(
+            warning.summary.contains("uptime 2h 40s"),
+            "{}",
+            warning.summary
+        );
+        assert!(
+            warning.summary.contains("age 40s 250ms"),
+            "{}",
+            warning.summary
+        );
+        assert!(
+            warning
+                .summary
+                .contains("stepped forward by 1h 59m 59s 750ms"),
+            "{}",
+            warning.summary
+        );
+        assert!(
+            warning
+                .remedy
+                .as_deref()
+                .unwrap()
+                .contains("After=time-sync.target")
+        );
+        let checked: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::UptimeClock)
+            .map(|f| (f.level, f.node.as_deref()))
+            .collect();
+        assert_eq!(
+            checked,
+            [(Level::Warning, Some("n1:1")), (Level::Ok, Some("n2:1"))]
+        );
+
+        // Stepped back: the quarantine only gets longer; a note.
+        nodes[0].process_age = Some(Duration::from_secs(3 * 3_600));
+        let report = judge(&limits(), &nodes, &[]);
+        assert_eq!(
+            problems(&report),
+            [(Level::Note, Some("n1:1"), Check::UptimeClock)]
+        );
     }
 
     #[test]

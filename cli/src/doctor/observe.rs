@@ -46,6 +46,9 @@ pub(crate) struct NodeObservation {
     pub(crate) clock: Option<Result<Vec<TimeSample>, String>>,
     /// The permission probe, when it ran.
     pub(crate) probe: Option<Probe>,
+    /// The server process's age on this host's boot-time clock, read just after `INFO`;
+    /// only for a node on this host whose process could be read.
+    pub(crate) process_age: Option<Duration>,
 }
 
 impl Default for NodeObservation {
@@ -59,6 +62,7 @@ impl Default for NodeObservation {
             appendfsync: None,
             clock: None,
             probe: None,
+            process_age: None,
         }
     }
 }
@@ -112,6 +116,8 @@ pub(crate) struct ServerInfo {
     /// A new one after every restart; the same under every name of one server.
     pub(crate) run_id: String,
     pub(crate) uptime: Duration,
+    /// The server's process id (`process_id`), when `INFO` gives it.
+    pub(crate) process_id: Option<u32>,
     pub(crate) role: Role,
     pub(crate) aof_enabled: bool,
     pub(crate) maxmemory_policy: Option<String>,
@@ -144,6 +150,7 @@ pub(crate) fn parse_info(text: &str) -> Result<ServerInfo, String> {
         version: field("redis_version").unwrap_or("?").to_owned(),
         run_id: identity.run_id,
         uptime: identity.uptime,
+        process_id: field("process_id").and_then(|pid| pid.parse().ok()),
         role,
         aof_enabled: field("aof_enabled") == Some("1"),
         maxmemory_policy: identity.maxmemory_policy,
@@ -166,7 +173,7 @@ mod tests {
     use super::*;
 
     const MASTER: &str = "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n\
-        run_id:0123456789abcdef0123456789abcdef01234567\r\nuptime_in_seconds:4242\r\n\
+        run_id:0123456789abcdef0123456789abcdef01234567\r\nprocess_id:4711\r\nuptime_in_seconds:4242\r\n\
         # Memory\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\
         # Persistence\r\naof_enabled:1\r\n# Replication\r\nrole:master\r\nconnected_slaves:2\r\n";
 
@@ -175,6 +182,7 @@ mod tests {
         let info = parse_info(MASTER).unwrap();
         assert_eq!(info.version, "7.0.15");
         assert_eq!(info.uptime, Duration::from_secs(4242));
+        assert_eq!(info.process_id, Some(4711));
         assert_eq!(info.role, Role::Master { replicas: 2 });
         assert_eq!(info.role.label(), "master+2");
         assert!(info.aof_enabled);
@@ -195,6 +203,7 @@ mod tests {
         );
         assert!(!info.aof_enabled);
         assert_eq!(info.version, "?");
+        assert_eq!(info.process_id, None);
         assert!(parse_info("uptime_in_seconds:1\r\nrole:master\r\n").is_err());
         assert!(parse_info("run_id:abc\r\nuptime_in_seconds:1\r\n").is_err());
     }

@@ -172,7 +172,10 @@ impl RedlockBuilder {
     }
 
     /// How long establishing a connection to one node may take (default 1 s). Requests
-    /// waiting for the connection are still bounded by the per-node timeout.
+    /// waiting for the connection are still bounded by the per-node timeout, except a
+    /// release: its wait for a connection may take this long, and the release then gets the
+    /// per-node timeout for itself, so that a slow reconnection does not leave the key to its
+    /// TTL. No round waits for that (a release's answers are not needed to decide).
     #[must_use]
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;

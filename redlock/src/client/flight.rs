@@ -129,7 +129,8 @@ impl Flight {
         self.pending.push(Box::pin(async move {
             let command = &transmit.command;
             // A release waits for the command before it however long that takes (that
-            // command may have written the key it deletes), then gets its own timeout.
+            // command may have written the key it deletes), then gets its own timeout, and
+            // a connect it has to make first does not count against it.
             // Anything else gives up when its round does, waiting in the lane included: a
             // command cut before it was sent wrote nothing, and a backlog of commands whose
             // rounds are long decided cannot build up behind a slow node.
@@ -147,8 +148,16 @@ impl Flight {
                     previous.wait().await;
                 }
             };
+            // A release that must reopen its node's connection gets the connect its own
+            // budget, then `timeout` again for itself (see `Nodes::execute`).
             let result = nodes
-                .execute(index, command, queued, started + timeout)
+                .execute(
+                    index,
+                    command,
+                    queued,
+                    started + timeout,
+                    release.then_some(timeout),
+                )
                 .await;
             if let Err(failure) = &result {
                 let node = nodes.iter().nth(index).map_or("?", |n| &**n.address());

@@ -40,6 +40,8 @@ pub(crate) struct Node {
     address: Arc<str>,
     client: redis::Client,
     config: AsyncConnectionConfig,
+    /// How long establishing a connection may take (the builder's connect timeout).
+    connect_timeout: Duration,
     current: Mutex<Option<Connection>>,
     /// One connection attempt at a time: concurrent commands wait for it instead of opening
     /// connections of their own.
@@ -95,22 +97,43 @@ impl Nodes {
     /// the core admits it there, giving up at `deadline` (one timer for the whole request).
     /// A command cut before it was sent wrote nothing; one cut while it waits for its answer
     /// may have been written, and the core learns that the node left it unanswered.
+    ///
+    /// A release is the exception: the wait for its connection may last the node's connect
+    /// timeout (at least until `deadline`), and the release itself then gets
+    /// `release_budget` from the moment the connection is ready (at least until `deadline`).
     pub(crate) async fn execute(
         &self,
         index: usize,
         command: &Command,
         queued: impl Future<Output = ()>,
         deadline: Instant,
+        release_budget: Option<Duration>,
     ) -> Result<Reply, NodeFailure> {
         let node = self
             .nodes
             .get(index)
             .ok_or_else(|| NodeFailure::Protocol(format!("no node #{index}")))?;
+        // A release that has to reopen the connection would otherwise pay the connect out of
+        // its per-node timeout: a connect slower than that cuts the release before it is
+        // sent, and the key stays until its TTL. A release delays no round (nothing waits
+        // for its answer to decide), so it may take the time a connect is allowed. Every
+        // other command keeps one deadline: a round must not wait for a slow connect.
+        let connect_until = match release_budget {
+            Some(_) => deadline.max(after(node.connect_timeout)),
+            None => deadline,
+        };
+        let ready = async {
+            queued.await;
+            node.connection().await
+        };
+        // Nothing has been sent yet when this wait is cut.
+        let mut connection = tokio::time::timeout_at(connect_until, ready)
+            .await
+            .map_err(|_| NodeFailure::TimedOut)??;
+        let deadline = release_budget.map_or(deadline, |budget| deadline.max(after(budget)));
         // The connection the command went out on, once it has.
         let mut sent_on = None;
         let request = async {
-            queued.await;
-            let mut connection = node.connection().await?;
             // Releases are admitted at once (they never wait for an identification).
             self.admit(node, &connection, command).await?;
             sent_on = Some(connection.id);
@@ -301,6 +324,14 @@ impl Nodes {
     }
 }
 
+/// `duration` from now; a duration too long for the clock (a configured timeout is any
+/// `Duration`) means no limit in practice rather than a panic.
+fn after(duration: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(duration)
+        .unwrap_or_else(|| now + Duration::from_secs(30 * 365 * 86_400))
+}
+
 impl Node {
     pub(crate) fn new(index: usize, client: redis::Client, connect_timeout: Duration) -> Self {
         let address = client.get_connection_info().addr().to_string().into();
@@ -315,6 +346,7 @@ impl Node {
             address,
             client,
             config,
+            connect_timeout,
             current: Mutex::new(None),
             connecting: tokio::sync::Mutex::new(()),
             opened: AtomicU64::new(0),
