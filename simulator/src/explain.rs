@@ -182,6 +182,7 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
             if until != Nanos::MAX
                 && Some(until) != lease.released_at
                 && Some(until) != lease.crashed_at
+                && Some(until) != lease.work_stopped_at
             {
                 push(
                     until,
@@ -192,6 +193,16 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
         }
         if let Some(at) = lease.released_at {
             push(at, who.clone(), format!("releases epoch {}", lease.epoch));
+            if let Some(stopped) = lease.work_stopped_at.filter(|&stopped| stopped > at) {
+                push(
+                    stopped,
+                    who.clone(),
+                    format!(
+                        "its work under epoch {} stops, after the release",
+                        lease.epoch
+                    ),
+                );
+            }
         }
     }
     for (i, access) in history.accesses.iter().enumerate() {
@@ -251,8 +262,8 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
     out
 }
 
-/// Where a window that ends at `until` ended, in words: the release, the crash, or the
-/// holder's clock reaching the deadline.
+/// Where a window that ends at `until` ended, in words: the release, the work's stop after
+/// the release, the crash, or the holder's clock reaching the deadline.
 fn window_end_words(lease: &LeaseRecord, until: Nanos) -> String {
     if until == Nanos::MAX {
         return "the end: its clock never reaches the deadline".to_owned();
@@ -261,6 +272,8 @@ fn window_end_words(lease: &LeaseRecord, until: Nanos) -> String {
         "its release"
     } else if Some(until) == lease.crashed_at {
         "its crash"
+    } else if Some(until) == lease.work_stopped_at {
+        "its work stopped, after the release"
     } else {
         "its clock reached the deadline"
     };

@@ -27,6 +27,13 @@ pub struct LeaseRecord {
     pub released_at: Option<Nanos>,
     /// When the holder crashed, true time.
     pub crashed_at: Option<Nanos>,
+    /// Whether the holder's work started under this lease.
+    #[serde(skip)]
+    pub work_started: bool,
+    /// When that work stopped, true time (a work still running when the run ended has
+    /// none).
+    #[serde(skip)]
+    pub work_stopped_at: Option<Nanos>,
     /// When the holder stopped believing it holds the lease for good: the end of the last of
     /// its windows (see [`History::windows`]), or the grant when it had none. Set when the
     /// run ends.

@@ -800,19 +800,26 @@ impl<'s> World<'s> {
         }
         self.history.keys.sort_by_key(|k| (k.server, k.from));
         // A lease's windows: while its holder's clock reads before the lease's deadline (the
-        // last extension's, for the whole lease), from the grant to the first of its release
-        // and its crash. A clock that steps back past the deadline (a client that reads the
-        // wall clock) opens another window.
+        // last extension's, for the whole lease), from the grant until its holder crashed,
+        // or both released it and its work stopped (a work told to stop finishes its step,
+        // and acts under the lease until then). A clock that steps back past the deadline (a
+        // client that reads the wall clock) opens another window.
         let mut windows = Vec::with_capacity(self.history.leases.len());
         let mut deadlines = Vec::with_capacity(self.history.leases.len());
         for lease in &mut self.history.leases {
             let clock = &self.clients[lease.client].clock;
             deadlines.push(clock.when(lease.valid_until_local, lease.granted_at));
-            let stop = [lease.released_at, lease.crashed_at]
-                .into_iter()
-                .flatten()
-                .min()
-                .unwrap_or(Nanos::MAX);
+            let work_stopped = match (lease.work_started, lease.work_stopped_at) {
+                (true, None) => Some(Nanos::MAX),
+                (true, stopped) => stopped,
+                (false, _) => None,
+            };
+            let let_go = lease.released_at.map_or(Nanos::MAX, |released| {
+                released.max(work_stopped.unwrap_or(0))
+            });
+            let stop = lease
+                .crashed_at
+                .map_or(let_go, |crashed| crashed.min(let_go));
             let intervals = clock.intervals_below(lease.valid_until_local, lease.granted_at, stop);
             lease.window_end = intervals
                 .last()

@@ -23,7 +23,7 @@ use redlock_sim::History;
 use redlock_sim::clock::ClockModel;
 use redlock_sim::scenario::{
     ClientSpec, ClockKind, Crash, DEFAULT_UPTIME, Delay, Endpoint, Expectation, ExtendImpl,
-    LinkSpec, NetworkSpec, Partition, PartitionKind, Persistence, ReleaseImpl, Scenario,
+    LinkSpec, LossOrder, NetworkSpec, Partition, PartitionKind, Persistence, ReleaseImpl, Scenario,
     ServerSpec, Step, TimingImpl, TokenSource, Verdict,
 };
 use redlock_sim::time::{MS, Nanos};
@@ -291,6 +291,7 @@ fn build(plan: &Plan) -> Scenario {
                 freeze_during_pauses: c.frozen,
                 release: ReleaseImpl::Script,
                 extend: ExtendImpl::Script,
+                loss_order: LossOrder::StopFirst,
                 timing: TimingImpl::Correct,
                 nodes: (0..plan.nodes).collect(),
                 config: config.clone(),

@@ -10,6 +10,7 @@
 //! | `timing = "start-after-first-reply"` | every time is reported as if the round started at its first reply |
 //! | `release = "plain-del"` | a release is a plain `DEL`, whoever holds the key |
 //! | `extend = "reacquire"` | an extension re-creates a missing key, and does not check its own validity first |
+//! | `loss_order = "release-first"` | a lost kept-alive lease is released at the loss, before the work has stopped |
 //!
 //! (The wall clock and the clock that freezes during pauses are faults of the client's
 //! clock: see [`crate::scenario::ClockKind`] and the world's pauses.)
@@ -20,7 +21,7 @@ use std::time::Duration;
 use redlock::core::{Command, Extend, Grant, Held, LockConfig, NodeFailure, Timestamp};
 
 use crate::message::NodeOp;
-use crate::scenario::{ClientSpec, ExtendImpl, ReleaseImpl, TimingImpl};
+use crate::scenario::{ClientSpec, ExtendImpl, LossOrder, ReleaseImpl, TimingImpl};
 
 /// The timing of the acquisition round in progress, as the faults need it.
 #[derive(Clone, Copy, Debug)]
@@ -44,6 +45,7 @@ pub(super) struct Faults {
     timing: TimingImpl,
     release: ReleaseImpl,
     extend: ExtendImpl,
+    loss_order: LossOrder,
 }
 
 impl Faults {
@@ -54,6 +56,7 @@ impl Faults {
             timing: TimingImpl::Correct,
             release: ReleaseImpl::Script,
             extend: ExtendImpl::Script,
+            loss_order: LossOrder::StopFirst,
         }
     }
 
@@ -62,7 +65,13 @@ impl Faults {
             timing: spec.timing,
             release: spec.release,
             extend: spec.extend,
+            loss_order: spec.loss_order,
         }
+    }
+
+    /// Whether a lost lease is released before its work has stopped.
+    pub(super) fn releases_before_stop(self) -> bool {
+        self.loss_order == LossOrder::ReleaseFirst
     }
 
     /// How much later than the truth the client believes its round started.

@@ -1,5 +1,11 @@
 //! Holding a lease in a simulated client: the core's keep-alive (`with_lock`) and supervisor
 //! (`redlock run`) when the scenario asks for them, and manual `extend` steps.
+//!
+//! The order of stop and release is the keeper's, as in the shipped client: a loss tells the
+//! work to stop, the work stops when its current step ends (or is killed by the
+//! supervisor), the keeper is told, and only its [`KeeperEvent::Release`] releases the
+//! lease (or the keys' expiry, when the stop never comes). The `loss_order = "release-first"`
+//! fault releases at the loss instead, as the client did before.
 
 use redlock::core::{
     Extend, ExtendOutcome, Held, Keeper, KeeperEvent, Machine, NodeFailure, Reply, RequestId,
@@ -80,6 +86,8 @@ impl Client {
             extensions: Vec::new(),
             released_at: None,
             crashed_at: None,
+            work_started: false,
+            work_stopped_at: None,
             window_end: 0,
         });
         ctx.trace(
@@ -146,9 +154,14 @@ impl Client {
                         break;
                     }
                     Pumped::Outcome(event) => {
-                        if let Some(stop) = self.kept(ctx, &mut holding, &keeper, event, now) {
-                            holding.keeper = Some(keeper);
-                            return self.stop_holding(ctx, holding, stop);
+                        match self.kept(ctx, &mut holding, &keeper, event, now) {
+                            After::Continue => {}
+                            // Its release follows as the keeper's next event.
+                            After::WorkStopped => keeper.work_stopped(now),
+                            After::Stop(stop) => {
+                                holding.keeper = Some(keeper);
+                                return self.stop_holding(ctx, holding, stop);
+                            }
                         }
                     }
                 }
@@ -173,7 +186,8 @@ impl Client {
                         other => format!("{other:?}"),
                     };
                     self.outcome(ctx, ClientOutcome::ExtendFailed { reason });
-                    return self.stop_holding(ctx, holding, Stop::Release);
+                    // The work was waiting for this step, which ends here, and so does it.
+                    return self.stop_holding(ctx, holding, Stop::Ended);
                 }
             }
         }
@@ -191,7 +205,7 @@ impl Client {
                         return self.stop_holding(ctx, holding, Stop::Killed);
                     }
                     SupervisorAction::Kill => {
-                        return self.stop_holding(ctx, holding, Stop::Release);
+                        return self.stop_holding(ctx, holding, Stop::Ended);
                     }
                     other => ctx.trace(&self.spec.name, format_args!("supervisor: {other:?}")),
                 }
@@ -208,7 +222,7 @@ impl Client {
         }
     }
 
-    /// Handles one keep-alive event; says how to stop holding, if it must.
+    /// Handles one keep-alive event; says what follows.
     fn kept(
         &mut self,
         ctx: &mut Ctx<'_>,
@@ -216,7 +230,7 @@ impl Client {
         keeper: &Keeper,
         event: KeeperEvent,
         now: Timestamp,
-    ) -> Option<Stop> {
+    ) -> After {
         match event {
             KeeperEvent::Extended(_) => {
                 holding.held = keeper.held().clone();
@@ -225,20 +239,20 @@ impl Client {
                 if let Some(supervisor) = &mut holding.supervisor {
                     supervisor.extended(valid_until);
                 }
-                None
+                After::Continue
             }
             KeeperEvent::ExtendFailed(failure) => {
                 ctx.trace(
                     &self.spec.name,
                     format_args!("extension failed; retrying: {failure}"),
                 );
-                None
+                After::Continue
             }
             KeeperEvent::HoldLimitReached => {
                 if let Some(supervisor) = &mut holding.supervisor {
                     supervisor.hold_limit_reached();
                 }
-                None
+                After::Continue
             }
             KeeperEvent::Lost(reason) => {
                 self.outcome(
@@ -251,16 +265,59 @@ impl Client {
                     // The supervisor kills the command; its next poll says so.
                     Some(supervisor) => {
                         supervisor.lost(reason, now);
-                        None
+                        After::Continue
                     }
-                    // `with_lock`: the work is dropped at once.
-                    None => Some(Stop::Release),
+                    // The fault: the release goes out at the loss, while the work finishes
+                    // its step.
+                    None if self.faults.releases_before_stop() => {
+                        self.request_stop(ctx);
+                        After::Stop(Stop::Allowed)
+                    }
+                    // `with_lock`: the work stops at the end of its step, then tells the
+                    // keeper.
+                    None if self.request_stop(ctx) => After::WorkStopped,
+                    None => After::Continue,
                 }
+            }
+            KeeperEvent::Release(when) => {
+                ctx.trace(
+                    &self.spec.name,
+                    format_args!("keep-alive: release ({when:?})"),
+                );
+                After::Stop(Stop::Allowed)
             }
             other => {
                 ctx.trace(&self.spec.name, format_args!("keep-alive: {other:?}"));
-                None
+                After::Continue
             }
+        }
+    }
+
+    /// The work, told to stop, has reached its stop point: the keeper is told, and its
+    /// release follows.
+    pub(super) fn work_reached_stop(&mut self, ctx: &mut Ctx<'_>) {
+        let now = self.local(ctx.now);
+        if let Lock::Holding(holding) = &mut self.lock
+            && let Some(keeper) = &mut holding.keeper
+        {
+            keeper.work_stopped(now);
+            self.drive(ctx);
+        }
+    }
+
+    /// The work ended on its own (its last step, a failed check, nothing to act under):
+    /// the lease is released, through the keeper when one keeps it.
+    pub(super) fn work_ended(&mut self, ctx: &mut Ctx<'_>) {
+        let now = self.local(ctx.now);
+        match &mut self.lock {
+            Lock::Holding(holding) => match &mut holding.keeper {
+                Some(keeper) => {
+                    keeper.work_stopped(now);
+                    self.drive(ctx);
+                }
+                None => self.begin_release(ctx),
+            },
+            _ => self.begin_release(ctx),
         }
     }
 
@@ -283,26 +340,54 @@ impl Client {
                 }
                 self.drive(ctx);
             }
-            _ => self.begin_release(ctx),
+            _ => self.work_ended(ctx),
         }
     }
 
-    fn stop_holding(&mut self, ctx: &mut Ctx<'_>, holding: Box<Holding>, stop: Stop) {
-        if stop == Stop::Killed {
-            self.outcome(ctx, ClientOutcome::Killed);
+    fn stop_holding(&mut self, ctx: &mut Ctx<'_>, mut holding: Box<Holding>, stop: Stop) {
+        match stop {
+            Stop::Killed => {
+                self.outcome(ctx, ClientOutcome::Killed);
+                self.stop_work(ctx);
+            }
+            Stop::Ended => self.stop_work(ctx),
+            // The keeper allowed it: the work stopped, or the keys have expired (the work
+            // may still finish its step), or the fault releases first.
+            Stop::Allowed => {}
         }
-        self.stop_work();
+        let now = self.local(ctx.now);
+        if stop != Stop::Allowed
+            && let Some(keeper) = &mut holding.keeper
+            && !keeper.is_released()
+        {
+            // Killed or ended: the stop is confirmed, and the keeper's release follows.
+            keeper.work_stopped(now);
+            while let Some(event) = keeper.poll_outcome() {
+                ctx.trace(&self.spec.name, format_args!("keep-alive: {event:?}"));
+            }
+        }
         self.lock = Lock::Holding(holding);
         self.begin_release(ctx);
     }
 }
 
-/// How a held lease ends before its work does.
+/// What follows a keep-alive event.
+enum After {
+    /// Nothing yet.
+    Continue,
+    /// The work has stopped already: tell the keeper.
+    WorkStopped,
+    /// Stop holding.
+    Stop(Stop),
+}
+
+/// How a held lease ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stop {
-    /// The work is dropped and the lease released (a loss under `with_lock`, a failed
-    /// extension step).
-    Release,
-    /// The supervisor killed the command.
+    /// The work has ended (its command exited, a failed extension step): release.
+    Ended,
+    /// The supervisor killed the command: release.
     Killed,
+    /// The keeper allowed the release.
+    Allowed,
 }

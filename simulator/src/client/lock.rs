@@ -201,7 +201,9 @@ impl Client {
             self.finish_iteration(ctx);
             return;
         };
-        self.stop_work();
+        if !self.work_stopping() {
+            self.stop_work(ctx);
+        }
         ctx.history.leases[holding.record].released_at = Some(ctx.now);
         self.op += 1;
         let now = self.local(ctx.now);
@@ -233,7 +235,9 @@ impl Client {
 
     fn finish_iteration(&mut self, ctx: &mut Ctx<'_>) {
         self.iteration += 1;
-        self.cancel(Timer::Work);
+        if !self.work_stopping() {
+            self.cancel(Timer::Work);
+        }
         if self.iteration >= self.spec.iterations {
             self.lock = Lock::Done;
             return;

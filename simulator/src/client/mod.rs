@@ -35,7 +35,7 @@ use redlock::core::{LockKey, NodeFailure, RequestId, Timestamp, Transmit};
 use self::faults::{Faults, Keys};
 use self::links::{Links, Out};
 use self::lock::Lock;
-use self::workload::Work;
+use self::workload::{Under, Work};
 use crate::clock::ClockModel;
 use crate::history::{ClientOutcome, History};
 use crate::message::{Msg, NodeReply, ServerId, Tag};
@@ -109,6 +109,8 @@ pub(crate) struct Client {
     links: Links,
     lock: Lock,
     work: Work,
+    /// The lease the running workload acts under.
+    under: Option<Under>,
     /// The lease side's current operation; replies to older ones are ignored.
     op: u64,
     generations: [u64; 2],
@@ -152,6 +154,7 @@ impl Client {
             faults,
             lock: Lock::Idle(None),
             work: Work::Idle,
+            under: None,
             op: 0,
             generations: [0; 2],
             iteration: 0,
@@ -306,6 +309,7 @@ impl Client {
         }
         self.lock = Lock::Done;
         self.work = Work::Idle;
+        self.under = None;
         self.outcome(ctx, ClientOutcome::Crashed);
     }
 

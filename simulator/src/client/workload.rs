@@ -4,6 +4,12 @@
 //! With a supervisor (the `redlock` command's model) the workload is the supervised command:
 //! a process of its own, which keeps running while its supervisor is paused, and which only
 //! stops when the supervisor kills it (it ignores `SIGTERM`, the worst case).
+//!
+//! Under a keep-alive (`with_lock`) the workload is a task of its own too: told to stop when
+//! the lease is lost, it stops only when its current step ends (a sleep runs out, an access
+//! is answered or times out), the worst case of work that reaches its next `.await` late.
+//! Until then it still acts under the lease, and the checker counts its holder's window as
+//! open; the lease side releases only when the core's keeper allows it.
 
 use std::time::Duration;
 
@@ -27,6 +33,15 @@ pub(super) enum Work {
     Stopped,
 }
 
+/// The lease the workload acts under, and whether it was told to stop.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Under {
+    /// The lease's record in the history.
+    record: usize,
+    /// Told to stop: it stops when its current step ends.
+    stopping: bool,
+}
+
 /// What a running step waits for.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Wait {
@@ -48,19 +63,62 @@ pub(super) enum Wait {
 
 impl Client {
     pub(super) fn start_work(&mut self, ctx: &mut Ctx<'_>) {
-        if matches!(self.lock, Lock::Holding(_)) {
-            self.work = Work::Running {
-                step: 0,
-                wait: None,
-            };
-            self.run_work(ctx, 0);
+        let Lock::Holding(holding) = &self.lock else {
+            return;
+        };
+        let record = holding.record;
+        // An earlier lease's work still finishing its last step is overtaken here.
+        self.stop_work(ctx);
+        ctx.history.leases[record].work_started = true;
+        self.under = Some(Under {
+            record,
+            stopping: false,
+        });
+        self.work = Work::Running {
+            step: 0,
+            wait: None,
+        };
+        self.run_work(ctx, 0);
+    }
+
+    /// Stops the workload where it is, now (accesses already sent still travel), and
+    /// records when its lease's work stopped.
+    pub(super) fn stop_work(&mut self, ctx: &mut Ctx<'_>) {
+        if self.work_running() {
+            self.work = Work::Stopped;
+            self.cancel(Timer::Work);
+        }
+        if let Some(under) = self.under.take() {
+            let record = &mut ctx.history.leases[under.record];
+            record.work_stopped_at.get_or_insert(ctx.now);
         }
     }
 
-    /// Stops the workload where it is (accesses already sent still travel).
-    pub(super) fn stop_work(&mut self) {
-        self.work = Work::Stopped;
-        self.cancel(Timer::Work);
+    /// Tells the workload to stop when its current step ends; returns whether it has
+    /// stopped already (it was not running).
+    pub(super) fn request_stop(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let running = self.work_running();
+        match &mut self.under {
+            Some(under) if running => {
+                if !under.stopping {
+                    under.stopping = true;
+                    ctx.trace(
+                        &self.spec.name,
+                        format_args!("work told to stop; it stops when its step ends"),
+                    );
+                }
+                false
+            }
+            _ => {
+                self.stop_work(ctx);
+                true
+            }
+        }
+    }
+
+    /// Whether the workload was told to stop and is still finishing its step.
+    pub(super) fn work_stopping(&self) -> bool {
+        self.work_running() && self.under.is_some_and(|under| under.stopping)
     }
 
     pub(super) fn work_running(&self) -> bool {
@@ -80,8 +138,15 @@ impl Client {
             if !self.work_running() {
                 return;
             }
+            if self.work_stopping() {
+                // The step it was in when told to stop has ended: this is its stop point.
+                ctx.trace(&self.spec.name, format_args!("work stopped"));
+                self.stop_work(ctx);
+                self.work_reached_stop(ctx);
+                return;
+            }
             let Some(action) = self.spec.steps.get(step).cloned() else {
-                self.work = Work::Stopped;
+                self.stop_work(ctx);
                 self.command_exited(ctx);
                 return;
             };
@@ -94,8 +159,8 @@ impl Client {
                         AccessKind::Read
                     };
                     let Some((access, deadline)) = self.send_access(ctx, kind) else {
-                        self.work = Work::Stopped;
-                        self.begin_release(ctx);
+                        self.stop_work(ctx);
+                        self.work_ended(ctx);
                         return;
                     };
                     let rmw = action == Step::ReadModifyWrite;
@@ -123,8 +188,8 @@ impl Client {
                     };
                     if !valid {
                         self.outcome(ctx, ClientOutcome::CheckFailed);
-                        self.work = Work::Stopped;
-                        self.begin_release(ctx);
+                        self.stop_work(ctx);
+                        self.work_ended(ctx);
                         return;
                     }
                     step += 1;
@@ -232,7 +297,8 @@ impl Client {
         if waited != access {
             return;
         }
-        if !rmw {
+        // A read-modify-write told to stop between its read and its write stops there.
+        if !rmw || self.work_stopping() {
             return self.next_step(ctx, step);
         }
         match self.send_access(ctx, AccessKind::Write) {
@@ -248,8 +314,8 @@ impl Client {
                 self.wake_at(ctx, Timer::Work, deadline);
             }
             None => {
-                self.work = Work::Stopped;
-                self.begin_release(ctx);
+                self.stop_work(ctx);
+                self.work_ended(ctx);
             }
         }
     }

@@ -13,7 +13,7 @@ use toml::Spanned;
 
 use super::{
     ClientSpec, ClockKind, Crash, DEFAULT_UPTIME, Delay, Endpoint, Expectation, ExtendImpl,
-    Failover, LinkSpec, NetworkSpec, Partition, PartitionKind, Persistence, ReleaseImpl,
+    Failover, LinkSpec, LossOrder, NetworkSpec, Partition, PartitionKind, Persistence, ReleaseImpl,
     Replication, Scenario, ServerSpec, Step, TimingImpl, TokenSource, Verdict,
 };
 use crate::clock::ClockModel;
@@ -469,6 +469,8 @@ struct RawClient {
     release: ReleaseImpl,
     #[serde(default)]
     extend: ExtendImpl,
+    #[serde(default)]
+    loss_order: LossOrder,
     #[serde(default)]
     timing: TimingImpl,
     nodes: Option<Spanned<Vec<usize>>>,
@@ -961,6 +963,7 @@ impl RawClient {
             freeze_during_pauses: self.clock.freeze_during_pauses,
             release: self.release,
             extend: self.extend,
+            loss_order: self.loss_order,
             timing: self.timing,
             nodes: subset,
             config,

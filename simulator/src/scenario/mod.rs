@@ -344,6 +344,18 @@ pub enum ReleaseImpl {
     PlainDel,
 }
 
+/// What a kept-alive client does first when its lease is lost (implementation variants).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LossOrder {
+    /// The work stops, then the lease is released (the core's keeper; correct).
+    #[default]
+    StopFirst,
+    /// The lease is released at the loss while the work finishes its step (an
+    /// implementation fault: the order the client had before the keeper decided it).
+    ReleaseFirst,
+}
+
 /// How a client extends (implementation variants).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -399,6 +411,8 @@ pub struct ClientSpec {
     pub release: ReleaseImpl,
     /// Extension variant.
     pub extend: ExtendImpl,
+    /// The order of stop and release after a loss.
+    pub loss_order: LossOrder,
     /// Timing variant.
     pub timing: TimingImpl,
     /// The node addresses it locks on (all by default; one for a single-node lock).
@@ -425,6 +439,7 @@ impl ClientSpec {
             || self.freeze_during_pauses
             || self.release != ReleaseImpl::Script
             || self.extend != ExtendImpl::Script
+            || self.loss_order != LossOrder::StopFirst
             || self.timing != TimingImpl::Correct
     }
 }
