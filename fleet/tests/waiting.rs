@@ -326,8 +326,8 @@ fn sets(fleet: &RedisFleet) -> u64 {
 
 /// A flood of messages on a key's channel that do not report the release of the holder the
 /// waiter saw (junk, tokens nobody holds) wakes nobody: the waiter keeps to its retry timer.
-/// A replay of the holder's own token (as a `PUBLISH` by anyone can be) wakes it at most
-/// once per retry delay.
+/// A replay of the holder's own token (as a `PUBLISH` by anyone who can read the key can be)
+/// wakes it at most once per retry delay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_messages_on_the_keys_channel_does_not_multiply_the_rounds() {
     const DELAY: Duration = Duration::from_millis(200);
@@ -394,9 +394,10 @@ async fn a_flood_of_messages_on_the_keys_channel_does_not_multiply_the_rounds() 
         junk_rounds <= by_timer + allowance,
         "{junk_rounds} rounds during a flood of junk; the retry timer alone gives {by_timer}"
     );
-    // Early rounds at most one per delay, on top of a timer that restarts after each.
+    // Early rounds at most one per delay, on top of the timer's: a forged release of the
+    // right token (which takes reading the key) at most doubles the rounds.
     assert!(
-        replay_rounds <= by_timer + allowance,
+        replay_rounds <= 2 * by_timer + allowance,
         "{replay_rounds} rounds during a replay of the holder's token; the retry timer alone gives {by_timer}"
     );
     // The holder's keys expire at 4 s: the waiter gets the lease then, not much later.

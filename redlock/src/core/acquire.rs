@@ -432,7 +432,10 @@ impl Machine for Acquire {
                 } else {
                     matches!(
                         reply,
-                        Reply::Acquired | Reply::Taken | Reply::TakenFor { .. }
+                        Reply::Acquired
+                            | Reply::Taken
+                            | Reply::TakenFor { .. }
+                            | Reply::TakenBy { .. }
                     )
                 }
             },
