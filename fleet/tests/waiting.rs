@@ -69,11 +69,19 @@ async fn another_clients_release_wakes_the_waiter(protocol: &str) {
     });
     // The waiter lost its first round and listens for the release.
     until_subscribed(&fleet, "redlock:report").await;
+    let released = Instant::now();
     lease.release().await;
     let attempts = tokio::time::timeout(LONG / 2, task)
         .await
         .expect("woken by the release, not by its retry timer")
         .unwrap();
+    // The notification carries the token the waiter's round found in the key: it wakes the
+    // waiter at once, long before its 60 s timer or the holder's 10 s expiry.
+    let took = released.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "granted {took:?} after the release"
+    );
     // Woken by the first node's notification, a round can still find the holder's key on
     // nodes its release has not reached yet; the later notifications wake it again.
     assert!(
@@ -410,5 +418,60 @@ async fn a_flood_of_messages_on_the_keys_channel_does_not_multiply_the_rounds() 
         took < Duration::from_millis(4_800),
         "granted after {took:?} ({attempts} rounds)"
     );
+    assert_no_lock_keys(&fleet).await;
+}
+
+/// A lease of the same name in another database of the nodes publishes on the same channel
+/// (Pub/Sub channels are shared by every database of a server), with genuine tokens: they
+/// are not the holder's the waiter saw, so they wake nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releases_in_another_database_do_not_wake_the_waiter() {
+    const DELAY: Duration = Duration::from_millis(300);
+    const CYCLES: u64 = 20;
+    let fleet = fleet(3);
+    let nodes = fleet.len() as u64;
+    // Database 0: another owner holds the key for 3 s.
+    fleet
+        .occupy(&[0, 1, 2], "redlock:shared", Duration::from_secs(3))
+        .unwrap();
+    let waiting = builder(&fleet)
+        .retry_delay(DELAY)
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap();
+    let task = tokio::spawn(async move {
+        let lease = waiting
+            .acquire_timeout("shared", Duration::from_secs(8))
+            .await
+            .unwrap();
+        lease.release().await;
+    });
+    until_subscribed(&fleet, "redlock:shared").await;
+    // Database 1: leases of the same name come and go, each release announced on the
+    // channel the waiter listens to.
+    let elsewhere =
+        fresh(Redlock::builder().nodes(fleet.urls().into_iter().map(|url| format!("{url}/1"))))
+            .build()
+            .unwrap();
+    let before = sets(&fleet);
+    let started = Instant::now();
+    for _ in 0..CYCLES {
+        elsewhere.acquire("shared").await.unwrap().release().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let elapsed = started.elapsed();
+    // One SET per node for each uncontended lease of database 1; the rest are the waiter's.
+    let rounds = (sets(&fleet) - before - CYCLES * nodes) / nodes;
+    let by_timer = (elapsed.as_millis() / DELAY.as_millis()) as u64 + 1;
+    eprintln!("{CYCLES} leases of database 1 in {elapsed:?}: {rounds} rounds of the waiter");
+    assert!(
+        rounds <= by_timer + 1,
+        "{rounds} rounds in {elapsed:?} while {CYCLES} leases of database 1 came and went; the timer alone gives {by_timer}"
+    );
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .unwrap()
+        .unwrap();
+    elsewhere.settle().await;
     assert_no_lock_keys(&fleet).await;
 }
