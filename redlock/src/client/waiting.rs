@@ -30,8 +30,8 @@ use crate::core::{LockConfig, NodeId, RoundFailure, Target, Timestamp, Token};
 /// *during* the round still counts.
 #[derive(Default)]
 pub(crate) struct Freed {
-    /// The sequence number of the next release heard.
-    next: AtomicU64,
+    /// How many releases were heard: moves whenever the log does.
+    count: AtomicU64,
     raised: Notify,
     heard: Mutex<VecDeque<(u64, Release)>>,
 }
@@ -49,20 +49,32 @@ pub(crate) struct Release {
 /// anything else is dropped) pushes a genuine release out, and that costs time only.
 const KEPT: usize = 64;
 
+/// The sequence number of the next release heard, one count for every log of the process:
+/// a waiter's round can start before a log of its keys exists (logs live while someone
+/// waits), and the log created later must still read as "after the round started".
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// The sequence number the next release heard will have, on any key.
+fn sequence() -> u64 {
+    SEQUENCE.load(Ordering::Acquire)
+}
+
 impl Freed {
-    /// The sequence number the next release will have.
+    /// How many releases the log has heard.
     pub(crate) fn epoch(&self) -> u64 {
-        self.next.load(Ordering::Acquire)
+        self.count.load(Ordering::Acquire)
     }
 
     fn push(&self, release: Release) {
         let mut heard = lock(&self.heard);
-        let seq = self.next.load(Ordering::Acquire);
+        // Numbered under the log's lock: a reader that locks the log after reading the
+        // sequence sees every release numbered below what it read.
+        let seq = SEQUENCE.fetch_add(1, Ordering::AcqRel);
         if heard.len() == KEPT {
             heard.pop_front();
         }
         heard.push_back((seq, release));
-        self.next.store(seq.wrapping_add(1), Ordering::Release);
+        self.count.fetch_add(1, Ordering::AcqRel);
         drop(heard);
         self.raised.notify_waiters();
     }
@@ -83,16 +95,13 @@ impl Freed {
         self.push(Release { node: None, token });
     }
 
-    /// The releases heard from sequence `from` on (those still kept), and the sequence to
-    /// read from next time.
-    fn since(&self, from: u64) -> (Vec<Release>, u64) {
-        let heard = lock(&self.heard);
-        let releases = heard
+    /// The releases numbered `from` or later that the log still keeps.
+    fn since(&self, from: u64) -> Vec<Release> {
+        lock(&self.heard)
             .iter()
             .filter(|(seq, _)| *seq >= from)
             .map(|(_, release)| *release)
-            .collect();
-        (releases, self.next.load(Ordering::Acquire))
+            .collect()
     }
 }
 
@@ -194,20 +203,6 @@ impl Waiting {
             .is_some_and(|line| !lock(&line.tickets).is_empty())
     }
 
-    /// Where each of `target`'s logs stands now (see [`Freed::epoch`]); a log that does not
-    /// exist yet counts as 0, as it will start.
-    fn cursors_of(&self, target: &Target) -> Vec<u64> {
-        target
-            .keys()
-            .iter()
-            .map(|key| {
-                self.freed
-                    .get(key.as_str())
-                    .map_or(0, |freed| freed.epoch())
-            })
-            .collect()
-    }
-
     /// This client released `target`'s lease `token`: tells its waiters here, without
     /// waiting for the nodes' notifications.
     pub(crate) fn released(&self, target: &Target, token: Token) {
@@ -233,8 +228,8 @@ pub(crate) struct Waiter<'a> {
     place: Option<Place>,
     signals: Vec<Arc<Freed>>,
     subscription: Option<Subscription>,
-    /// Where the current round started reading each key's log (in the target's key order).
-    cursors: Vec<u64>,
+    /// The sequence number from which the logs are still to be read (see [`SEQUENCE`]).
+    cursor: u64,
     /// When the next round starts, from what was heard.
     rounds: crate::core::Waiting,
 }
@@ -247,7 +242,7 @@ impl<'a> Waiter<'a> {
             place: None,
             signals: Vec::new(),
             subscription: None,
-            cursors: Vec::new(),
+            cursor: 0,
             rounds: crate::core::Waiting::new(config, target.clone()),
         }
     }
@@ -297,7 +292,7 @@ impl<'a> Waiter<'a> {
 
     /// A round starts at `now`: releases heard from now on count once it is lost.
     pub(crate) fn round_starts(&mut self, now: Timestamp) {
-        self.cursors = self.shared.waiting.cursors_of(self.target);
+        self.cursor = sequence();
         self.rounds.round_started(now);
     }
 
@@ -342,19 +337,12 @@ impl<'a> Waiter<'a> {
         }
     }
 
-    /// Hands what the logs heard since the last read to the core.
+    /// Hands what the logs heard since the last read to the core. A release numbered while
+    /// the logs are read may be handed over twice, which changes nothing.
     fn read_logs(&mut self, now: Timestamp) {
-        let keys = self.target.keys();
-        for (index, freed) in self.signals.iter().enumerate() {
-            let Some(cursor) = self.cursors.get_mut(index) else {
-                continue;
-            };
-            let (releases, next) = freed.since(*cursor);
-            *cursor = next;
-            let Some(key) = keys.get(index) else {
-                continue;
-            };
-            for release in releases {
+        let from = std::mem::replace(&mut self.cursor, sequence());
+        for (freed, key) in self.signals.iter().zip(self.target.keys()) {
+            for release in freed.since(from) {
                 match release.node {
                     Some(node) => self.rounds.notified(
                         node,
@@ -420,10 +408,11 @@ mod tests {
         freed.notified(NodeId::new(0), b"junk");
         freed.notified(NodeId::new(0), b"");
         assert_eq!(freed.epoch(), 0);
+        let from = sequence();
         let token = Token::from_bytes([2; 16]);
         freed.notified(NodeId::new(1), &token.to_hex());
-        let (heard, next) = freed.since(0);
-        assert_eq!(next, 1);
+        assert_eq!(freed.epoch(), 1);
+        let heard = freed.since(from);
         assert!(
             matches!(heard[..], [Release { node: Some(node), token: t }] if node == NodeId::new(1) && t == token)
         );
@@ -432,13 +421,13 @@ mod tests {
     #[test]
     fn the_log_keeps_the_latest_releases() {
         let freed = Freed::default();
-        for n in 0..(KEPT as u64 + 10) {
+        for n in 0..(KEPT + 10) {
             freed.released_here(Token::from_bytes([n as u8; 16]));
         }
-        let (heard, next) = freed.since(0);
+        let heard = freed.since(0);
         assert_eq!(heard.len(), KEPT);
-        assert_eq!(next, KEPT as u64 + 10);
-        assert_eq!(freed.since(next).0.len(), 0);
+        assert!(heard[KEPT - 1].token == Token::from_bytes([(KEPT + 9) as u8; 16]));
+        assert_eq!(freed.since(sequence()).len(), 0);
     }
 
     #[tokio::test]
