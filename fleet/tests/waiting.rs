@@ -475,3 +475,46 @@ async fn releases_in_another_database_do_not_wake_the_waiter() {
     elsewhere.settle().await;
     assert_no_lock_keys(&fleet).await;
 }
+
+/// The holder's genuine release still wakes a waiter at once in the middle of a flood of
+/// other messages on the key's channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holders_release_wakes_the_waiter_through_a_flood() {
+    let fleet = fleet(3);
+    let holder = builder(&fleet).build().unwrap();
+    let waiting = waiter(fleet.urls());
+    let lease = holder.acquire("noisy").await.unwrap();
+    let task = tokio::spawn(async move {
+        let lease = waiting.acquire_timeout("noisy", LONG * 2).await.unwrap();
+        lease.release().await;
+    });
+    until_subscribed(&fleet, "redlock:noisy").await;
+    let payloads: Vec<String> = (0..50u8)
+        .map(|n| redlock::core::Token::from_bytes([n; 16]).to_string())
+        .chain(["junk".to_owned()])
+        .collect();
+    let connections = connections(&fleet);
+    let flooding = tokio::task::spawn_blocking(move || {
+        flood(
+            connections,
+            "redlock:noisy",
+            &payloads,
+            500,
+            Duration::from_millis(1_500),
+        )
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let released = Instant::now();
+    lease.release().await;
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("woken by the release, not by its 60 s timer")
+        .unwrap();
+    let took = released.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "granted {took:?} after the release"
+    );
+    flooding.await.unwrap();
+    assert_no_lock_keys(&fleet).await;
+}
