@@ -58,7 +58,7 @@ impl Redlock {
         let in_line_until = clock.instant(
             deadline.unwrap_or_else(|| clock.now().saturating_add(config.retry().max_wait())),
         );
-        let mut waiter = Waiter::new(shared, &config, &target);
+        let mut waiter = Waiter::new(shared, &target);
         // Others of this client already wait for it: stand in line behind them. Otherwise
         // the first round runs at once, and the line is joined only if it fails.
         if !matches!(wait, Wait::OneRound) && shared.waiting.has_line(&target) {
@@ -156,7 +156,13 @@ impl Redlock {
                     let timer = window.pick(&mut rand::rng());
                     // Cleanup releases and stragglers keep moving while we wait.
                     op.flight
-                        .run_until(waiter.until_next_round(&failure, wake_on_release, timer, clock))
+                        .run_until(waiter.until_next_round(
+                            &config,
+                            &failure,
+                            wake_on_release,
+                            timer,
+                            clock,
+                        ))
                         .await;
                     let token = shared.tokens.next();
                     let now = clock.now();

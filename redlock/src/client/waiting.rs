@@ -230,12 +230,12 @@ pub(crate) struct Waiter<'a> {
     subscription: Option<Subscription>,
     /// The sequence number from which the logs are still to be read (see [`SEQUENCE`]).
     cursor: u64,
-    /// When the next round starts, from what was heard.
-    rounds: crate::core::Waiting,
+    /// When the next round starts, from what was heard; from the first lost round on.
+    rounds: Option<crate::core::Waiting>,
 }
 
 impl<'a> Waiter<'a> {
-    pub(crate) fn new(shared: &'a Shared, config: &LockConfig, target: &'a Target) -> Self {
+    pub(crate) fn new(shared: &'a Shared, target: &'a Target) -> Self {
         Self {
             shared,
             target,
@@ -243,7 +243,7 @@ impl<'a> Waiter<'a> {
             signals: Vec::new(),
             subscription: None,
             cursor: 0,
-            rounds: crate::core::Waiting::new(config, target.clone()),
+            rounds: None,
         }
     }
 
@@ -293,7 +293,9 @@ impl<'a> Waiter<'a> {
     /// A round starts at `now`: releases heard from now on count once it is lost.
     pub(crate) fn round_starts(&mut self, now: Timestamp) {
         self.cursor = sequence();
-        self.rounds.round_started(now);
+        if let Some(rounds) = &mut self.rounds {
+            rounds.round_started(now);
+        }
     }
 
     /// Subscribes to the nodes' notifications of the target's releases, once.
@@ -310,22 +312,28 @@ impl<'a> Waiter<'a> {
     /// early round ran within a retry delay.
     pub(crate) async fn until_next_round(
         &mut self,
+        config: &LockConfig,
         failure: &RoundFailure,
         wake_on_release: bool,
         timer: Timestamp,
         clock: &Clock,
     ) {
-        self.rounds.round_lost(failure, wake_on_release, timer);
+        let target = self.target;
+        let rounds = self
+            .rounds
+            .get_or_insert_with(|| crate::core::Waiting::new(config, target.clone()));
+        rounds.round_lost(failure, wake_on_release, timer);
         loop {
             // The epoch before reading: a release in between still wakes us.
             let seen = epoch(&self.signals);
-            self.read_logs(clock.now());
+            let from = std::mem::replace(&mut self.cursor, sequence());
+            read_logs(&self.signals, target, from, rounds, clock.now());
             let now = clock.now();
-            let Some(next) = self.rounds.next_round() else {
+            let Some(next) = rounds.next_round() else {
                 return;
             };
             if now >= next {
-                if self.rounds.is_early(now) {
+                if rounds.is_early(now) {
                     tracing::debug!("the holder released; next round now");
                 }
                 return;
@@ -336,22 +344,25 @@ impl<'a> Waiter<'a> {
             }
         }
     }
+}
 
-    /// Hands what the logs heard since the last read to the core. A release numbered while
-    /// the logs are read may be handed over twice, which changes nothing.
-    fn read_logs(&mut self, now: Timestamp) {
-        let from = std::mem::replace(&mut self.cursor, sequence());
-        for (freed, key) in self.signals.iter().zip(self.target.keys()) {
-            for release in freed.since(from) {
-                match release.node {
-                    Some(node) => self.rounds.notified(
-                        node,
-                        key.as_str().as_bytes(),
-                        &release.token.to_hex(),
-                        now,
-                    ),
-                    None => self.rounds.released_here(release.token, now),
+/// Hands the releases `signals` (the logs of `target`'s keys, in order) heard from sequence
+/// number `from` on to `rounds`. A release numbered while the logs are read may be handed
+/// over twice, which changes nothing.
+fn read_logs(
+    signals: &[Arc<Freed>],
+    target: &Target,
+    from: u64,
+    rounds: &mut crate::core::Waiting,
+    now: Timestamp,
+) {
+    for (freed, key) in signals.iter().zip(target.keys()) {
+        for release in freed.since(from) {
+            match release.node {
+                Some(node) => {
+                    rounds.notified(node, key.as_str().as_bytes(), &release.token.to_hex(), now);
                 }
+                None => rounds.released_here(release.token, now),
             }
         }
     }

@@ -90,7 +90,8 @@ const HEARD_DURING_A_ROUND: usize = 32;
 pub struct Waiting {
     target: Target,
     quorum: usize,
-    /// The least time between two early rounds: the retry delay.
+    /// The least time between two early rounds: the retry delay, or the jitter when that is
+    /// longer (a policy of jitter alone still spaces its early rounds).
     spacing: Duration,
     /// When the latest early round started.
     last_early: Option<Timestamp>,
@@ -136,14 +137,14 @@ enum Heard {
 }
 
 impl Waiting {
-    /// The wait between the rounds of an acquisition of `target` under `config` (its quorum
-    /// and its retry delay, the least time between two early rounds). The first round is
-    /// taken to be running.
+    /// The wait between the rounds of an acquisition of `target` under `config`: its quorum,
+    /// and its retry policy's delay (or jitter, when longer) as the least time between two
+    /// early rounds. The first round is taken to be running.
     pub fn new(config: &LockConfig, target: impl Into<Target>) -> Self {
         Self {
             target: target.into(),
             quorum: config.quorum(),
-            spacing: config.retry().delay(),
+            spacing: config.retry().delay().max(config.retry().jitter()),
             last_early: None,
             state: State::Running { heard: Vec::new() },
         }
