@@ -471,47 +471,64 @@ mod tests {
             let mut now = 0;
             let mut timer = delay;
             let mut last_early: Option<u64> = None;
+            // The round in flight and when it is lost.
+            let mut running_until: Option<u64> = None;
             let lose = |w: &mut Waiting, now: u64| {
                 w.round_lost(&lost(statuses.clone(), at(now)), wake, at(now + delay));
             };
             lose(&mut w, now);
-            let mut relevant_since_lost = false;
+            // Whether a release of a seen holder was heard since the latest round started
+            // (during the round, or after it was lost).
+            let mut relevant = false;
             for event in events {
                 let (gap, heard) = match event {
                     Event::Notified { node, token: n, gap } => (gap, Some((Some(node), n))),
                     Event::ReleasedHere { token: n, gap } => (gap, Some((None, n))),
                     Event::Idle { gap } => (gap, None),
                 };
-                // Rounds due before the event starts, and each is lost `round_ms` later.
                 let until = now + gap;
-                while let Some(due) = w.next_round().filter(|due| *due <= at(until)) {
-                    let start = due.saturating_duration_since(Timestamp::ZERO).as_millis() as u64;
-                    let start = start.max(now);
+                // Rounds lost and started before the event, in time order.
+                loop {
+                    if let Some(end) = running_until {
+                        if end > until {
+                            break;
+                        }
+                        now = end;
+                        lose(&mut w, now);
+                        timer = now + delay;
+                        running_until = None;
+                        continue;
+                    }
+                    let Some(due) = w.next_round() else { break };
+                    let start = (due.saturating_duration_since(Timestamp::ZERO).as_millis() as u64).max(now);
+                    if start > until {
+                        break;
+                    }
                     prop_assert!(due <= at(timer), "a round due after its timer");
                     if w.is_early(at(start)) {
-                        prop_assert!(wake && relevant_since_lost, "an early round without a release of a seen holder");
+                        prop_assert!(wake && relevant, "an early round without a release of a seen holder");
                         if let Some(last) = last_early {
                             prop_assert!(start >= last + delay, "early rounds at {last} and {start}");
                         }
                         last_early = Some(start);
                     }
                     w.round_started(at(start));
-                    now = start + round_ms;
-                    lose(&mut w, now);
-                    timer = now + delay;
-                    relevant_since_lost = false;
+                    prop_assert_eq!(w.next_round(), None);
+                    now = start;
+                    running_until = Some(start + round_ms);
+                    relevant = false;
                 }
-                now = now.max(until);
+                now = until;
                 if let Some((node, n)) = heard {
                     let payload = if n == 0 { b"junk".to_vec() } else { token(n).to_hex().to_vec() };
                     match node {
                         Some(node) => {
-                            relevant_since_lost |= n != 0 && holders.get(node) == Some(&n) && node < nodes;
+                            relevant |= n != 0 && node < nodes && holders[node] == n;
                             w.notified(NodeId::new(node), CHANNEL, &payload, at(now));
                         }
                         None => {
                             // Trusted: frees the nodes whose holder is unknown too.
-                            relevant_since_lost = true;
+                            relevant = true;
                             w.released_here(token(n.max(1)), at(now));
                         }
                     }
