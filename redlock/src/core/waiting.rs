@@ -14,7 +14,8 @@
 //! from node `n` frees node `n` only if it carries that node's holder token; the waiter
 //! starts an early round once a quorum of nodes is freed, and at most one early round per
 //! retry delay whatever arrives. Everything else (junk, tokens nobody holds, a holder whose
-//! token the round could not read, a notification lost while a subscription was down) leaves
+//! token the round could not read, such as every holder of a multi-resource round, whose
+//! script does not say who holds a key, a notification lost while a subscription was down) leaves
 //! the waiter on its timer: the start the driver picked in the retry window, which already
 //! ends when the holder's keys expire.
 //!
