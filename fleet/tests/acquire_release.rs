@@ -239,3 +239,59 @@ async fn bad_resource_names_are_refused() {
     }
     assert_no_lock_keys(&fleet).await;
 }
+
+/// Every command `node` has run so far, by name, from one read of `INFO commandstats`.
+fn commands(fleet: &redlock_fleet::RedisFleet, node: usize) -> Vec<(String, u64)> {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut fleet.connect(node).unwrap())
+        .unwrap();
+    stats
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(":calls=")?;
+            let calls = rest.split(',').next()?.parse().ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+/// An uncontended lease costs each node one `SET` (its `GET` option names a holder only
+/// when there is one) and one `EVAL` (the release), and no other request: what tells a
+/// waiter's wake-up from a flood of messages adds no request to the path nobody contends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncontended_lease_costs_each_node_one_set_and_one_eval() {
+    const LEASES: u64 = 20;
+    let fleet = fleet(3);
+    let redlock = builder(&fleet).build().unwrap();
+    redlock.connect().await;
+    let before: Vec<_> = (0..fleet.len()).map(|i| commands(&fleet, i)).collect();
+    for _ in 0..LEASES {
+        redlock.acquire("quiet").await.unwrap().release().await;
+    }
+    redlock.settle().await;
+    for (node, before) in before.iter().enumerate() {
+        let after = commands(&fleet, node);
+        let ran: Vec<(String, u64)> = after
+            .into_iter()
+            .map(|(name, calls)| {
+                let was = before
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map_or(0, |(_, c)| *c);
+                (name, calls - was)
+            })
+            // The INFO of the `before` reading itself.
+            .filter(|(name, calls)| *calls > 0 && !(name == "info" && *calls == 1))
+            .collect();
+        let mut ran = ran;
+        ran.sort();
+        // Two requests per lease: the SET and the EVAL of the release script, whose own
+        // GET, DEL and PUBLISH the node counts too.
+        let expected: Vec<(String, u64)> = ["del", "eval", "get", "publish", "set"]
+            .iter()
+            .map(|name| ((*name).to_owned(), LEASES))
+            .collect();
+        assert_eq!(ran, expected, "node {node}");
+    }
+}

@@ -69,11 +69,19 @@ async fn another_clients_release_wakes_the_waiter(protocol: &str) {
     });
     // The waiter lost its first round and listens for the release.
     until_subscribed(&fleet, "redlock:report").await;
+    let released = Instant::now();
     lease.release().await;
     let attempts = tokio::time::timeout(LONG / 2, task)
         .await
         .expect("woken by the release, not by its retry timer")
         .unwrap();
+    // The notification carries the token the waiter's round found in the key: it wakes the
+    // waiter at once, long before its 60 s timer or the holder's 10 s expiry.
+    let took = released.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "granted {took:?} after the release"
+    );
     // Woken by the first node's notification, a round can still find the holder's key on
     // nodes its release has not reached yet; the later notifications wake it again.
     assert!(
@@ -281,4 +289,232 @@ async fn waiters_line_up_behind_a_quorum_of_three(fleet: &RedisFleet, resource: 
     redlock.settle().await;
     fleet.vacate(&[1, 2], &key).unwrap();
     assert_no_lock_keys(fleet).await;
+}
+
+/// Sends `PUBLISH channel payload` on each of `connections` (one per node), `per_second` times a second
+/// per node, for `lasting`: what another application, a lease of the same name in another
+/// database (the Pub/Sub channels are shared by all databases of a server) or a hostile user
+/// can do to a lock key's channel.
+fn flood(
+    mut connections: Vec<redis::Connection>,
+    channel: &str,
+    payloads: &[String],
+    per_second: u32,
+    lasting: Duration,
+) -> u64 {
+    const BATCH: u32 = 10;
+    let pause = Duration::from_secs(1) * BATCH / per_second;
+    let started = Instant::now();
+    let mut sent = 0u64;
+    while started.elapsed() < lasting {
+        for connection in &mut connections {
+            let mut pipe = redis::pipe();
+            for n in 0..BATCH {
+                let payload = &payloads[(sent as usize + n as usize) % payloads.len()];
+                pipe.cmd("PUBLISH").arg(channel).arg(payload).ignore();
+            }
+            let () = pipe.query(connection).unwrap();
+        }
+        sent += u64::from(BATCH);
+        std::thread::sleep(pause);
+    }
+    sent
+}
+
+fn connections(fleet: &RedisFleet) -> Vec<redis::Connection> {
+    (0..fleet.len())
+        .map(|i| fleet.connect(i).unwrap())
+        .collect()
+}
+
+/// The lock requests (`SET`) every node of `fleet` has run so far: one per node per round.
+fn sets(fleet: &RedisFleet) -> u64 {
+    (0..fleet.len()).map(|i| calls(fleet, i, &["set"])).sum()
+}
+
+/// A flood of messages on a key's channel that do not report the release of the holder the
+/// waiter saw (junk, tokens nobody holds) wakes nobody: the waiter keeps to its retry timer.
+/// A replay of the holder's own token (as a `PUBLISH` by anyone who can read the key can be)
+/// wakes it at most once per retry delay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_messages_on_the_keys_channel_does_not_multiply_the_rounds() {
+    const DELAY: Duration = Duration::from_millis(200);
+    const FLOOD: Duration = Duration::from_secs(1);
+    let fleet = fleet(3);
+    let key = "redlock:flood";
+    let holder = "0123456789abcdef0123456789abcdef";
+    // Another owner holds the key on every node for 4 s.
+    for i in 0..fleet.len() {
+        let () = redis::cmd("SET")
+            .arg(key)
+            .arg(holder)
+            .arg("PX")
+            .arg(4_000)
+            .query(&mut fleet.connect(i).unwrap())
+            .unwrap();
+    }
+    let waiting = builder(&fleet)
+        .retry_delay(DELAY)
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let task = tokio::spawn(async move {
+        let lease = waiting
+            .acquire_timeout("flood", Duration::from_secs(8))
+            .await
+            .unwrap();
+        let attempts = lease.attempts();
+        lease.release().await;
+        attempts
+    });
+    until_subscribed(&fleet, key).await;
+    // The timer alone gives one round per delay; a round may straddle each boundary.
+    let by_timer = (FLOOD.as_millis() / DELAY.as_millis()) as u64;
+    let allowance = 2;
+    let nodes = fleet.len() as u64;
+
+    let junk: Vec<String> = vec![
+        "junk".into(),
+        "ffffffffffffffffffffffffffffffff".into(),
+        "00000000000000000000000000000001".into(),
+        String::new(),
+    ];
+    let before = sets(&fleet);
+    let (flood_fleet, payloads) = (connections(&fleet), junk);
+    let sent = tokio::task::spawn_blocking(move || flood(flood_fleet, key, &payloads, 500, FLOOD))
+        .await
+        .unwrap();
+    let junk_rounds = (sets(&fleet) - before) / nodes;
+    eprintln!("junk flood: {sent} messages per node, {junk_rounds} rounds in {FLOOD:?}");
+
+    let before = sets(&fleet);
+    let (flood_fleet, payloads) = (connections(&fleet), vec![holder.to_owned()]);
+    let sent = tokio::task::spawn_blocking(move || flood(flood_fleet, key, &payloads, 500, FLOOD))
+        .await
+        .unwrap();
+    let replay_rounds = (sets(&fleet) - before) / nodes;
+    eprintln!(
+        "replayed holder token: {sent} messages per node, {replay_rounds} rounds in {FLOOD:?}"
+    );
+
+    assert!(
+        junk_rounds <= by_timer + allowance,
+        "{junk_rounds} rounds during a flood of junk; the retry timer alone gives {by_timer}"
+    );
+    // Early rounds at most one per delay, on top of the timer's: a forged release of the
+    // right token (which takes reading the key) at most doubles the rounds.
+    assert!(
+        replay_rounds <= 2 * by_timer + allowance,
+        "{replay_rounds} rounds during a replay of the holder's token; the retry timer alone gives {by_timer}"
+    );
+    // The holder's keys expire at 4 s: the waiter gets the lease then, not much later.
+    let attempts = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .unwrap()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(4_800),
+        "granted after {took:?} ({attempts} rounds)"
+    );
+    assert_no_lock_keys(&fleet).await;
+}
+
+/// A lease of the same name in another database of the nodes publishes on the same channel
+/// (Pub/Sub channels are shared by every database of a server), with genuine tokens: they
+/// are not the holder's the waiter saw, so they wake nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releases_in_another_database_do_not_wake_the_waiter() {
+    const DELAY: Duration = Duration::from_millis(300);
+    const CYCLES: u64 = 20;
+    let fleet = fleet(3);
+    let nodes = fleet.len() as u64;
+    // Database 0: another owner holds the key for 3 s.
+    fleet
+        .occupy(&[0, 1, 2], "redlock:shared", Duration::from_secs(3))
+        .unwrap();
+    let waiting = builder(&fleet)
+        .retry_delay(DELAY)
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap();
+    let task = tokio::spawn(async move {
+        let lease = waiting
+            .acquire_timeout("shared", Duration::from_secs(8))
+            .await
+            .unwrap();
+        lease.release().await;
+    });
+    until_subscribed(&fleet, "redlock:shared").await;
+    // Database 1: leases of the same name come and go, each release announced on the
+    // channel the waiter listens to.
+    let elsewhere =
+        fresh(Redlock::builder().nodes(fleet.urls().into_iter().map(|url| format!("{url}/1"))))
+            .build()
+            .unwrap();
+    let before = sets(&fleet);
+    let started = Instant::now();
+    for _ in 0..CYCLES {
+        elsewhere.acquire("shared").await.unwrap().release().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let elapsed = started.elapsed();
+    // One SET per node for each uncontended lease of database 1; the rest are the waiter's.
+    let rounds = (sets(&fleet) - before - CYCLES * nodes) / nodes;
+    let by_timer = (elapsed.as_millis() / DELAY.as_millis()) as u64 + 1;
+    eprintln!("{CYCLES} leases of database 1 in {elapsed:?}: {rounds} rounds of the waiter");
+    assert!(
+        rounds <= by_timer + 1,
+        "{rounds} rounds in {elapsed:?} while {CYCLES} leases of database 1 came and went; the timer alone gives {by_timer}"
+    );
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .unwrap()
+        .unwrap();
+    elsewhere.settle().await;
+    assert_no_lock_keys(&fleet).await;
+}
+
+/// The holder's genuine release still wakes a waiter at once in the middle of a flood of
+/// other messages on the key's channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holders_release_wakes_the_waiter_through_a_flood() {
+    let fleet = fleet(3);
+    let holder = builder(&fleet).build().unwrap();
+    let waiting = waiter(fleet.urls());
+    let lease = holder.acquire("noisy").await.unwrap();
+    let task = tokio::spawn(async move {
+        let lease = waiting.acquire_timeout("noisy", LONG * 2).await.unwrap();
+        lease.release().await;
+    });
+    until_subscribed(&fleet, "redlock:noisy").await;
+    let payloads: Vec<String> = (0..50u8)
+        .map(|n| redlock::core::Token::from_bytes([n; 16]).to_string())
+        .chain(["junk".to_owned()])
+        .collect();
+    let connections = connections(&fleet);
+    let flooding = tokio::task::spawn_blocking(move || {
+        flood(
+            connections,
+            "redlock:noisy",
+            &payloads,
+            500,
+            Duration::from_millis(1_500),
+        )
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let released = Instant::now();
+    lease.release().await;
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("woken by the release, not by its 60 s timer")
+        .unwrap();
+    let took = released.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "granted {took:?} after the release"
+    );
+    flooding.await.unwrap();
+    assert_no_lock_keys(&fleet).await;
 }

@@ -491,14 +491,14 @@ fn judge_server(
         .remedy("list independent masters only"),
     });
 
-    if version_numbers(&server.version) < [2, 6, 12] {
+    if version_numbers(&server.version) < [7, 0, 0] {
         findings.push(
             Finding::new(
                 Level::Error,
                 Check::Version,
                 Condition::Availability,
                 format!(
-                    "Redis {}: `SET … NX PX` needs 2.6.12 or later",
+                    "Redis {}: the lock request `SET … NX GET PX` needs 7.0 or later",
                     server.version
                 ),
             )

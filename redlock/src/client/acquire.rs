@@ -1,11 +1,12 @@
 //! Acquisitions: the core's [`Acquire`] machine over the nodes, and the waiting between its
 //! rounds.
 //!
-//! A lost round tells the core how long the holder's keys live; the core narrows the retry
-//! window to that. Between rounds the driver waits for the first of: the start it picked in
-//! the window, the holder's release (a node's notification or a release by this client,
-//! see [`waiting`](super::waiting)), or the end of the wait budget. Whatever wakes it, the
-//! next round is an ordinary quorum round.
+//! A lost round tells the core how long the holder's keys live and who holds them; the core
+//! narrows the retry window to that. Between rounds the driver waits for the start it picked
+//! in the window, or for the earlier one the core's [`Waiting`](crate::core::Waiting) gives
+//! when the holders it saw release (a node's notification or a release by this client, see
+//! [`waiting`](super::waiting)). Whatever wakes it, the next round is an ordinary quorum
+//! round.
 
 use std::time::{Duration, Instant};
 
@@ -75,7 +76,7 @@ impl Redlock {
             }
         }
         let token = shared.tokens.next();
-        waiter.round_starts(token);
+        waiter.round_starts(clock.now());
         let mut machine = Acquire::new(&config, target.clone(), token, clock.now());
         if let Some(deadline) = deadline {
             machine = machine.waiting_until(deadline);
@@ -153,14 +154,21 @@ impl Redlock {
                         }
                     }
                     waiter.listen();
-                    let start = clock.instant(window.pick(&mut rand::rng()));
+                    let timer = window.pick(&mut rand::rng());
                     // Cleanup releases and stragglers keep moving while we wait.
                     op.flight
-                        .run_until(waiter.until(start, wake_on_release))
+                        .run_until(waiter.until_next_round(
+                            &config,
+                            &failure,
+                            wake_on_release,
+                            timer,
+                            clock,
+                        ))
                         .await;
                     let token = shared.tokens.next();
-                    waiter.round_starts(token);
-                    op.machine.retry(token, clock.now());
+                    let now = clock.now();
+                    waiter.round_starts(now);
+                    op.machine.retry(token, now);
                 }
                 Some(AcquireEvent::Failed(failure)) => {
                     op.finished = true;

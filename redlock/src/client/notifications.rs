@@ -3,9 +3,13 @@
 //!
 //! The release scripts `PUBLISH` the released token on the lock key's name when they delete
 //! a key (with `redis.pcall`, so that a user whose ACL forbids the channel still releases).
-//! A waiter subscribes to its keys for as long as it waits; each message raises the key's
-//! [`Freed`](super::waiting::Freed) signal, unless it reports one of this client's own
-//! cleanup releases. The connection is a plain RESP2 or RESP3
+//! A waiter subscribes to its keys for as long as it waits; each message whose payload is a
+//! token goes into the key's [`Freed`](super::waiting::Freed) log, with the node it came
+//! from. Nothing here trusts a message: Pub/Sub channels belong to the whole server, not to
+//! a database (a lease of the same name in another database of the node publishes on the
+//! same channel), and anyone the ACL lets publish there can send anything. A waiter's core
+//! [`Waiting`](crate::core::Waiting) counts a message only as the release of the holder its
+//! lost round saw on that node. The connection is a plain RESP2 or RESP3
 //! subscriber (redis-rs' `PubSub`), opened on first use and reopened with a back-off when it
 //! breaks. Notifications are a shortcut and nothing more: while a node's subscription is
 //! down, or when the ACL refuses the channel, waiters fall back on their retry timers.
@@ -22,7 +26,7 @@ use super::lock;
 use super::registry::WeakMap;
 use super::waiting::Freed;
 use super::wire::classify;
-use crate::core::{NodeFailure, Token};
+use crate::core::{NodeFailure, NodeId};
 
 /// The first wait before reconnecting a broken subscription, doubled up to the last.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
@@ -35,6 +39,7 @@ pub(crate) struct Notifications {
 
 /// One node's subscription connection.
 struct Subscriber {
+    node: NodeId,
     client: redis::Client,
     address: Arc<str>,
     connect_timeout: Duration,
@@ -80,7 +85,9 @@ impl Notifications {
     ) -> Self {
         let nodes = clients
             .into_iter()
-            .map(|(client, address)| Subscriber {
+            .enumerate()
+            .map(|(index, (client, address))| Subscriber {
+                node: NodeId::new(index),
                 client,
                 address,
                 connect_timeout,
@@ -148,6 +155,7 @@ impl Subscriber {
         let (sender, receiver) = mpsc::unbounded_channel();
         channels.task = Some(sender);
         let task = Task {
+            node: self.node,
             client: self.client.clone(),
             address: Arc::clone(&self.address),
             connect_timeout: self.connect_timeout,
@@ -161,6 +169,9 @@ impl Subscriber {
 
 /// The task that keeps one node's subscriptions.
 struct Task {
+    /// The node's place in the configuration: a release is checked against what the
+    /// waiter's round saw on this node.
+    node: NodeId,
     client: redis::Client,
     address: Arc<str>,
     connect_timeout: Duration,
@@ -172,7 +183,6 @@ struct Task {
 impl Task {
     async fn run(self, mut changes: mpsc::UnboundedReceiver<Change>) {
         let mut backoff = BACKOFF.0;
-        let mut reconnecting = false;
         loop {
             let connected =
                 tokio::time::timeout(self.connect_timeout, self.client.get_async_pubsub()).await;
@@ -188,7 +198,6 @@ impl Task {
                         return;
                     }
                     backoff = (backoff * 2).min(BACKOFF.1);
-                    reconnecting = true;
                     continue;
                 }
             };
@@ -200,16 +209,9 @@ impl Task {
             if !wanted.is_empty() && !self.request(&mut sink, Request::Subscribe(&wanted)).await {
                 continue;
             }
-            if reconnecting {
-                // A release while the subscription was down went unnoticed: let the waiters
-                // look now rather than at their timers.
-                for key in &wanted {
-                    if let Some(freed) = self.freed.get(key.as_str()) {
-                        freed.raise();
-                    }
-                }
-            }
-            reconnecting = true;
+            // A release while the subscription was down went unnoticed: the waiters keep
+            // to their retry timers for it (a wake-up without a token to check would be
+            // exactly what a flood could trigger).
             loop {
                 tokio::select! {
                     change = changes.recv() => {
@@ -227,9 +229,12 @@ impl Task {
                             tracing::debug!(node = %self.address, "release notifications connection closed; reconnecting");
                             break;
                         };
+                        // Anyone allowed to publish on the channel can send anything, from any
+                        // database of the node: the message is only a candidate release,
+                        // which the waiters' core `Waiting` checks against the holders
+                        // they saw.
                         if let Some(freed) = self.freed.get(message.get_channel_name()) {
-                            let token = Token::from_hex(message.get_payload_bytes());
-                            freed.released_by(token);
+                            freed.notified(self.node, message.get_payload_bytes());
                         }
                     }
                 }

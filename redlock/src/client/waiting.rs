@@ -1,9 +1,13 @@
-//! Waiting for a resource that another owner holds: a signal per lock key that it may have
-//! been freed, and a line per resource for this client's own waiters.
+//! Waiting for a resource that another owner holds: a log per lock key of the releases
+//! heard on it, and a line per resource for this client's own waiters.
 //!
+//! What to make of a release is the core's [`Waiting`](crate::core::Waiting): a waiter
+//! feeds it its lost rounds and what the log heard, and sleeps until the round it says.
 //! Neither decides anything about the lease: a woken waiter runs an ordinary quorum round,
-//! which the core judges as any other. They only decide *when* that round runs, so a signal
-//! that is lost, late or wrong costs time, never safety.
+//! which the core judges as any other. They only decide *when* that round runs, so a
+//! message that is lost, late or wrong costs time, never safety; and since the core counts
+//! only the release of a holder the waiter saw, at most one early round per retry delay,
+//! a flood of messages on a key's channel costs no rounds.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -12,57 +16,92 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 use super::Shared;
+use super::clock::Clock;
 use super::lock;
 use super::notifications::Subscription;
 use super::registry::WeakMap;
-use crate::core::{Target, Token};
+use crate::core::{LockConfig, NodeId, RoundFailure, Target, Timestamp, Token};
 
-/// That a lock key may have been freed: raised by this client's own releases and by the
-/// nodes' notifications (the release scripts `PUBLISH` on the key's name).
+/// The releases heard on one lock key: from the nodes' notifications (the release scripts
+/// `PUBLISH` the released token on the key's name) and from this client's own releases.
 ///
-/// A counter rather than a flag: a waiter notes it before a round and, after the round
-/// failed, waits for it to move. A release that lands *during* the round still wakes it.
+/// A log with sequence numbers rather than a flag: a waiter notes the sequence when a round
+/// starts and, after the round is lost, reads what came since. A release that lands
+/// *during* the round still counts.
 #[derive(Default)]
 pub(crate) struct Freed {
-    epoch: AtomicU64,
+    /// How many releases were heard: moves whenever the log does.
+    count: AtomicU64,
     raised: Notify,
-    /// The tokens of this client's latest rounds on the key: the nodes' notifications of
-    /// their cleanup releases say nothing about the holder and must not wake anyone.
-    own: Mutex<VecDeque<Token>>,
+    heard: Mutex<VecDeque<(u64, Release)>>,
 }
 
-/// How many of the client's latest round tokens per key are recognised in notifications:
-/// a cleanup's notification arrives within a round trip of the round it follows.
-const OWN_TOKENS: usize = 16;
+/// One release heard on a key.
+#[derive(Clone, Copy)]
+pub(crate) struct Release {
+    /// The node that announced it; `None` for a release by this client.
+    node: Option<NodeId>,
+    token: Token,
+}
+
+/// How many releases per key are kept for the waiters that have not read them yet. A
+/// waiter reads the log whenever it moves, so only a flood (of tokens nobody holds, since
+/// anything else is dropped) pushes a genuine release out, and that costs time only.
+const KEPT: usize = 64;
+
+/// The sequence number of the next release heard, one count for every log of the process:
+/// a waiter's round can start before a log of its keys exists (logs live while someone
+/// waits), and the log created later must still read as "after the round started".
+static SEQUENCE: AtomicU64 = AtomicU64::new(0);
+
+/// The sequence number the next release heard will have, on any key.
+fn sequence() -> u64 {
+    SEQUENCE.load(Ordering::Acquire)
+}
 
 impl Freed {
-    /// The number of signals so far.
+    /// How many releases the log has heard.
     pub(crate) fn epoch(&self) -> u64 {
-        self.epoch.load(Ordering::Acquire)
+        self.count.load(Ordering::Acquire)
     }
 
-    /// Wakes every waiter of the key.
-    pub(crate) fn raise(&self) {
-        self.epoch.fetch_add(1, Ordering::AcqRel);
+    fn push(&self, release: Release) {
+        let mut heard = lock(&self.heard);
+        // Numbered under the log's lock: a reader that locks the log after reading the
+        // sequence sees every release numbered below what it read.
+        let seq = SEQUENCE.fetch_add(1, Ordering::AcqRel);
+        if heard.len() == KEPT {
+            heard.pop_front();
+        }
+        heard.push_back((seq, release));
+        self.count.fetch_add(1, Ordering::AcqRel);
+        drop(heard);
         self.raised.notify_waiters();
     }
 
-    /// A node deleted the key, which held `token` (when the notification said): wakes the
-    /// waiters unless the token is one of this client's own round tokens.
-    pub(crate) fn released_by(&self, token: Option<Token>) {
-        if token.is_some_and(|token| lock(&self.own).contains(&token)) {
-            return;
+    /// Node `node` announced the release of `payload` on the key. A payload that is not a
+    /// token cannot be anyone's release: dropped here, it wakes nobody.
+    pub(crate) fn notified(&self, node: NodeId, payload: &[u8]) {
+        if let Some(token) = Token::from_hex(payload) {
+            self.push(Release {
+                node: Some(node),
+                token,
+            });
         }
-        self.raise();
     }
 
-    /// `token` is this client's: a notification of its release wakes nobody here.
-    pub(crate) fn note_own(&self, token: Token) {
-        let mut own = lock(&self.own);
-        if own.len() == OWN_TOKENS {
-            own.pop_front();
-        }
-        own.push_back(token);
+    /// This client released `token` on the key.
+    pub(crate) fn released_here(&self, token: Token) {
+        self.push(Release { node: None, token });
+    }
+
+    /// The releases numbered `from` or later that the log still keeps.
+    fn since(&self, from: u64) -> Vec<Release> {
+        lock(&self.heard)
+            .iter()
+            .filter(|(seq, _)| *seq >= from)
+            .map(|(_, release)| *release)
+            .collect()
     }
 }
 
@@ -164,44 +203,35 @@ impl Waiting {
             .is_some_and(|line| !lock(&line.tickets).is_empty())
     }
 
-    /// The combined epoch of `target`'s signals that exist (see [`epoch`]); a signal that
-    /// does not exist yet counts as 0, as it will start.
-    pub(crate) fn epoch_of(&self, target: &Target) -> u64 {
-        target
-            .keys()
-            .iter()
-            .filter_map(|key| self.freed.get(key.as_str()))
-            .fold(0u64, |sum, freed| sum.wrapping_add(freed.epoch()))
-    }
-
-    /// This client released `target`: wakes its waiters here, without waiting for the
-    /// nodes' notifications.
-    pub(crate) fn released(&self, target: &Target) {
+    /// This client released `target`'s lease `token`: tells its waiters here, without
+    /// waiting for the nodes' notifications.
+    pub(crate) fn released(&self, target: &Target, token: Token) {
         if let Some(line) = self.lines.get(target) {
             line.held_here.store(false, Ordering::Release);
         }
         for key in target.keys() {
             if let Some(freed) = self.freed.get(key.as_str()) {
-                freed.raise();
+                freed.released_here(token);
             }
         }
     }
 }
 
 /// What one acquisition needs to wait well: its place in this client's line for the target,
-/// the signals that wake it and its subscription to the nodes' notifications. Nothing is set
-/// up until it is needed (a first round that fails, or others of the client already in
-/// line), so that an acquisition that nobody contends pays for none of it.
+/// the logs of releases on its keys, its subscription to the nodes' notifications, and the
+/// core's [`Waiting`](crate::core::Waiting), which decides when its next round starts.
+/// Nothing is set up until it is needed (a first round that fails, or others of the client
+/// already in line), so that an acquisition that nobody contends pays for none of it.
 pub(crate) struct Waiter<'a> {
     shared: &'a Shared,
     target: &'a Target,
     place: Option<Place>,
     signals: Vec<Arc<Freed>>,
     subscription: Option<Subscription>,
-    /// The signals' combined epoch when the current round started.
-    seen: u64,
-    /// The current round's token, noted as the client's own once the signals exist.
-    token: Option<Token>,
+    /// The sequence number from which the logs are still to be read (see [`SEQUENCE`]).
+    cursor: u64,
+    /// When the next round starts, from what was heard; from the first lost round on.
+    rounds: Option<crate::core::Waiting>,
 }
 
 impl<'a> Waiter<'a> {
@@ -212,8 +242,8 @@ impl<'a> Waiter<'a> {
             place: None,
             signals: Vec::new(),
             subscription: None,
-            seen: 0,
-            token: None,
+            cursor: 0,
+            rounds: None,
         }
     }
 
@@ -221,16 +251,11 @@ impl<'a> Waiter<'a> {
         self.place.is_some()
     }
 
-    /// Stands at the end of the line and takes the signals.
+    /// Stands at the end of the line and takes the logs.
     pub(crate) fn join(&mut self) {
         let waiting = &self.shared.waiting;
         self.place = Some(waiting.join(self.target));
         self.signals = waiting.signals(self.target);
-        if let Some(token) = self.token {
-            for freed in &self.signals {
-                freed.note_own(token);
-            }
-        }
     }
 
     /// Returns `true` once first in line, `false` if `until` came first.
@@ -250,31 +275,27 @@ impl<'a> Waiter<'a> {
         let Some(place) = &self.place else {
             return;
         };
-        // The epoch before the flag: a release clears the flag, then raises the signal, so
-        // one that lands in between still wakes us.
-        let seen = epoch(&self.signals);
-        if !place.line.held_here.load(Ordering::Acquire) {
-            return;
-        }
-        tokio::select! {
-            () = tokio::time::sleep_until(fallback.into()) => {}
-            () = any_after(&self.signals, seen) => {}
+        loop {
+            // The epoch before the flag: a release clears the flag, then tells the logs,
+            // so one that lands in between still wakes us. Anything else heard (other
+            // owners' releases) only makes us look at the flag again.
+            let seen = epoch(&self.signals);
+            if !place.line.held_here.load(Ordering::Acquire) {
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(fallback.into()) => return,
+                () = any_after(&self.signals, seen) => {}
+            }
         }
     }
 
-    /// A round with `token` starts: a release from now on wakes the waiter, and the nodes'
-    /// notifications of this token's releases (the round's cleanup) wake nobody.
-    pub(crate) fn round_starts(&mut self, token: Token) {
-        self.token = Some(token);
-        self.seen = if self.signals.is_empty() {
-            // A signal created after this point starts at 0, as this does.
-            self.shared.waiting.epoch_of(self.target)
-        } else {
-            for freed in &self.signals {
-                freed.note_own(token);
-            }
-            epoch(&self.signals)
-        };
+    /// A round starts at `now`: releases heard from now on count once it is lost.
+    pub(crate) fn round_starts(&mut self, now: Timestamp) {
+        self.cursor = sequence();
+        if let Some(rounds) = &mut self.rounds {
+            rounds.round_started(now);
+        }
     }
 
     /// Subscribes to the nodes' notifications of the target's releases, once.
@@ -285,17 +306,64 @@ impl<'a> Waiter<'a> {
         }
     }
 
-    /// Returns at `start`, or earlier on a release since the round started when
-    /// `wake_on_release`.
-    pub(crate) async fn until(&self, start: std::time::Instant, wake_on_release: bool) {
-        let woken_by = if wake_on_release {
-            &self.signals[..]
-        } else {
-            &[]
-        };
-        tokio::select! {
-            () = tokio::time::sleep_until(start.into()) => {}
-            () = any_after(woken_by, self.seen) => {}
+    /// After the lost round `failure`: returns at `timer` (the start picked in the retry
+    /// window), or earlier when the core's [`Waiting`](crate::core::Waiting) says so: the
+    /// holders the round saw released a quorum of nodes (when `wake_on_release`), and no
+    /// early round ran within a retry delay.
+    pub(crate) async fn until_next_round(
+        &mut self,
+        config: &LockConfig,
+        failure: &RoundFailure,
+        wake_on_release: bool,
+        timer: Timestamp,
+        clock: &Clock,
+    ) {
+        let target = self.target;
+        let rounds = self
+            .rounds
+            .get_or_insert_with(|| crate::core::Waiting::new(config, target.clone()));
+        rounds.round_lost(failure, wake_on_release, timer);
+        loop {
+            // The epoch before reading: a release in between still wakes us.
+            let seen = epoch(&self.signals);
+            let from = std::mem::replace(&mut self.cursor, sequence());
+            read_logs(&self.signals, target, from, rounds, clock.now());
+            let now = clock.now();
+            let Some(next) = rounds.next_round() else {
+                return;
+            };
+            if now >= next {
+                if rounds.is_early(now) {
+                    tracing::debug!("the holder released; next round now");
+                }
+                return;
+            }
+            tokio::select! {
+                () = clock.sleep_until(next) => {}
+                () = any_after(&self.signals, seen) => {}
+            }
+        }
+    }
+}
+
+/// Hands the releases `signals` (the logs of `target`'s keys, in order) heard from sequence
+/// number `from` on to `rounds`. A release numbered while the logs are read may be handed
+/// over twice, which changes nothing.
+fn read_logs(
+    signals: &[Arc<Freed>],
+    target: &Target,
+    from: u64,
+    rounds: &mut crate::core::Waiting,
+    now: Timestamp,
+) {
+    for (freed, key) in signals.iter().zip(target.keys()) {
+        for release in freed.since(from) {
+            match release.node {
+                Some(node) => {
+                    rounds.notified(node, key.as_str().as_bytes(), &release.token.to_hex(), now);
+                }
+                None => rounds.released_here(release.token, now),
+            }
         }
     }
 }
@@ -338,23 +406,39 @@ mod tests {
     async fn a_release_during_the_round_still_wakes_the_waiter() {
         let signals = vec![Arc::new(Freed::default()), Arc::new(Freed::default())];
         let seen = epoch(&signals);
-        // Raised after the waiter noted the epoch, before it waits: not lost.
-        signals[1].raise();
+        // Heard after the waiter noted the epoch, before it waits: not lost.
+        signals[1].released_here(Token::from_bytes([1; 16]));
         tokio::time::timeout(Duration::from_secs(1), any_after(&signals, seen))
             .await
             .expect("woken");
     }
 
     #[test]
-    fn notifications_of_the_clients_own_releases_wake_nobody() {
+    fn what_is_not_a_token_is_nobodys_release() {
         let freed = Freed::default();
-        let mine = Token::from_bytes([1; 16]);
-        freed.note_own(mine);
-        freed.released_by(Some(mine));
+        freed.notified(NodeId::new(0), b"junk");
+        freed.notified(NodeId::new(0), b"");
         assert_eq!(freed.epoch(), 0);
-        freed.released_by(Some(Token::from_bytes([2; 16])));
-        freed.released_by(None);
-        assert_eq!(freed.epoch(), 2);
+        let from = sequence();
+        let token = Token::from_bytes([2; 16]);
+        freed.notified(NodeId::new(1), &token.to_hex());
+        assert_eq!(freed.epoch(), 1);
+        let heard = freed.since(from);
+        assert!(
+            matches!(heard[..], [Release { node: Some(node), token: t }] if node == NodeId::new(1) && t == token)
+        );
+    }
+
+    #[test]
+    fn the_log_keeps_the_latest_releases() {
+        let freed = Freed::default();
+        for n in 0..(KEPT + 10) {
+            freed.released_here(Token::from_bytes([n as u8; 16]));
+        }
+        let heard = freed.since(0);
+        assert_eq!(heard.len(), KEPT);
+        assert!(heard[KEPT - 1].token == Token::from_bytes([(KEPT + 9) as u8; 16]));
+        assert_eq!(freed.since(sequence()).len(), 0);
     }
 
     #[tokio::test]

@@ -20,16 +20,19 @@ pub(crate) async fn run(
                 .query_async(connection)
                 .await
                 .map_err(classify)?;
-            Ok(if was_set(value)? {
-                Reply::Acquired
-            } else {
-                Reply::Taken
+            Ok(match taken_by(value)? {
+                None => Reply::Acquired,
+                Some(Some(holder)) => Reply::TakenBy {
+                    holder,
+                    remaining: None,
+                },
+                Some(None) => Reply::Taken,
             })
         }
         Command::SetIfAbsentReportHolder { key, token, ttl } => {
             // One request, two commands: the holder's remaining time is read right after
-            // the SET NX that found its key. A PTTL the user's ACL refuses costs only the
-            // remaining time, not the vote.
+            // the `SET .. NX GET` that found its key (and said whose it is). A PTTL the
+            // user's ACL refuses costs only the remaining time, not the vote.
             let (set, pttl): (RedisResult<Value>, RedisResult<i64>) = redis::pipe()
                 .ignore_errors()
                 .add_command(set_if_absent(key, token, *ttl))
@@ -38,18 +41,19 @@ pub(crate) async fn run(
                 .query_async(connection)
                 .await
                 .map_err(classify)?;
-            if was_set(set.map_err(classify)?)? {
+            let Some(holder) = taken_by(set.map_err(classify)?)? else {
                 return Ok(Reply::Acquired);
-            }
-            Ok(match pttl {
+            };
+            let remaining = match pttl {
                 // -1: no expiry (not a lease of this protocol); -2: gone meanwhile.
-                Ok(-1) => Reply::TakenFor {
-                    remaining: Duration::MAX,
-                },
-                Ok(ms) => Reply::TakenFor {
-                    remaining: Duration::from_millis(ms.max(0).unsigned_abs()),
-                },
-                Err(_) => Reply::Taken,
+                Ok(-1) => Some(Duration::MAX),
+                Ok(ms) => Some(Duration::from_millis(ms.max(0).unsigned_abs())),
+                Err(_) => None,
+            };
+            Ok(match (holder, remaining) {
+                (Some(holder), remaining) => Reply::TakenBy { holder, remaining },
+                (None, Some(remaining)) => Reply::TakenFor { remaining },
+                (None, None) => Reply::Taken,
             })
         }
         Command::SetIfAbsentReadFence { key, token, ttl } => {
@@ -150,25 +154,28 @@ pub(crate) async fn run(
     }
 }
 
-/// `SET key token NX PX ttl`: the lock request.
+/// `SET key token NX GET PX ttl`: the lock request. `GET` makes a refused `SET` answer with
+/// the holder's value, in the same command (so an uncontended acquisition pays nothing for
+/// it but the three bytes of the argument); Redis 7.0 is the first to take `NX` with `GET`.
 fn set_if_absent(key: &LockKey, token: &Token, ttl: Duration) -> redis::Cmd {
     let mut cmd = redis::cmd("SET");
     cmd.arg(key.as_str())
         .arg(&token.to_hex()[..])
         .arg("NX")
+        .arg("GET")
         .arg("PX")
         .arg(Command::px(ttl));
     cmd
 }
 
-/// Reads the answer to [`set_if_absent`]: whether it set the key (`OK`, over RESP2 or
-/// RESP3) or found it taken (nil).
-fn was_set(value: Value) -> Result<bool, NodeFailure> {
+/// Reads the answer to [`set_if_absent`]: `None` when it set the key (nil: there was no
+/// value), and the holder's token when it found the key taken (`Some(None)` when the value
+/// there is not a token of this protocol).
+fn taken_by(value: Value) -> Result<Option<Option<Token>>, NodeFailure> {
     match value {
-        Value::Okay => Ok(true),
-        Value::SimpleString(text) if text == "OK" => Ok(true),
-        Value::Nil => Ok(false),
-        other => Err(unexpected("SET NX", &other)),
+        Value::Nil => Ok(None),
+        Value::BulkString(held) => Ok(Some(Token::from_hex(&held))),
+        other => Err(unexpected("SET NX GET", &other)),
     }
 }
 

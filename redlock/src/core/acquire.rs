@@ -59,9 +59,10 @@ pub enum AcquireEvent {
     Acquired(Grant),
     /// The round failed and its cleanup releases were queued. Pick a start in `window` with
     /// [`RetryWindow::pick`], wait until then and call [`Acquire::retry`]. A driver that
-    /// learns of the holder's release earlier (a notification) may start sooner: the next
-    /// round is an ordinary quorum round either way, so a notification that is lost, late or
-    /// wrong costs time, never safety.
+    /// hears of the holder's release earlier (the nodes' notifications) may start sooner
+    /// when a [`Waiting`](super::Waiting) fed the failure and the notifications says so:
+    /// the next round is an ordinary quorum round either way, so a notification that is
+    /// lost, late or wrong costs time, never safety.
     Retry {
         /// When the next round starts: the retry policy's window, ending no later than
         /// `free_at` (there is no point in waiting longer than the holder's keys live) and no
@@ -75,7 +76,8 @@ pub enum AcquireEvent {
         /// Whether a release of another owner's keys is worth waking early for: the round
         /// lost to others without winning a single node. A round that won some nodes lost
         /// to a split vote; the other losers' cleanups would wake every one of them at once
-        /// into the same split, so it waits for its jittered start instead.
+        /// into the same split, so it waits for its jittered start instead. (An input of
+        /// [`Waiting::round_lost`](super::Waiting::round_lost).)
         wake_on_release: bool,
     },
     /// The last allowed round failed (or no round may start before the deadline of
@@ -432,7 +434,10 @@ impl Machine for Acquire {
                 } else {
                     matches!(
                         reply,
-                        Reply::Acquired | Reply::Taken | Reply::TakenFor { .. }
+                        Reply::Acquired
+                            | Reply::Taken
+                            | Reply::TakenFor { .. }
+                            | Reply::TakenBy { .. }
                     )
                 }
             },

@@ -39,7 +39,10 @@ impl fmt::Display for NodeId {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Command {
-    /// `SET key token NX PX ttl`: take the key if nobody holds it.
+    /// `SET key token NX GET PX ttl`: take the key if nobody holds it, and otherwise say
+    /// which token holds it ([`Reply::TakenBy`]), in the same command: the holder is what
+    /// tells its release notification from any other message on the key's channel (see
+    /// [`Waiting`](super::Waiting)). `SET` with both `NX` and `GET` needs Redis 7.0.
     SetIfAbsent {
         /// The lock key.
         key: LockKey,
@@ -48,9 +51,12 @@ pub enum Command {
         /// The expiry written with `PX` (a whole number of milliseconds once validated).
         ttl: Duration,
     },
-    /// `SET key token NX PX ttl`, and the key's remaining time to live (`PTTL`) in the same
-    /// request: a waiter's round, which learns when the holder's key expires if it is taken
-    /// ([`Reply::TakenFor`]).
+    /// `SET key token NX GET PX ttl` and the key's remaining time to live (`PTTL`), in the
+    /// same request: a waiter's round, which learns who holds the key and when the holder's
+    /// key expires if it is taken ([`Reply::TakenBy`], or [`Reply::TakenFor`] when the value
+    /// there is not a token of this protocol). The holder is what tells a genuine release
+    /// notification from any other message on the key's channel (see
+    /// [`Waiting`](super::Waiting)). `SET` with both `NX` and `GET` needs Redis 7.0.
     SetIfAbsentReportHolder {
         /// The lock key.
         key: LockKey,
@@ -252,13 +258,24 @@ impl Command {
 pub enum Reply {
     /// `SetIfAbsent`: the key was free and now holds the token.
     Acquired,
-    /// `SetIfAbsent`: another value holds the key.
+    /// `SetIfAbsent`: another value holds the key (one that is not a [`Token`], or the
+    /// node did not say which).
     Taken,
     /// `SetIfAbsentReportHolder`: another value holds the key, and expires in `remaining`
-    /// (on the node's clock; a key without expiry reports `Duration::MAX`).
+    /// (on the node's clock; a key without expiry reports `Duration::MAX`). The value is not
+    /// a [`Token`] (or the node did not say which): the holder is unknown.
     TakenFor {
         /// The holder's remaining time to live on the node.
         remaining: Duration,
+    },
+    /// `SetIfAbsent`/`SetIfAbsentReportHolder`: the lease `holder` holds the key; for
+    /// `SetIfAbsentReportHolder`, it expires in `remaining` (as for [`Reply::TakenFor`]),
+    /// read by the same request.
+    TakenBy {
+        /// The token stored in the key: the one the holder's release will announce.
+        holder: Token,
+        /// The holder's remaining time to live on the node, when the command asked.
+        remaining: Option<Duration>,
     },
     /// `ReleaseIfOwner`: the key held the token and is deleted.
     Released,
@@ -297,8 +314,29 @@ impl Reply {
     pub fn is_taken(self) -> bool {
         matches!(
             self,
-            Self::Taken | Self::TakenFor { .. } | Self::TakenWithFence { .. } | Self::HeldByOther
+            Self::Taken
+                | Self::TakenFor { .. }
+                | Self::TakenBy { .. }
+                | Self::TakenWithFence { .. }
+                | Self::HeldByOther
         )
+    }
+
+    /// How long the holder's key has left on the node, when the reply says.
+    pub fn holder_remaining(self) -> Option<Duration> {
+        match self {
+            Self::TakenFor { remaining } => Some(remaining),
+            Self::TakenBy { remaining, .. } => remaining,
+            _ => None,
+        }
+    }
+
+    /// The token that holds the key, when the reply says ([`Reply::TakenBy`]).
+    pub fn holder(self) -> Option<Token> {
+        match self {
+            Self::TakenBy { holder, .. } => Some(holder),
+            _ => None,
+        }
     }
 
     /// The fence counter a reply carries.
@@ -488,10 +526,20 @@ impl fmt::Display for NodeStatus {
         match self {
             Self::Pending => f.write_str("no answer yet"),
             Self::Replied(Reply::Acquired) => f.write_str("acquired"),
-            Self::Replied(Reply::Taken) => f.write_str("taken by another owner"),
-            Self::Replied(Reply::TakenFor { remaining }) => {
-                write!(f, "taken by another owner for {remaining:?}")
-            }
+            // The holder's token stays out of messages: it is what its release announces.
+            Self::Replied(
+                Reply::Taken
+                | Reply::TakenBy {
+                    remaining: None, ..
+                },
+            ) => f.write_str("taken by another owner"),
+            Self::Replied(
+                Reply::TakenFor { remaining }
+                | Reply::TakenBy {
+                    remaining: Some(remaining),
+                    ..
+                },
+            ) => write!(f, "taken by another owner for {remaining:?}"),
             Self::Replied(Reply::Released) => f.write_str("released"),
             Self::Replied(Reply::Extended) => f.write_str("extended"),
             Self::Replied(Reply::NotHeld) => f.write_str("not held"),

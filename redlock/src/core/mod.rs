@@ -26,7 +26,9 @@
 //!
 //! [`Acquire`] adds one step: after [`AcquireEvent::Retry`], draw a start with
 //! [`RetryWindow::pick`], wait until then, call [`Acquire::retry`] with a fresh [`Token`] and
-//! continue the loop. Randomness (tokens, jitter) is always an input.
+//! continue the loop. Randomness (tokens, jitter) is always an input. A driver that listens
+//! to the nodes' release notifications feeds them to a [`Waiting`], which says when a round
+//! may start before the picked start (the holder the lost round saw has released).
 //!
 //! # Time
 //!
@@ -95,6 +97,7 @@ mod supervise;
 mod time;
 mod token;
 mod validity;
+mod waiting;
 
 #[cfg(test)]
 mod proptests;
@@ -128,3 +131,4 @@ pub use token::{TOKEN_LEN, Token};
 pub use validity::{
     DRIFT_FLOOR, DriftFactor, drift_allowance, quorum, validity, validity_deadline,
 };
+pub use waiting::Waiting;

@@ -56,7 +56,7 @@ impl RoundFailure {
 
     /// How long until enough of the other owners' keys have expired for a quorum to be
     /// possible again, when every node that found the key taken said for how long
-    /// ([`Reply::TakenFor`]); `None` when that is unknown or nothing blocks a quorum.
+    /// ([`Reply::TakenFor`], [`Reply::TakenBy`]); `None` when that is unknown or nothing blocks a quorum.
     ///
     /// A node that had not answered when the round was decided may hold a key too, one
     /// that outlives every known one: the answer is when enough *known* keys are gone for a
@@ -69,9 +69,12 @@ impl RoundFailure {
         for status in &self.nodes {
             match status {
                 NodeStatus::Pending => unanswered += 1,
-                _ => match status.reply() {
-                    Some(Reply::TakenFor { remaining: left }) => remaining.push(left),
-                    Some(reply) if reply.is_taken() => return None,
+                _ => match status
+                    .reply()
+                    .map(|reply| (reply, reply.holder_remaining()))
+                {
+                    Some((_, Some(left))) => remaining.push(left),
+                    Some((reply, None)) if reply.is_taken() => return None,
                     _ => {}
                 },
             }

@@ -1,0 +1,558 @@
+//! The wait between an acquisition's rounds: when a waiter may start a round *before* its
+//! retry timer, because the holder it lost to has released.
+//!
+//! The release scripts `PUBLISH` the released token on the channel named after the lock key.
+//! Anyone allowed to publish there can send anything on that channel: another application,
+//! a hostile user, or a lease of the same name in *another database* of the same server
+//! (Redis Pub/Sub channels are global to a server: `SELECT` does not partition them, so
+//! `redis://host/1` and `redis://host/0` share the channel `redlock:report`). If every
+//! message woke a waiter into a round, a flood of messages would turn each waiter's few
+//! rounds per second into hundreds, each a request per node.
+//!
+//! So a waiter trusts only what it saw itself: its lost round read, in the same request as
+//! each node's `SET NX`, the token the key held there ([`Reply::TakenBy`]). A notification
+//! from node `n` frees node `n` only if it carries that node's holder token; the waiter
+//! starts an early round once a quorum of nodes is freed, and at most one early round per
+//! retry delay whatever arrives. Everything else (junk, tokens nobody holds, a holder whose
+//! token the round could not read, such as every holder of a multi-resource round, whose
+//! script does not say who holds a key, a notification lost while a subscription was down) leaves
+//! the waiter on its timer: the start the driver picked in the retry window, which already
+//! ends when the holder's keys expire.
+//!
+//! Nothing here decides anything about the lease: an early round is an ordinary quorum
+//! round. A notification that is lost, late, wrong or forged costs time, and at most one
+//! round per retry delay, never safety.
+
+use std::time::Duration;
+
+use super::{LockConfig, NodeId, RoundFailure, Target, Timestamp, Token};
+
+/// How many notifications heard while a round runs are kept for when it is decided; older
+/// ones are dropped. A genuine release lands within a round trip of the round, so only a
+/// flood pushes it out, and then the waiter keeps to its timer.
+const HEARD_DURING_A_ROUND: usize = 32;
+
+/// The wait between one acquisition's rounds, as a value: fed the lost rounds, the
+/// notifications and the time, it says when the next round starts. Pure and deterministic:
+/// no clock, no I/O, no randomness (the driver picks the timer in the retry window).
+///
+/// A driver keeps one per acquisition and calls, in any order the events come:
+///
+/// - [`round_lost`](Self::round_lost) after each [`AcquireEvent::Retry`](super::AcquireEvent::Retry),
+///   with the round's [`RoundFailure`], its `wake_on_release` and the start it picked in the
+///   window (the *timer*);
+/// - [`notified`](Self::notified) for each message of a node's subscription (the node, the
+///   channel, the payload), at any time, including while a round runs;
+/// - [`released_here`](Self::released_here) when the driver's own client released a lease
+///   on the target (it knows the token: no notification needed);
+/// - [`round_started`](Self::round_started) when it starts the next round.
+///
+/// and asks [`next_round`](Self::next_round) ("when?") or [`round_due`](Self::round_due)
+/// ("now?"). Between two calls, waiting until `next_round` is enough: only a call can move
+/// it, and only earlier.
+///
+/// ```
+/// use std::time::Duration;
+/// use redlock::core::*;
+///
+/// let ms = |n| Timestamp::ZERO.saturating_add(Duration::from_millis(n));
+/// let config = LockConfig::new(3); // retry delay 100 ms
+/// let key = LockKey::new("redlock:", "report")?;
+/// let mut waiting = Waiting::new(&config, key.clone());
+///
+/// // The first round finds the key taken by `holder` on nodes 0 and 1 (lost: node 2 is not
+/// // waited for)...
+/// let holder = Token::from_bytes([7; 16]);
+/// let mut acquire = Acquire::new(&config, key, Token::from_bytes([1; 16]), ms(0));
+/// for set in std::iter::from_fn(|| acquire.poll_transmit()).collect::<Vec<_>>() {
+///     let taken = Reply::TakenBy { holder, remaining: None };
+///     acquire.handle_reply(set.request, Ok(taken), ms(1));
+/// }
+/// let Some(AcquireEvent::Retry { failure, wake_on_release, .. }) = acquire.poll_outcome()
+/// else { panic!() };
+/// // ...so it waits for its timer, picked in the retry window: 151 ms.
+/// waiting.round_lost(&failure, wake_on_release, ms(151));
+/// assert_eq!(waiting.next_round(), Some(ms(151)));
+///
+/// // A message that is not the holder's release changes nothing.
+/// waiting.notified(NodeId::new(0), b"redlock:report", b"junk", ms(10));
+/// waiting.notified(NodeId::new(1), b"redlock:report", &Token::from_bytes([9; 16]).to_hex(), ms(10));
+/// assert!(!waiting.round_due(ms(10)));
+///
+/// // The holder's release, heard from a quorum of nodes: a round now.
+/// waiting.notified(NodeId::new(0), b"redlock:report", &holder.to_hex(), ms(20));
+/// assert!(!waiting.round_due(ms(20)));
+/// waiting.notified(NodeId::new(1), b"redlock:report", &holder.to_hex(), ms(21));
+/// assert!(waiting.round_due(ms(21)));
+/// waiting.round_started(ms(21));
+/// # Ok::<(), ResourceError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Waiting {
+    target: Target,
+    quorum: usize,
+    /// The least time between two early rounds: the retry delay, or the jitter when that is
+    /// longer (a policy of jitter alone still spaces its early rounds).
+    spacing: Duration,
+    /// When the latest early round started.
+    last_early: Option<Timestamp>,
+    state: State,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum State {
+    /// A round runs: what is heard meanwhile is kept until it is decided (a release that
+    /// lands during the round must still count).
+    Running { heard: Vec<Heard> },
+    /// Between rounds.
+    Between {
+        /// The start the driver picked in the retry window.
+        timer: Timestamp,
+        /// Whether the lost round allows an early round at all
+        /// ([`AcquireEvent::Retry::wake_on_release`](super::AcquireEvent::Retry)).
+        wake_on_release: bool,
+        /// What the lost round saw on each node, by [`NodeId::index`].
+        nodes: Vec<Seen>,
+        /// The early start, once a quorum of nodes is freed.
+        early: Option<Timestamp>,
+    },
+}
+
+/// What a lost round saw on one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Seen {
+    /// The key held this token.
+    Holder(Token),
+    /// The key was taken by a value the round could not read or that is not a token, or
+    /// the node did not answer: nothing but this client's own release can free it.
+    Unknown,
+    /// The holder's release was heard from this node.
+    Freed,
+}
+
+/// A notification kept while a round runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Heard {
+    Notified { node: NodeId, token: Token },
+    ReleasedHere { token: Token },
+}
+
+impl Waiting {
+    /// The wait between the rounds of an acquisition of `target` under `config`: its quorum,
+    /// and its retry policy's delay (or jitter, when longer) as the least time between two
+    /// early rounds. The first round is taken to be running.
+    pub fn new(config: &LockConfig, target: impl Into<Target>) -> Self {
+        Self {
+            target: target.into(),
+            quorum: config.quorum(),
+            spacing: config.retry().delay().max(config.retry().jitter()),
+            last_early: None,
+            state: State::Running { heard: Vec::new() },
+        }
+    }
+
+    /// The round that was running is lost ([`AcquireEvent::Retry`](super::AcquireEvent::Retry)):
+    /// the next one starts at `timer` (the start the driver picked in the event's window), or
+    /// earlier once the holders `failure` saw have released a quorum of nodes, if
+    /// `wake_on_release`. Notifications heard while the round ran count now.
+    pub fn round_lost(&mut self, failure: &RoundFailure, wake_on_release: bool, timer: Timestamp) {
+        let heard = match &mut self.state {
+            State::Running { heard } => std::mem::take(heard),
+            State::Between { .. } => Vec::new(),
+        };
+        let nodes = failure
+            .nodes
+            .iter()
+            .map(|status| {
+                status
+                    .reply()
+                    .and_then(super::Reply::holder)
+                    .map_or(Seen::Unknown, Seen::Holder)
+            })
+            .collect();
+        self.state = State::Between {
+            timer,
+            wake_on_release,
+            nodes,
+            early: None,
+        };
+        // Heard before the round was decided: the earliest instant it can count is now,
+        // which `decided_at` is.
+        for heard in heard {
+            match heard {
+                Heard::Notified { node, token } => self.free(Some(node), token, failure.decided_at),
+                Heard::ReleasedHere { token } => self.free(None, token, failure.decided_at),
+            }
+        }
+    }
+
+    /// Node `node` published `payload` on `channel` at `now`. Counts only as the release of
+    /// the token the lost round saw holding the key there, on one of the target's keys; any
+    /// other message (not a token, another channel, another token) is ignored.
+    pub fn notified(&mut self, node: NodeId, channel: &[u8], payload: &[u8], now: Timestamp) {
+        let ours = self
+            .target
+            .keys()
+            .iter()
+            .any(|key| key.as_str().as_bytes() == channel);
+        let Some(token) = Token::from_hex(payload).filter(|_| ours) else {
+            return;
+        };
+        self.hear(Heard::Notified { node, token }, now);
+    }
+
+    /// The driver's own client released its lease with `token` on (some of) the target's
+    /// keys at `now`. Trusted, as the client knows what it released: frees every node whose
+    /// holder was `token`, and every node whose holder the round could not read.
+    pub fn released_here(&mut self, token: Token, now: Timestamp) {
+        self.hear(Heard::ReleasedHere { token }, now);
+    }
+
+    /// The next round starts at `now`; an early one (before the timer) is remembered, so
+    /// that the next early round is at least a retry delay later.
+    pub fn round_started(&mut self, now: Timestamp) {
+        if let State::Between { timer, .. } = self.state
+            && now < timer
+        {
+            self.last_early = Some(now);
+        }
+        self.state = State::Running { heard: Vec::new() };
+    }
+
+    /// When the next round starts: the timer, or the early start once the holders' release
+    /// was heard from a quorum of nodes. `None` while a round runs.
+    pub fn next_round(&self) -> Option<Timestamp> {
+        match &self.state {
+            State::Running { .. } => None,
+            State::Between { timer, early, .. } => {
+                Some(early.map_or(*timer, |early| early.min(*timer)))
+            }
+        }
+    }
+
+    /// Whether the next round is due at `now`.
+    pub fn round_due(&self, now: Timestamp) -> bool {
+        self.next_round().is_some_and(|at| now >= at)
+    }
+
+    /// Whether the next round, if it started at `now`, would be an early one.
+    pub fn is_early(&self, now: Timestamp) -> bool {
+        matches!(self.state, State::Between { timer, .. } if now < timer)
+    }
+
+    fn hear(&mut self, heard: Heard, now: Timestamp) {
+        match (&mut self.state, heard) {
+            (State::Running { heard: kept }, _) => {
+                if kept.len() == HEARD_DURING_A_ROUND {
+                    kept.remove(0);
+                }
+                kept.push(heard);
+            }
+            (State::Between { .. }, Heard::Notified { node, token }) => {
+                self.free(Some(node), token, now);
+            }
+            (State::Between { .. }, Heard::ReleasedHere { token }) => self.free(None, token, now),
+        }
+    }
+
+    /// Frees the nodes where `token` was seen holding the key (`node`, or every node for
+    /// this client's own release, which also frees those whose holder is unknown), and sets
+    /// the early start once a quorum is freed.
+    fn free(&mut self, node: Option<NodeId>, token: Token, now: Timestamp) {
+        let State::Between {
+            timer,
+            wake_on_release,
+            nodes,
+            early,
+        } = &mut self.state
+        else {
+            return;
+        };
+        match node {
+            Some(node) => {
+                if let Some(seen) = nodes.get_mut(node.index())
+                    && *seen == Seen::Holder(token)
+                {
+                    *seen = Seen::Freed;
+                }
+            }
+            None => {
+                for seen in nodes.iter_mut() {
+                    if matches!(*seen, Seen::Unknown) || *seen == Seen::Holder(token) {
+                        *seen = Seen::Freed;
+                    }
+                }
+            }
+        }
+        let freed = nodes.iter().filter(|seen| **seen == Seen::Freed).count();
+        if !*wake_on_release || early.is_some() || freed < self.quorum {
+            return;
+        }
+        // Once per retry delay at most, whatever is heard: a replayed or forged release of
+        // the right token (anyone may PUBLISH it) costs a round per delay, no more.
+        let allowed = self
+            .last_early
+            .map_or(now, |last| last.saturating_add(self.spacing).max(now));
+        if allowed < *timer {
+            *early = Some(allowed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::{FailureReason, LockKey, NodeStatus, Reply, RetryPolicy};
+    use proptest::prelude::*;
+
+    fn at(ms: u64) -> Timestamp {
+        Timestamp::ZERO.saturating_add(Duration::from_millis(ms))
+    }
+
+    fn key() -> LockKey {
+        LockKey::new("redlock:", "r").unwrap()
+    }
+
+    fn token(n: u8) -> Token {
+        Token::from_bytes([n; 16])
+    }
+
+    const CHANNEL: &[u8] = b"redlock:r";
+
+    fn config(nodes: usize) -> LockConfig {
+        LockConfig::new(nodes).with_retry(RetryPolicy::new(
+            3,
+            Duration::from_millis(100),
+            Duration::ZERO,
+        ))
+    }
+
+    fn lost(nodes: Vec<NodeStatus>, decided_at: Timestamp) -> RoundFailure {
+        RoundFailure {
+            reason: FailureReason::Contended,
+            nodes,
+            started_at: decided_at,
+            decided_at,
+        }
+    }
+
+    fn held_by(holder: Token) -> NodeStatus {
+        NodeStatus::Replied(Reply::TakenBy {
+            holder,
+            remaining: Some(Duration::from_secs(5)),
+        })
+    }
+
+    #[test]
+    fn only_the_holders_release_from_a_quorum_of_its_nodes_wakes_early() {
+        let mut w = Waiting::new(&config(3), key());
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(0)), true, at(100));
+        // The right token on the wrong channel, junk, another token: nothing.
+        w.notified(NodeId::new(0), b"redlock:other", &token(7).to_hex(), at(1));
+        w.notified(NodeId::new(0), CHANNEL, b"junk", at(1));
+        w.notified(NodeId::new(1), CHANNEL, &token(8).to_hex(), at(1));
+        // The same node twice is still one node.
+        w.notified(NodeId::new(0), CHANNEL, &token(7).to_hex(), at(2));
+        w.notified(NodeId::new(0), CHANNEL, &token(7).to_hex(), at(3));
+        // A node the round does not know.
+        w.notified(NodeId::new(9), CHANNEL, &token(7).to_hex(), at(3));
+        assert_eq!(w.next_round(), Some(at(100)));
+        w.notified(NodeId::new(2), CHANNEL, &token(7).to_hex(), at(4));
+        assert_eq!(w.next_round(), Some(at(4)));
+        assert!(w.round_due(at(4)) && w.is_early(at(4)));
+    }
+
+    #[test]
+    fn a_split_vote_or_an_unknown_holder_keeps_to_the_timer() {
+        let mut split = Waiting::new(&config(3), key());
+        split.round_lost(&lost(vec![held_by(token(7)); 3], at(0)), false, at(100));
+        for node in 0..3 {
+            split.notified(NodeId::new(node), CHANNEL, &token(7).to_hex(), at(1));
+        }
+        assert_eq!(split.next_round(), Some(at(100)));
+
+        let unknown = NodeStatus::Replied(Reply::TakenFor {
+            remaining: Duration::from_secs(1),
+        });
+        let mut w = Waiting::new(&config(3), key());
+        w.round_lost(
+            &lost(vec![held_by(token(7)), unknown.clone(), unknown], at(0)),
+            true,
+            at(100),
+        );
+        w.notified(NodeId::new(0), CHANNEL, &token(7).to_hex(), at(1));
+        assert_eq!(w.next_round(), Some(at(100)));
+        // This client's own release is trusted for the nodes whose holder is unknown.
+        w.released_here(token(3), at(2));
+        assert_eq!(w.next_round(), Some(at(2)));
+    }
+
+    #[test]
+    fn a_release_heard_during_the_round_counts_when_it_is_lost() {
+        let mut w = Waiting::new(&config(3), key());
+        for node in 0..2 {
+            w.notified(NodeId::new(node), CHANNEL, &token(7).to_hex(), at(1));
+        }
+        assert_eq!(w.next_round(), None, "a round runs");
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(2)), true, at(100));
+        assert_eq!(w.next_round(), Some(at(2)));
+    }
+
+    #[test]
+    fn early_rounds_are_a_retry_delay_apart() {
+        let mut w = Waiting::new(&config(3), key());
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(0)), true, at(100));
+        w.released_here(token(7), at(10));
+        w.round_started(at(10));
+        // The next round finds another holder, which releases at once: not before 110.
+        w.round_lost(&lost(vec![held_by(token(8)); 3], at(12)), true, at(112));
+        w.released_here(token(8), at(20));
+        assert_eq!(w.next_round(), Some(at(110)));
+        w.round_started(at(110));
+        w.round_lost(&lost(vec![held_by(token(9)); 3], at(111)), true, at(211));
+        w.released_here(token(9), at(115));
+        assert_eq!(w.next_round(), Some(at(210)));
+
+        // A round started by its timer is not early: it does not push the next one back.
+        let mut w = Waiting::new(&config(3), key());
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(0)), true, at(100));
+        assert!(!w.is_early(at(100)));
+        w.round_started(at(100));
+        w.round_lost(&lost(vec![held_by(token(8)); 3], at(101)), true, at(201));
+        w.released_here(token(8), at(105));
+        assert_eq!(w.next_round(), Some(at(105)));
+    }
+
+    /// What a driver can be told, in the proptest.
+    #[derive(Clone, Debug)]
+    enum Event {
+        /// A message from `node` carrying token `token` (0 = junk), `gap` ms later.
+        Notified {
+            node: usize,
+            token: u8,
+            gap: u64,
+        },
+        ReleasedHere {
+            token: u8,
+            gap: u64,
+        },
+        /// Time passes.
+        Idle {
+            gap: u64,
+        },
+    }
+
+    fn events() -> impl Strategy<Value = Vec<Event>> {
+        let event = prop_oneof![
+            6 => (0..6usize, 0..4u8, 0..30u64).prop_map(|(node, token, gap)| Event::Notified { node, token, gap }),
+            1 => (0..4u8, 0..30u64).prop_map(|(token, gap)| Event::ReleasedHere { token, gap }),
+            2 => (0..200u64).prop_map(|gap| Event::Idle { gap }),
+        ];
+        proptest::collection::vec(event, 0..300)
+    }
+
+    proptest! {
+        /// Whatever the notifications, a driver that starts a round whenever one is due, and
+        /// loses every round: rounds never start after their timer, early rounds are at least
+        /// a retry delay apart, and only a release of a token the lost round saw starts one.
+        #[test]
+        fn never_more_than_one_early_round_per_retry_delay(
+            nodes in 1..6usize,
+            holders in proptest::collection::vec(0..4u8, 6),
+            wake in any::<bool>(),
+            events in events(),
+            round_ms in 1..20u64,
+        ) {
+            let delay = 100;
+            let mut w = Waiting::new(&config(nodes), key());
+            let statuses: Vec<NodeStatus> = holders[..nodes]
+                .iter()
+                .map(|&n| if n == 0 { NodeStatus::Pending } else { held_by(token(n)) })
+                .collect();
+            let mut now = 0;
+            let mut timer = delay;
+            let mut last_early: Option<u64> = None;
+            // The round in flight and when it is lost.
+            let mut running_until: Option<u64> = None;
+            let lose = |w: &mut Waiting, now: u64| {
+                w.round_lost(&lost(statuses.clone(), at(now)), wake, at(now + delay));
+            };
+            lose(&mut w, now);
+            // Whether a release of a seen holder was heard since the latest round started
+            // (during the round, or after it was lost).
+            let mut relevant = false;
+            for event in events {
+                let (gap, heard) = match event {
+                    Event::Notified { node, token: n, gap } => (gap, Some((Some(node), n))),
+                    Event::ReleasedHere { token: n, gap } => (gap, Some((None, n))),
+                    Event::Idle { gap } => (gap, None),
+                };
+                let until = now + gap;
+                // Rounds lost and started before the event, in time order.
+                loop {
+                    if let Some(end) = running_until {
+                        if end > until {
+                            break;
+                        }
+                        now = end;
+                        lose(&mut w, now);
+                        timer = now + delay;
+                        running_until = None;
+                        continue;
+                    }
+                    let Some(due) = w.next_round() else { break };
+                    let start = (due.saturating_duration_since(Timestamp::ZERO).as_millis() as u64).max(now);
+                    if start > until {
+                        break;
+                    }
+                    prop_assert!(due <= at(timer), "a round due after its timer");
+                    if w.is_early(at(start)) {
+                        prop_assert!(wake && relevant, "an early round without a release of a seen holder");
+                        if let Some(last) = last_early {
+                            prop_assert!(start >= last + delay, "early rounds at {last} and {start}");
+                        }
+                        last_early = Some(start);
+                    }
+                    w.round_started(at(start));
+                    prop_assert_eq!(w.next_round(), None);
+                    now = start;
+                    running_until = Some(start + round_ms);
+                    relevant = false;
+                }
+                now = until;
+                if let Some((node, n)) = heard {
+                    let payload = if n == 0 { b"junk".to_vec() } else { token(n).to_hex().to_vec() };
+                    match node {
+                        Some(node) => {
+                            relevant |= n != 0 && node < nodes && holders[node] == n;
+                            w.notified(NodeId::new(node), CHANNEL, &payload, at(now));
+                        }
+                        None => {
+                            // Trusted: frees the nodes whose holder is unknown too.
+                            relevant = true;
+                            w.released_here(token(n.max(1)), at(now));
+                        }
+                    }
+                }
+            }
+        }
+
+        /// Junk never moves a round: a driver fed only messages that are not a seen holder's
+        /// release starts every round at its timer.
+        #[test]
+        fn junk_never_moves_a_round(
+            payloads in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 0..50),
+            nodes in 1..6usize,
+        ) {
+            let mut w = Waiting::new(&config(nodes), key());
+            w.round_lost(&lost(vec![held_by(token(7)); nodes], at(0)), true, at(100));
+            for (i, payload) in payloads.iter().enumerate() {
+                if Token::from_hex(payload) == Some(token(7)) {
+                    continue;
+                }
+                w.notified(NodeId::new(i % nodes), CHANNEL, payload, at(i as u64));
+            }
+            prop_assert_eq!(w.next_round(), Some(at(100)));
+        }
+    }
+}
