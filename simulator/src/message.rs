@@ -4,18 +4,18 @@ use std::sync::Arc;
 
 use redlock::core::{ConnectionId, NodeFailure, Reply, RequestId, Token};
 
-/// An operation a Redis server performs. The first five are exactly what the client's
-/// `SET NX PX` and single-key Lua scripts do; `Identify` is the `INFO` the client reads on
+/// An operation a Redis server performs. The first six are exactly what the client's
+/// `SET NX GET PX` and single-key Lua scripts do; `Identify` is the `INFO` the client reads on
 /// every new connection; the rest model broken clients and weak token sources.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum NodeOp {
-    /// `SET key token NX PX ttl`.
+    /// `SET key token NX GET PX ttl`: a refusal names the holder's token.
     SetNx {
         key: Arc<str>,
         token: Token,
         ttl_ms: u64,
     },
-    /// `SET key token NX PX ttl` followed by `PTTL key` in the same request.
+    /// `SET key token NX GET PX ttl` followed by `PTTL key` in the same request.
     SetNxReportHolder {
         key: Arc<str>,
         token: Token,
@@ -141,6 +141,14 @@ pub(crate) enum Msg {
         conn: ConnectionId,
         server: ServerId,
         reply: NodeReply,
+    },
+    /// Server to client: a message on the lock key's channel, over the client's
+    /// subscription to its `node`-th node (a release script's notification, or anyone
+    /// else's message on the channel).
+    Notify {
+        node: usize,
+        channel: Arc<str>,
+        payload: Arc<[u8]>,
     },
     /// Client to resource: the access recorded under this index.
     Access { access: usize },

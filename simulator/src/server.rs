@@ -118,8 +118,16 @@ impl Server {
         };
         let (reply, effect) = match op {
             NodeOp::SetNx { key, token, ttl_ms } => {
-                if self.live(key, now).is_some() {
-                    (Reply::Taken, None)
+                if let Some(entry) = self.live(key, now) {
+                    // `SET … NX GET`: the holder's value comes back with the refusal.
+                    let reply = match entry.value {
+                        Value::Token(holder) => Reply::TakenBy {
+                            holder,
+                            remaining: None,
+                        },
+                        Value::Counter(_) => Reply::Taken,
+                    };
+                    (reply, None)
                 } else {
                     let (k, entry) = set(key, Value::Token(*token), Some(*ttl_ms));
                     self.keys.insert(k.clone(), entry.clone());
@@ -135,16 +143,23 @@ impl Server {
                     },
                     t,
                 );
+                let mut remaining = || {
+                    self.live(key, now)
+                        .and_then(|entry| entry.expire_at_ms)
+                        .map_or(std::time::Duration::MAX, |at| {
+                            std::time::Duration::from_millis(at.saturating_sub(now))
+                        })
+                };
                 let reply = match reply {
-                    NodeReply::Core(Reply::Taken) => {
-                        let remaining = self
-                            .live(key, now)
-                            .and_then(|entry| entry.expire_at_ms)
-                            .map_or(std::time::Duration::MAX, |at| {
-                                std::time::Duration::from_millis(at.saturating_sub(now))
-                            });
-                        NodeReply::Core(Reply::TakenFor { remaining })
+                    NodeReply::Core(Reply::TakenBy { holder, .. }) => {
+                        NodeReply::Core(Reply::TakenBy {
+                            holder,
+                            remaining: Some(remaining()),
+                        })
                     }
+                    NodeReply::Core(Reply::Taken) => NodeReply::Core(Reply::TakenFor {
+                        remaining: remaining(),
+                    }),
                     other => other,
                 };
                 return (reply, effect);
@@ -354,8 +369,14 @@ mod tests {
             token,
             ttl_ms: 1_000,
         };
+        let taken_by = |holder| {
+            NodeReply::Core(Reply::TakenBy {
+                holder,
+                remaining: None,
+            })
+        };
         assert_eq!(s.execute(&set(a), 0).0, NodeReply::Core(Reply::Acquired));
-        assert_eq!(s.execute(&set(b), 0).0, NodeReply::Core(Reply::Taken));
+        assert_eq!(s.execute(&set(b), 0).0, taken_by(a));
         let release = |token| NodeOp::ReleaseIfOwner {
             key: key.clone(),
             token,
@@ -365,10 +386,7 @@ mod tests {
             NodeReply::Core(Reply::HeldByOther)
         );
         // Redis keeps a key until its clock is *past* the expiry.
-        assert_eq!(
-            s.execute(&set(b), 1_000 * MS).0,
-            NodeReply::Core(Reply::Taken)
-        );
+        assert_eq!(s.execute(&set(b), 1_000 * MS).0, taken_by(a));
         assert_eq!(
             s.execute(&set(b), 1_001 * MS).0,
             NodeReply::Core(Reply::Acquired)
@@ -393,7 +411,7 @@ mod tests {
         always.execute(&set(a), 0);
         always.crash();
         always.restart(0);
-        assert_eq!(always.execute(&set(b), 0).0, NodeReply::Core(Reply::Taken));
+        assert_eq!(always.execute(&set(b), 0).0, taken_by(a));
 
         let mut everysec = server(Persistence::Everysec, ClockModel::ideal());
         everysec.execute(&set(a), 0);

@@ -4,16 +4,17 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::fmt::Write;
+use std::sync::Arc;
 
-use rand::SeedableRng;
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use redlock::core::Token;
+use redlock::core::{Reply, Token};
 
 use crate::client::{Client, Ctx, Outgoing, Timer};
 use crate::history::{History, KeyEnd, KeySpan};
 use crate::message::{Msg, NodeOp, NodeReply};
 use crate::net::Network;
-use crate::scenario::{Endpoint, Scenario};
+use crate::scenario::{Endpoint, Scenario, SpoofPayload};
 use crate::server::{Effect, Server};
 use crate::time::{MS, Nanos, fmt_ms};
 
@@ -65,6 +66,8 @@ enum Event {
     },
     FailoverStop(usize),
     FailoverPromote(usize),
+    /// Someone publishes on every node's channel of the lock key (`[[notifications.spoof]]`).
+    Spoof(usize),
     Note {
         who: String,
         what: String,
@@ -210,6 +213,9 @@ impl<'s> World<'s> {
                     },
                 );
             }
+        }
+        for (k, spoof) in scenario.notifications.spoofs.iter().enumerate() {
+            self.at(spoof.start, Event::Spoof(k));
         }
         for (s, server) in scenario.servers.iter().enumerate() {
             for crash in &server.crashes {
@@ -397,6 +403,7 @@ impl<'s> World<'s> {
                 self.with_client(c, |client, ctx| client.crash(ctx));
             }
             Event::Deliver { from, to, msg } => self.deliver(from, to, msg),
+            Event::Spoof(k) => self.spoof(k),
             Event::ServerCrash {
                 server,
                 restart_after,
@@ -634,6 +641,12 @@ impl<'s> World<'s> {
                 }
                 let (reply, effect) = self.servers[s].execute(&cmd, self.now);
                 self.track_spans(s, &cmd, &reply);
+                if let (NodeOp::ReleaseIfOwner { key, token }, NodeReply::Core(Reply::Released)) =
+                    (&cmd, &reply)
+                {
+                    // The release script publishes the released token on the key's channel.
+                    self.publish(s, key, Arc::from(&token.to_hex()[..]));
+                }
                 let reply_msg = Msg::Reply {
                     op,
                     tag,
@@ -681,6 +694,18 @@ impl<'s> World<'s> {
                 self.log("resource", format_args!("applies access #{access}"));
                 self.send(Endpoint::Resource, from, Msg::AccessAck { access });
             }
+            (
+                Endpoint::Client(c),
+                Msg::Notify {
+                    node,
+                    channel,
+                    payload,
+                },
+            ) => {
+                self.with_client(c, |client, ctx| {
+                    client.on_notify(ctx, node, &channel, &payload);
+                });
+            }
             (Endpoint::Client(c), Msg::AccessAck { access }) => {
                 self.with_client(c, |client, ctx| client.on_access_ack(ctx, access));
             }
@@ -688,6 +713,67 @@ impl<'s> World<'s> {
                 let name = self.scenario.endpoint_name(to);
                 self.log(&name, format_args!("ignores {msg:?}"));
             }
+        }
+    }
+
+    /// Server `s` publishes `payload` on the channel `key`: every client subscribed to it (a
+    /// client whose node address leads to `s`) gets it over the network, with the
+    /// notifications' own faults (lost, duplicated, later than the replies).
+    fn publish(&mut self, s: usize, key: &Arc<str>, payload: Arc<[u8]>) {
+        let faults = &self.scenario.notifications;
+        let (loss, duplicate, extra) = (faults.loss, faults.duplicate, faults.extra_delay);
+        for c in 0..self.clients.len() {
+            let subscribed: Vec<usize> = self.scenario.clients[c]
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|&(_, &address)| self.routes[c][address] == s)
+                .map(|(node, _)| node)
+                .collect();
+            for node in subscribed {
+                let msg = Msg::Notify {
+                    node,
+                    channel: key.clone(),
+                    payload: payload.clone(),
+                };
+                if loss > 0.0 && self.rng.random::<f64>() < loss {
+                    let name = self.servers[s].name.clone();
+                    self.log(&name, format_args!("notification to c{c} LOST {msg:?}"));
+                    continue;
+                }
+                let (from, to) = (Endpoint::Server(s), Endpoint::Client(c));
+                let mut deliveries = self.network.send(self.now, from, to, &mut self.rng);
+                if duplicate > 0.0 && self.rng.random::<f64>() < duplicate {
+                    deliveries.extend(deliveries.first().copied());
+                }
+                for at in deliveries {
+                    let msg = msg.clone();
+                    self.at(at + extra, Event::Deliver { from, to, msg });
+                }
+            }
+        }
+    }
+
+    /// A spoofer's message on every up server's channel of the lock key.
+    fn spoof(&mut self, k: usize) {
+        let spoof = &self.scenario.notifications.spoofs[k];
+        let (payload_kind, every, end) = (spoof.payload, spoof.every, spoof.end);
+        let key: Arc<str> = Arc::from(format!("redlock:{}", self.scenario.resource));
+        for s in 0..self.servers.len() {
+            if !self.servers[s].up {
+                continue;
+            }
+            let payload: Arc<[u8]> = match payload_kind {
+                SpoofPayload::Junk => Arc::from(&b"junk"[..]),
+                SpoofPayload::Holder => match self.servers[s].holder(&key, self.now) {
+                    Some(holder) => Arc::from(&holder.to_hex()[..]),
+                    None => continue,
+                },
+            };
+            self.publish(s, &key, payload);
+        }
+        if self.now + every < end {
+            self.at(self.now + every, Event::Spoof(k));
         }
     }
 

@@ -55,7 +55,8 @@ fn the_catalogue_covers_both_sides_of_each_mitigation() {
     for prefix in [
         "rl-00", "rl-01", "rl-02-", "rl-02b", "rl-03", "rl-04-", "rl-04b", "rl-05", "rl-06",
         "rl-07", "rl-08-", "rl-08b", "rl-09", "rl-10", "rl-11", "rl-12", "rl-13a", "rl-13b",
-        "rl-14", "rl-15a", "rl-15b", "rl-16", "rl-17", "rl-18", "rl-19",
+        "rl-14", "rl-15a", "rl-15b", "rl-16", "rl-17", "rl-18", "rl-19", "ka-02", "nt-01", "nt-02",
+        "nt-03",
     ] {
         assert!(
             names.iter().any(|n| n.starts_with(prefix)),
@@ -122,4 +123,97 @@ fn a_node_that_stops_answering_is_probed_before_it_gets_a_set_again() {
     assert_eq!(sets(1_200.0, 3_000.0), 0);
     assert!(probes >= 1, "no probe");
     assert!(sets(3_000.0, 20_000.0) > 0, "n4 never got a SET again");
+}
+
+fn load(name: &str) -> Scenario {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios")
+        .join(name);
+    Scenario::load(&file).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The round in which c2 (the second client) was granted.
+fn granted_round(scenario: &Scenario, seed: u64) -> u32 {
+    let run = redlock_sim::run(scenario, seed, false).unwrap();
+    assert!(
+        run.report.mismatch().is_none(),
+        "{:?}",
+        run.report.mismatch()
+    );
+    run.history.outcomes[1]
+        .iter()
+        .find_map(|outcome| match outcome {
+            redlock_sim::history::ClientOutcome::Acquired { round } => Some(*round),
+            _ => None,
+        })
+        .expect("c2 was granted")
+}
+
+/// When c1's lease was released and c2's granted, true time.
+fn hand_off(scenario: &Scenario, seed: u64) -> (u64, u64) {
+    let run = redlock_sim::run(scenario, seed, false).unwrap();
+    assert!(
+        run.report.mismatch().is_none(),
+        "{:?}",
+        run.report.mismatch()
+    );
+    let leases = &run.history.leases;
+    assert_eq!(leases.len(), 2, "both clients hold the resource once");
+    (leases[0].released_at.unwrap(), leases[1].granted_at)
+}
+
+/// NT-01 and NT-01b: junk on the key's channel wakes nobody (as many rounds as the timer
+/// alone gives), and replayed holder tokens at most double the rounds (one early round per
+/// retry delay).
+#[test]
+fn spoofed_notifications_do_not_multiply_the_rounds() {
+    let junk = load("nt-01-spoofed-notifications-flood.toml");
+    let replay = load("nt-01b-replayed-holder-tokens.toml");
+    let mut quiet = junk.clone();
+    quiet.notifications.spoofs.clear();
+    for seed in 1..=SEEDS {
+        let timer = granted_round(&quiet, seed);
+        let flooded = granted_round(&junk, seed);
+        let replayed = granted_round(&replay, seed);
+        assert!(
+            flooded <= timer + 2,
+            "seed {seed}: {flooded} rounds under a flood of junk, {timer} without"
+        );
+        assert!(
+            replayed <= 2 * timer + 2,
+            "seed {seed}: {replayed} rounds under replayed tokens, {timer} without"
+        );
+    }
+}
+
+/// NT-02 and NT-03: the holder's release notification starts the waiter's round early; a
+/// lost one leaves it on its timer (granted about a second later), a late one starts it when
+/// it arrives.
+#[test]
+fn lost_and_late_notifications_cost_time_only() {
+    const MS: u64 = 1_000_000;
+    let lost = load("nt-02-lost-notifications.toml");
+    let late = load("nt-03-late-duplicated-notifications.toml");
+    let mut heard = lost.clone();
+    heard.notifications.loss = 0.0;
+    for seed in 1..=SEEDS {
+        let (released, granted) = hand_off(&heard, seed);
+        assert!(
+            granted - released < 50 * MS,
+            "seed {seed}: granted {} ms after the release it was told of",
+            (granted - released) / MS
+        );
+        let (released, granted) = hand_off(&lost, seed);
+        assert!(
+            granted - released > 500 * MS,
+            "seed {seed}: granted {} ms after a release it never heard of",
+            (granted - released) / MS
+        );
+        let (released, granted) = hand_off(&late, seed);
+        let after = (granted - released) / MS;
+        assert!(
+            (300..400).contains(&after),
+            "seed {seed}: granted {after} ms after a release heard 300 ms late"
+        );
+    }
 }

@@ -23,8 +23,8 @@ use redlock_sim::History;
 use redlock_sim::clock::ClockModel;
 use redlock_sim::scenario::{
     ClientSpec, ClockKind, Crash, DEFAULT_UPTIME, Delay, Endpoint, Expectation, ExtendImpl,
-    LinkSpec, LossOrder, NetworkSpec, Partition, PartitionKind, Persistence, ReleaseImpl, Scenario,
-    ServerSpec, Step, TimingImpl, TokenSource, Verdict,
+    LinkSpec, LossOrder, NetworkSpec, NotificationSpec, Partition, PartitionKind, Persistence,
+    ReleaseImpl, Scenario, ServerSpec, Step, TimingImpl, TokenSource, Verdict,
 };
 use redlock_sim::time::{MS, Nanos};
 
@@ -361,6 +361,12 @@ fn build(plan: &Plan) -> Scenario {
             links: Vec::new(),
             partitions,
             delays,
+        },
+        // Release notifications are lost and duplicated as often as any message.
+        notifications: NotificationSpec {
+            loss: plan.loss,
+            duplicate: plan.duplicate,
+            ..NotificationSpec::default()
         },
         servers,
         clients,

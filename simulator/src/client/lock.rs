@@ -2,8 +2,8 @@
 //! [`super::hold`]), release.
 
 use redlock::core::{
-    Acquire, AcquireEvent, Grant, Held, Machine, NodeFailure, Release, Reply, RequestId, Timestamp,
-    Token,
+    Acquire, AcquireEvent, Grant, Held, Machine, NodeFailure, NodeId, Release, Reply, RequestId,
+    Timestamp, Token, Waiting,
 };
 
 use super::faults::RoundClock;
@@ -31,8 +31,10 @@ pub(super) enum Lock {
 pub(super) struct Acquiring {
     machine: Acquire,
     round: RoundClock,
-    /// When the next round may start, once the current one failed.
+    /// When the next round may start, once the current one failed: the core's [`Waiting`]
+    /// says, from the retry timer and the release notifications heard.
     retry_at: Option<Timestamp>,
+    waiting: Waiting,
 }
 
 impl Lock {
@@ -65,6 +67,7 @@ impl Client {
                 first_reply: None,
             },
             retry_at: None,
+            waiting: Waiting::new(&self.spec.config, self.key.clone()),
         }));
         self.drive(ctx);
     }
@@ -94,7 +97,10 @@ impl Client {
                 self.granted(ctx, grant, acquiring.round);
             }
             Pumped::Outcome(AcquireEvent::Retry {
-                window, failure, ..
+                window,
+                failure,
+                wake_on_release,
+                ..
             }) => {
                 ctx.trace(
                     &self.spec.name,
@@ -104,9 +110,13 @@ impl Client {
                         failure.reason
                     ),
                 );
-                let at = self
+                let timer = self
                     .faults
                     .acquire_timer(acquiring.round, window.pick(ctx.rng));
+                acquiring
+                    .waiting
+                    .round_lost(&failure, wake_on_release, timer);
+                let at = acquiring.waiting.next_round().unwrap_or(timer);
                 acquiring.retry_at = Some(at);
                 self.lock = Lock::Acquiring(acquiring);
                 self.wake_at(ctx, Timer::Lock, at);
@@ -261,11 +271,18 @@ impl Client {
             Lock::Acquiring(acquiring) => {
                 match acquiring.retry_at {
                     Some(at) if now >= at => {
+                        if acquiring.waiting.is_early(now) {
+                            ctx.trace(
+                                &self.spec.name,
+                                format_args!("the holder released: an early round"),
+                            );
+                        }
                         acquiring.retry_at = None;
                         acquiring.round = RoundClock {
                             start: now,
                             first_reply: None,
                         };
+                        acquiring.waiting.round_started(now);
                         acquiring.machine.retry(Token::random(ctx.rng), now);
                     }
                     Some(_) => {}
@@ -293,6 +310,35 @@ impl Client {
                 self.drive(ctx);
             }
             Lock::Done => {}
+        }
+    }
+
+    /// A message on the lock key's channel from the client's `node`-th node: the core's
+    /// [`Waiting`] judges whether it moves the next round earlier.
+    pub(super) fn notified(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        node: usize,
+        channel: &str,
+        payload: &[u8],
+    ) {
+        let now = self.local(ctx.now);
+        let Lock::Acquiring(acquiring) = &mut self.lock else {
+            return;
+        };
+        acquiring
+            .waiting
+            .notified(NodeId::new(node), channel.as_bytes(), payload, now);
+        if acquiring.retry_at.is_none() {
+            // A round runs: the waiting keeps what it heard for when that round is lost.
+            return;
+        }
+        let next = acquiring.waiting.next_round();
+        if next.is_some() && next != acquiring.retry_at {
+            acquiring.retry_at = next;
+            if let Some(at) = next {
+                self.wake_at(ctx, Timer::Lock, at);
+            }
         }
     }
 

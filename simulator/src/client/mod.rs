@@ -229,6 +229,20 @@ impl Client {
         self.settle(ctx);
     }
 
+    /// A message on the lock key's channel, over the subscription to node `node`.
+    pub(crate) fn on_notify(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        node: usize,
+        channel: &str,
+        payload: &[u8],
+    ) {
+        if self.crashed {
+            return;
+        }
+        self.notified(ctx, node, channel, payload);
+    }
+
     pub(crate) fn on_reply(
         &mut self,
         ctx: &mut Ctx<'_>,

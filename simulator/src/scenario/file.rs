@@ -13,8 +13,9 @@ use toml::Spanned;
 
 use super::{
     ClientSpec, ClockKind, Crash, DEFAULT_UPTIME, Delay, Endpoint, Expectation, ExtendImpl,
-    Failover, LinkSpec, LossOrder, NetworkSpec, Partition, PartitionKind, Persistence, ReleaseImpl,
-    Replication, Scenario, ServerSpec, Step, TimingImpl, TokenSource, Verdict,
+    Failover, LinkSpec, LossOrder, NetworkSpec, NotificationSpec, Partition, PartitionKind,
+    Persistence, ReleaseImpl, Replication, Scenario, ServerSpec, Spoof, SpoofPayload, Step,
+    TimingImpl, TokenSource, Verdict,
 };
 use crate::clock::ClockModel;
 use crate::scenario::Cause;
@@ -250,6 +251,8 @@ struct RawScenario {
     partitions: Vec<RawPartition>,
     #[serde(default, rename = "delay")]
     delays: Vec<RawDelay>,
+    #[serde(default)]
+    notifications: RawNotifications,
     #[serde(default, rename = "node")]
     nodes: Vec<RawNode>,
     #[serde(rename = "client")]
@@ -320,6 +323,29 @@ struct RawLink {
     duplicate: Option<Probability>,
     spike_probability: Option<Probability>,
     spike_ms: Option<Millis>,
+}
+
+/// `[notifications]`: the release notifications' faults, and `[[notifications.spoof]]`.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawNotifications {
+    loss: Option<Probability>,
+    duplicate: Option<Probability>,
+    #[serde(default)]
+    extra_delay_ms: Millis,
+    #[serde(default)]
+    spoof: Vec<Spanned<RawSpoof>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpoof {
+    #[serde(default)]
+    start_ms: Millis,
+    end_ms: Millis,
+    every_ms: Millis,
+    #[serde(default)]
+    payload: SpoofPayload,
 }
 
 #[derive(Deserialize, Default)]
@@ -680,6 +706,7 @@ impl RawScenario {
             clients: &client_names,
         };
         let network = self.network(at, &names)?;
+        let notifications = self.notifications(at)?;
 
         let base = base.with_fencing(self.tokens == TokenSource::QuorumMinted);
         let mut clients = Vec::with_capacity(self.clients.len());
@@ -748,8 +775,41 @@ impl RawScenario {
             resource: self.lock.resource,
             nodes,
             network,
+            notifications,
             servers,
             clients,
+        })
+    }
+
+    fn notifications(&self, at: &Locator<'_>) -> Result<NotificationSpec, ScenarioError> {
+        let raw = &self.notifications;
+        let mut spoofs = Vec::with_capacity(raw.spoof.len());
+        for (k, spoof) in raw.spoof.iter().enumerate() {
+            let field = format!("notifications.spoof[{k}]");
+            let span = spoof.span();
+            let spoof = spoof.get_ref();
+            if spoof.every_ms.0 == 0 {
+                return Err(at.error(span.start, format!("{field}.every_ms"), "must be above 0"));
+            }
+            if spoof.end_ms.0 <= spoof.start_ms.0 {
+                return Err(at.error(
+                    span.start,
+                    format!("{field}.end_ms"),
+                    "must be after start_ms",
+                ));
+            }
+            spoofs.push(Spoof {
+                start: spoof.start_ms.0,
+                end: spoof.end_ms.0,
+                every: spoof.every_ms.0,
+                payload: spoof.payload,
+            });
+        }
+        Ok(NotificationSpec {
+            loss: raw.loss.map_or(0.0, |p| p.0),
+            duplicate: raw.duplicate.map_or(0.0, |p| p.0),
+            extra_delay: raw.extra_delay_ms.0,
+            spoofs,
         })
     }
 

@@ -230,6 +230,46 @@ pub struct NetworkSpec {
     pub delays: Vec<Delay>,
 }
 
+/// The release notifications: what the release script `PUBLISH`es on the lock key's channel
+/// (the released token), sent to every client over a subscription per client and node, with
+/// their faults, and messages that others publish on the same channel.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NotificationSpec {
+    /// The probability that a notification is lost (the subscription was down).
+    pub loss: f64,
+    /// The probability that a notification arrives twice.
+    pub duplicate: f64,
+    /// How much later than the replies on the same link a notification arrives.
+    pub extra_delay: Nanos,
+    /// Messages published by others.
+    pub spoofs: Vec<Spoof>,
+}
+
+/// Someone else publishing on every node's channel of the lock key, from `start` to `end`,
+/// one message per node every `every`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spoof {
+    /// From, true time.
+    pub start: Nanos,
+    /// Until, true time.
+    pub end: Nanos,
+    /// The period.
+    pub every: Nanos,
+    /// What is published.
+    pub payload: SpoofPayload,
+}
+
+/// What a spoofer publishes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpoofPayload {
+    /// Something that is no token (another application's message).
+    #[default]
+    Junk,
+    /// The token the key holds on that node now (a replay by someone who can read the key).
+    Holder,
+}
+
 /// What a crash loses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -469,6 +509,8 @@ pub struct Scenario {
     pub nodes: usize,
     /// The network.
     pub network: NetworkSpec,
+    /// The release notifications.
+    pub notifications: NotificationSpec,
     /// Every server: primaries `0..nodes`, then replicas.
     pub servers: Vec<ServerSpec>,
     /// Every client.
