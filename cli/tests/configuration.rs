@@ -8,7 +8,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::*;
-use redlock_fleet::FleetOptions;
+use redlock_tests::FleetOptions;
 
 /// Writes a config file into `dir`.
 fn config_file(dir: &tempfile::TempDir, text: &str) -> PathBuf {

@@ -12,9 +12,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::*;
-use redlock_fleet::fake::FakeNode;
-use redlock_fleet::proxy::{Direction, FaultProxy};
-use redlock_fleet::{FleetOptions, Persistence, RedisFleet};
+use redlock_tests::fake::FakeNode;
+use redlock_tests::proxy::{Direction, FaultProxy};
+use redlock_tests::{FleetOptions, Persistence, RedisFleet};
 use serde_json::Value;
 
 /// The clock window of the runs that do not test the clock: none (the offset is still

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use redlock_fleet::RedisFleet;
+use redlock_tests::RedisFleet;
 
 /// Stops three of five nodes: no extension can reach a quorum any more.
 fn pause_majority(fleet: &mut RedisFleet) {

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use nix::unistd::Pid;
-use redlock_fleet::RedisFleet;
+use redlock_tests::RedisFleet;
 
 /// The environment variable that turns [`memory_hog`] on: the file to write its pid to.
 const HOG: &str = "REDLOCK_TEST_HOG";

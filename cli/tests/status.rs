@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use redlock_fleet::RedisFleet;
+use redlock_tests::RedisFleet;
 
 fn status(fleet: &RedisFleet, resource: &str) -> Finished {
     let mut command = redlock();

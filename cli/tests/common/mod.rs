@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use redlock_fleet::{FleetOptions, RedisFleet};
+use redlock_tests::{FleetOptions, RedisFleet};
 
 /// The default key prefix of lock keys.
 pub const PREFIX: &str = "redlock:";

@@ -1,0 +1,650 @@
+//! Turns the benchmarks' results (criterion's `target/criterion`) into the tables, target
+//! ratios and latency chart of `docs/benchmarks.md`.
+//!
+//! ```text
+//! cargo bench -p redlock-benches                                          # measure (a quarter of an hour)
+//! cargo run --release -p redlock-benches --bin bench_report               # print the report
+//! cargo run --release -p redlock-benches --bin bench_report -- --write docs/benchmarks.md
+//! ```
+//!
+//! With `--write FILE`, the text between `<!-- results:begin -->` and `<!-- results:end -->`
+//! in FILE is replaced and the chart goes to `img/bench-latency.svg` beside it. Every figure
+//! is a median of one run of `cargo bench`. The interleaved ratios of `benches/paired.rs`
+//! are used only when they are at least as recent as the oldest criterion result (the same
+//! run, or a later one).
+
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+use serde_json::Value;
+
+type Result<T> = std::result::Result<T, Box<dyn Error>>;
+
+const BEGIN: &str = "<!-- results:begin -->";
+const END: &str = "<!-- results:end -->";
+
+/// One benchmark's outcome: its median and, where criterion knew it, the elements one
+/// iteration processes.
+#[derive(Clone, Copy, Debug)]
+struct Measured {
+    median_ns: f64,
+    elements: Option<f64>,
+}
+
+/// Results by `group/function/value` (criterion's full id), and the interleaved ratios of
+/// `benches/paired.rs` when it ran.
+struct Results(BTreeMap<String, Measured>, Option<Value>);
+
+impl Results {
+    /// Reads every `new/` result under `root`.
+    fn load(root: &Path) -> Result<Self> {
+        let mut found = BTreeMap::new();
+        let mut oldest: Option<std::time::SystemTime> = None;
+        let mut pending = vec![root.to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            let entries = std::fs::read_dir(&dir).map_err(|e| {
+                format!(
+                    "{}: {e} (run `cargo bench -p redlock-benches` first)",
+                    dir.display()
+                )
+            })?;
+            for entry in entries {
+                let path = entry?.path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else if path.ends_with("new/benchmark.json") {
+                    let modified = std::fs::metadata(&path)?.modified()?;
+                    oldest = Some(oldest.map_or(modified, |o| o.min(modified)));
+                    let folder = path.parent().ok_or("a result file has a folder")?;
+                    let benchmark = read_json(&path)?;
+                    let estimates = read_json(&folder.join("estimates.json"))?;
+                    let id = benchmark["full_id"]
+                        .as_str()
+                        .ok_or_else(|| format!("{}: no full_id", path.display()))?;
+                    let median_ns = estimates["median"]["point_estimate"]
+                        .as_f64()
+                        .ok_or_else(|| format!("{}: no median", path.display()))?;
+                    let elements = benchmark["throughput"]["Elements"].as_f64();
+                    found.insert(
+                        id.to_owned(),
+                        Measured {
+                            median_ns,
+                            elements,
+                        },
+                    );
+                }
+            }
+        }
+        if found.is_empty() {
+            return Err(format!(
+                "no results under {}: run `cargo bench -p redlock-benches` first",
+                root.display()
+            )
+            .into());
+        }
+        let paired = root.join("paired").join("ratios.json");
+        let fresh = |path: &Path| -> bool {
+            let modified = std::fs::metadata(path).and_then(|m| m.modified());
+            matches!((modified, oldest), (Ok(m), Some(o)) if m >= o)
+        };
+        let paired = if fresh(&paired) {
+            Some(read_json(&paired)?)
+        } else {
+            None
+        };
+        Ok(Self(found, paired))
+    }
+
+    /// An interleaved ratio: (median, first quartile, third quartile).
+    fn paired(&self, key: &str) -> Option<(f64, f64, f64)> {
+        let ratio = self.1.as_ref()?.get(key)?;
+        Some((
+            ratio["median"].as_f64()?,
+            ratio["q1"].as_f64()?,
+            ratio["q3"].as_f64()?,
+        ))
+    }
+
+    fn get(&self, id: &str) -> Option<Measured> {
+        self.0.get(id).copied()
+    }
+
+    /// The median in microseconds.
+    fn micros(&self, id: &str) -> Option<f64> {
+        self.get(id).map(|m| m.median_ns / 1e3)
+    }
+
+    /// Elements per second at the median.
+    fn per_second(&self, id: &str) -> Option<f64> {
+        let m = self.get(id)?;
+        Some(m.elements.unwrap_or(1.0) / (m.median_ns / 1e9))
+    }
+}
+
+fn read_json(path: &Path) -> Result<Value> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?)
+}
+
+fn cell(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "–".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
+fn thousands(value: Option<f64>) -> String {
+    value.map_or_else(
+        || "–".to_owned(),
+        |v| {
+            let digits = format!("{:.0}", v);
+            let mut out = String::new();
+            for (i, c) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i) % 3 == 0 {
+                    out.push(',');
+                }
+                out.push(c);
+            }
+            out
+        },
+    )
+}
+
+const SIZES: [u32; 4] = [1, 3, 5, 7];
+
+/// The latency table: one row per contender, one column per N.
+fn latency_table(results: &Results, out: &mut String) {
+    out.push_str(
+        "Uncontended acquire + release, median µs (`benches/latency.rs`; mt: multi-thread \
+         runtime with two workers, ct: current-thread):\n\n",
+    );
+    out.push_str("| contender | N = 1 | N = 3 | N = 5 | N = 7 |\n|---|---:|---:|---:|---:|\n");
+    for (label, function) in LATENCY_SERIES {
+        let _ = write!(out, "| {label} |");
+        for n in SIZES {
+            let id = format!("acquire_release/{function}/{n}");
+            let _ = write!(out, " {} |", cell(results.micros(&id), 0));
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+const LATENCY_SERIES: [(&str, &str); 8] = [
+    ("ours, mt", "ours_mt"),
+    ("floor deciding at quorum, mt", "floor_quorum_mt"),
+    ("floor waiting for all, mt", "floor_all_mt"),
+    ("rslock 0.10, mt", "rslock_mt"),
+    ("ours, ct", "ours_ct"),
+    ("floor deciding at quorum, ct", "floor_quorum_ct"),
+    ("floor waiting for all, ct", "floor_all_ct"),
+    ("redlock-rs 2.0 (blocking)", "redlock_rs"),
+];
+
+fn tail_table(results: &Results, out: &mut String) {
+    out.push_str(
+        "One of five nodes unhealthy, acquire + release, median µs (`benches/tail.rs`; every \
+         node behind a proxy, multi-thread runtime):\n\n",
+    );
+    out.push_str(
+        "| contender | healthy | node 4 20 ms slower | node 4 paused |\n|---|---:|---:|---:|\n",
+    );
+    for (label, function) in [
+        ("ours", "ours"),
+        ("floor deciding at quorum", "floor_quorum"),
+        ("rslock 0.10", "rslock"),
+    ] {
+        let _ = write!(out, "| {label} |");
+        for condition in ["healthy", "slow_20ms", "paused"] {
+            let id = format!("unhealthy_node/{function}/{condition}");
+            let _ = write!(out, " {} |", cell(results.micros(&id), 0));
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
+fn throughput_table(results: &Results, out: &mut String) {
+    out.push_str(
+        "Throughput, acquire + release per second on distinct resources, N = 5 \
+         (`benches/throughput.rs`, multi-thread runtime):\n\n",
+    );
+    out.push_str("| contender | 1 task | 16 tasks | 64 tasks |\n|---|---:|---:|---:|\n");
+    for (label, function) in [
+        ("ours", "ours"),
+        ("floor waiting for all", "floor_all"),
+        ("rslock 0.10", "rslock"),
+    ] {
+        let _ = write!(out, "| {label} |");
+        for tasks in [1, 16, 64] {
+            let id = format!("throughput/{function}/{tasks}");
+            let _ = write!(out, " {} |", thousands(results.per_second(&id)));
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "\nContended, 16 workers on one resource: ours {} acquisitions/s, rslock {}.\n",
+        thousands(results.per_second("contended_16_workers/ours")),
+        thousands(results.per_second("contended_16_workers/rslock")),
+    );
+}
+
+fn other_table(results: &Results, out: &mut String) {
+    out.push_str("The rest:\n\n| measurement | median |\n|---|---:|\n");
+    for n in [3, 5, 7] {
+        let _ = writeln!(
+            out,
+            "| core alone, one acquire round, N = {n} (`benches/core.rs`) | {} ns |",
+            cell(
+                results
+                    .get(&format!("core/acquire_round/{n}"))
+                    .map(|m| m.median_ns),
+                0
+            )
+        );
+    }
+    let _ = writeln!(
+        out,
+        "| core alone, one release round, N = 5 | {} ns |",
+        cell(results.get("core/release_round/5").map(|m| m.median_ns), 0)
+    );
+    for variant in ["plain", "fenced"] {
+        let _ = writeln!(
+            out,
+            "| acquire + release, N = 5, {variant} (`benches/fencing.rs`) | {} µs |",
+            cell(results.micros(&format!("acquire_release_n5/{variant}")), 0)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "| simulator, standard scenario (`benches/simulator.rs`) | {} events/s |",
+        thousands(results.per_second("simulator/events_rl18"))
+    );
+    let _ = writeln!(
+        out,
+        "| simulator, whole catalogue × 100 seeds | {} s |\n",
+        cell(
+            results
+                .get("simulator/catalogue_x100_seeds")
+                .map(|m| m.median_ns / 1e9),
+            2
+        )
+    );
+}
+
+/// A target: its text, the ratio measured by criterion (contenders one after another), the
+/// key of its interleaved measurement, and the bound it must meet.
+struct Target {
+    text: String,
+    ratio: Option<f64>,
+    paired: Option<String>,
+    at_most: Option<f64>,
+    at_least: Option<f64>,
+}
+
+impl Target {
+    fn at_most(text: impl Into<String>, ratio: Option<f64>, paired: &str, bound: f64) -> Self {
+        Self {
+            text: text.into(),
+            ratio,
+            paired: Some(paired.to_owned()),
+            at_most: Some(bound),
+            at_least: None,
+        }
+    }
+
+    fn at_least(text: impl Into<String>, ratio: Option<f64>, paired: &str, bound: f64) -> Self {
+        Self {
+            text: text.into(),
+            ratio,
+            paired: (!paired.is_empty()).then(|| paired.to_owned()),
+            at_most: None,
+            at_least: Some(bound),
+        }
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some(a? / b?)
+}
+
+fn targets(results: &Results) -> Vec<Target> {
+    let us = |id: &str| results.micros(id);
+    let rate = |id: &str| results.per_second(id);
+    let mut targets = Vec::new();
+    for (runtime, name) in [("mt", "multi-thread"), ("ct", "current-thread")] {
+        for n in [1, 3, 5, 7] {
+            targets.push(Target::at_most(
+                format!("ours ÷ quorum floor, N = {n}, {name}"),
+                ratio(
+                    us(&format!("acquire_release/ours_{runtime}/{n}")),
+                    us(&format!("acquire_release/floor_quorum_{runtime}/{n}")),
+                ),
+                &format!("ours_floor_{runtime}_n{n}"),
+                if n == 5 { 1.05 } else { 1.1 },
+            ));
+        }
+    }
+    for n in [1, 3, 5] {
+        targets.push(Target::at_least(
+            format!("rslock ÷ ours (speed-up), N = {n}, multi-thread"),
+            ratio(
+                us(&format!("acquire_release/rslock_mt/{n}")),
+                us(&format!("acquire_release/ours_mt/{n}")),
+            ),
+            &format!("rslock_ours_mt_n{n}"),
+            if n == 5 { 1.3 } else { 1.0 },
+        ));
+    }
+    targets.extend([
+        Target::at_most(
+            "ours with a node 20 ms slow ÷ healthy quorum floor",
+            ratio(
+                us("unhealthy_node/ours/slow_20ms"),
+                us("unhealthy_node/floor_quorum/healthy"),
+            ),
+            "slow_ours_floor_healthy",
+            1.2,
+        ),
+        Target::at_most(
+            "ours with a node paused ÷ healthy quorum floor",
+            ratio(
+                us("unhealthy_node/ours/paused"),
+                us("unhealthy_node/floor_quorum/healthy"),
+            ),
+            "paused_ours_floor_healthy",
+            1.2,
+        ),
+        Target::at_least(
+            "throughput at 64 tasks, ours ÷ wait-all floor",
+            ratio(rate("throughput/ours/64"), rate("throughput/floor_all/64")),
+            "throughput_ours_floor_all",
+            1.0,
+        ),
+        Target::at_least(
+            "throughput at 64 tasks, ours ÷ rslock",
+            ratio(rate("throughput/ours/64"), rate("throughput/rslock/64")),
+            "throughput_ours_rslock",
+            1.5,
+        ),
+        Target::at_least(
+            "contended, 16 workers: acquisitions/s, ours ÷ rslock (its default retries)",
+            ratio(
+                rate("contended_16_workers/ours"),
+                rate("contended_16_workers/rslock"),
+            ),
+            "contended_ours_rslock",
+            3.0,
+        ),
+        Target::at_least(
+            "contended, 16 workers: acquisitions/s, ours ÷ a floor spinning on one-round attempts",
+            None,
+            "contended_ours_floor_spin",
+            1.0,
+        ),
+        Target::at_most(
+            "contended, 16 workers: hand-off p50 (a release to the next grant), ms",
+            None,
+            "contended_handoff_ms",
+            1.0,
+        ),
+        Target::at_least(
+            "contended, 16 workers: the least-served worker's share of a fair share, over 10 s",
+            None,
+            "contended_least_share",
+            0.25,
+        ),
+        Target::at_least(
+            "one of five nodes stopped 2 s under 64 tasks: acquisitions/s ÷ healthy",
+            None,
+            "overload_stopped_healthy",
+            0.8,
+        ),
+        Target::at_least(
+            "simulator, million events/s (one core)",
+            rate("simulator/events_rl18").map(|r| r / 1e6),
+            "",
+            2.0,
+        ),
+    ]);
+    targets
+}
+
+fn targets_table(results: &Results, out: &mut String) {
+    out.push_str(
+        "Targets. *One after another*: the ratio of criterion's medians below, each \
+         contender measured in its own phase. *Interleaved*: `benches/paired.rs`, the \
+         contenders taking turns in short blocks, round after round; the median of the \
+         per-round ratios, with its quartiles. The verdict uses the interleaved ratio where \
+         there is one.\n\n\
+         | target | one after another | interleaved (quartiles) | bound | met |\n\
+         |---|---:|---:|---:|---|\n",
+    );
+    for target in targets(results) {
+        let paired = target.paired.as_deref().and_then(|key| results.paired(key));
+        let judged = paired.map(|(median, _, _)| median).or(target.ratio);
+        let (bound, met) = match (target.at_most, target.at_least, judged) {
+            (Some(max), _, Some(r)) => (format!("≤ {max}"), r <= max),
+            (_, Some(min), Some(r)) => (format!("≥ {min}"), r >= min),
+            (Some(max), _, None) => (format!("≤ {max}"), false),
+            (_, Some(min), None) => (format!("≥ {min}"), false),
+            (None, None, _) => (String::new(), false),
+        };
+        let measured = cell(target.ratio, 2);
+        let interleaved = paired.map_or_else(
+            || cell(None, 2),
+            |(median, q1, q3)| format!("{median:.2} ({q1:.2}–{q3:.2})"),
+        );
+        let verdict = match (judged, met) {
+            (None, _) => "not measured",
+            (_, true) => "yes",
+            (_, false) => "**no**",
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {measured} | {interleaved} | {bound} | {verdict} |",
+            target.text
+        );
+    }
+    out.push('\n');
+    let context = [
+        (
+            "the floor with node 4 slow ÷ the floor healthy",
+            "slow_floor_floor_healthy",
+        ),
+        (
+            "the floor with node 4 paused ÷ the floor healthy",
+            "paused_floor_floor_healthy",
+        ),
+        (
+            "ours ÷ the floor, both with node 4 slow",
+            "slow_ours_floor_slow",
+        ),
+        (
+            "ours ÷ the floor, both with node 4 paused",
+            "paused_ours_floor_paused",
+        ),
+    ];
+    if context.iter().any(|(_, key)| results.paired(key).is_some()) {
+        out.push_str("Interleaved, for context:\n\n| ratio | median (quartiles) |\n|---|---:|\n");
+        for (text, key) in context {
+            if let Some((median, q1, q3)) = results.paired(key) {
+                let _ = writeln!(out, "| {text} | {median:.2} ({q1:.2}–{q3:.2}) |");
+            }
+        }
+        out.push('\n');
+    }
+}
+
+/// Latency against N, on a log scale (redlock-rs is an order of magnitude slower).
+fn latency_chart(results: &Results) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (820, 560)).into_drawing_area();
+        let fail = |e: &dyn std::fmt::Display| e.to_string();
+        root.fill(&WHITE).map_err(|e| fail(&e))?;
+        let (plot, legend_area) = root.split_vertically(440);
+        let mut chart = ChartBuilder::on(&plot)
+            .caption(
+                "acquire + release, median latency against the number of nodes",
+                ("sans-serif", 16),
+            )
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.5f64..7.5f64, (50f64..5000f64).log_scale())
+            .map_err(|e| fail(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("nodes (N)")
+            .y_desc("µs, log scale")
+            .x_labels(8)
+            .x_label_formatter(&|x| format!("{x:.0}"))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(|e| fail(&e))?;
+        let colors = [
+            RGBColor(214, 39, 40),
+            RGBColor(44, 160, 44),
+            RGBColor(31, 119, 180),
+            RGBColor(255, 127, 14),
+            RGBColor(214, 39, 40),
+            RGBColor(44, 160, 44),
+            RGBColor(31, 119, 180),
+            RGBColor(140, 86, 75),
+        ];
+        let mut legend = Vec::new();
+        for (i, ((label, function), color)) in LATENCY_SERIES.iter().zip(colors).enumerate() {
+            let points: Vec<(f64, f64)> = SIZES
+                .iter()
+                .filter_map(|n| {
+                    results
+                        .micros(&format!("acquire_release/{function}/{n}"))
+                        .map(|us| (f64::from(*n), us))
+                })
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            // Current-thread series dashed, so the two flavours of a contender share a colour.
+            let dashed = function.ends_with("_ct");
+            if dashed {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        points.clone(),
+                        6,
+                        4,
+                        color.stroke_width(2),
+                    ))
+                    .map_err(|e| fail(&e))?;
+            } else {
+                chart
+                    .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                    .map_err(|e| fail(&e))?;
+            }
+            chart
+                .draw_series(
+                    points
+                        .iter()
+                        .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
+                )
+                .map_err(|e| fail(&e))?;
+            let suffix = if dashed { " (dashed)" } else { "" };
+            legend.push((i, format!("{label}{suffix}"), color));
+        }
+        for (slot, (_, label, color)) in legend.iter().enumerate() {
+            let column = i32::try_from(slot % 2).unwrap_or(0);
+            let row = i32::try_from(slot / 2).unwrap_or(0);
+            let (x, y) = (60 + column * 370, 14 + row * 22);
+            legend_area
+                .draw(&PathElement::new(
+                    vec![(x, y), (x + 24, y)],
+                    color.stroke_width(2),
+                ))
+                .map_err(|e| fail(&e))?;
+            legend_area
+                .draw(&Text::new(
+                    label.clone(),
+                    (x + 32, y - 6),
+                    ("sans-serif", 12),
+                ))
+                .map_err(|e| fail(&e))?;
+        }
+        root.present().map_err(|e| fail(&e))?;
+    }
+    Ok(svg)
+}
+
+/// The machine, as far as the figures depend on it.
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default();
+    let redis = std::process::Command::new(
+        std::env::var("REDLOCK_REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_owned()),
+    )
+    .arg("--version")
+    .output()
+    .ok()
+    .and_then(|o| String::from_utf8(o.stdout).ok())
+    .and_then(|v| {
+        v.split_whitespace()
+            .find_map(|w| w.strip_prefix("v="))
+            .map(str::to_owned)
+    })
+    .unwrap_or_else(|| "unknown".to_owned());
+    format!(
+        "{cpu}, {cores} cores (shared, virtualised), Linux {kernel}, redis-server {redis} on \
+         loopback, release build"
+    )
+}
+
+fn report(results: &Results) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "Machine: {}.\n", machine());
+    targets_table(results, &mut out);
+    latency_table(results, &mut out);
+    out.push_str("![acquire + release latency against N](img/bench-latency.svg)\n\n");
+    tail_table(results, &mut out);
+    throughput_table(results, &mut out);
+    other_table(results, &mut out);
+    out
+}
+
+fn main() -> Result<()> {
+    let results = Results::load(&redlock_tests::target_dir().join("criterion"))?;
+    let text = report(&results);
+    let mut args = std::env::args().skip(1);
+    match (args.next().as_deref(), args.next()) {
+        (None, _) => print!("{text}"),
+        (Some("--write"), Some(file)) => {
+            let file = PathBuf::from(file);
+            let doc =
+                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            let (Some(begin), Some(end)) = (doc.find(BEGIN), doc.find(END)) else {
+                return Err(format!("{}: no {BEGIN} … {END} section", file.display()).into());
+            };
+            let updated = format!("{}{BEGIN}\n\n{text}{}", &doc[..begin], &doc[end..]);
+            std::fs::write(&file, updated)?;
+            let chart = file
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join("img/bench-latency.svg");
+            std::fs::write(&chart, latency_chart(&results)?)?;
+            println!("wrote {} and {}", file.display(), chart.display());
+        }
+        _ => return Err("usage: bench_report [--write FILE]".into()),
+    }
+    Ok(())
+}

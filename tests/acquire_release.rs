@@ -1,0 +1,297 @@
+//! Acquire, contend and release against real redis-server nodes.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::*;
+use redlock::core::Reply;
+use redlock::{Error, Redlock};
+use redlock_tests::FleetOptions;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_holds_a_quorum_and_release_clears_every_node() {
+    let fleet = fleet(5);
+    let redlock = builder(&fleet).build().unwrap();
+
+    let lease = redlock.acquire("stock-sync:warehouse-42").await.unwrap();
+    assert!(lease.is_valid());
+    assert!(lease.remaining() <= Duration::from_millis(10_000 - 102));
+    assert_eq!(lease.key(), "redlock:stock-sync:warehouse-42");
+    assert_eq!(lease.resource(), "stock-sync:warehouse-42");
+
+    let token = lease.token().to_string();
+    let holders = (0..5)
+        .filter(|&i| {
+            fleet.keys_with_prefix(i, PREFIX).unwrap()
+                == [(
+                    "redlock:stock-sync:warehouse-42".to_owned(),
+                    Some(token.clone()),
+                )]
+        })
+        .count();
+    assert!(holders >= 3, "only {holders} nodes hold our token");
+
+    let report = lease.release().await;
+    assert!(report.is_quorum_free());
+    assert_eq!(report.failed(), 0);
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_resource_is_refused_with_per_node_outcomes() {
+    let fleet = fleet(5);
+    let first = builder(&fleet).build().unwrap();
+    let second = builder(&fleet)
+        .retry_count(1)
+        .retry_delay(Duration::ZERO)
+        .build()
+        .unwrap();
+
+    let lease = first.acquire("report").await.unwrap();
+    let err = second.acquire("report").await.unwrap_err();
+    let Error::Taken {
+        attempts, nodes, ..
+    } = &err
+    else {
+        panic!("expected Taken, got {err:?}")
+    };
+    assert_eq!(*attempts, 2);
+    // The second round asks for the holder's remaining time too: *taken for 9.9 s*.
+    let taken = nodes.count(|s| s.reply().is_some_and(Reply::is_taken));
+    assert!(taken >= 3, "{err}");
+    assert!(err.is_retryable());
+    assert!(
+        err.to_string().contains("127.0.0.1:"),
+        "names the nodes: {err}"
+    );
+
+    // Other resources are independent.
+    second.try_acquire("other").await.unwrap().release().await;
+
+    lease.release().await;
+    second.try_acquire("report").await.unwrap().release().await;
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixteen_tasks_never_share_the_critical_section() {
+    const TASKS: usize = 16;
+    const TOTAL: usize = 2_000;
+    let fleet = fleet(5);
+    let redlock = builder(&fleet)
+        .retry_count(10_000)
+        .retry_delay(Duration::ZERO)
+        .retry_jitter(Duration::from_millis(5))
+        .build()
+        .unwrap();
+
+    let inside = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let overlaps = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..TASKS {
+        let (redlock, inside, done, overlaps) = (
+            redlock.clone(),
+            inside.clone(),
+            done.clone(),
+            overlaps.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let mut mine = 0;
+            while done.load(Ordering::SeqCst) < TOTAL {
+                let lease = redlock.acquire("contended").await.expect("acquire");
+                // The detector: nobody else may be inside while we are.
+                if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                tokio::task::yield_now().await;
+                assert!(lease.is_valid(), "critical section outlived the lease");
+                inside.fetch_sub(1, Ordering::SeqCst);
+                done.fetch_add(1, Ordering::SeqCst);
+                mine += 1;
+                lease.release().await;
+            }
+            mine
+        }));
+    }
+    let mut per_task = Vec::new();
+    for task in tasks {
+        per_task.push(task.await.unwrap());
+    }
+    let total: usize = per_task.iter().sum();
+    assert!(total >= TOTAL, "only {total} acquisitions");
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0, "two holders at once");
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_lease_is_released_in_the_background() {
+    let fleet = fleet(3);
+    let redlock = builder(&fleet).build().unwrap();
+    let lease = redlock.acquire("forgotten").await.unwrap();
+    assert!(lock_keys(&fleet) >= 2);
+    drop(lease);
+    assert_no_lock_keys(&fleet).await;
+    redlock
+        .try_acquire("forgotten")
+        .await
+        .unwrap()
+        .release()
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unix_socket_nodes_and_custom_prefix() {
+    let fleet = fleet_with(
+        3,
+        FleetOptions {
+            unix_socket: true,
+            ..FleetOptions::default()
+        },
+    );
+    let redlock = fresh(Redlock::builder())
+        .nodes((0..3).map(|i| fleet.unix_url(i)))
+        .key_prefix("jobs/")
+        .build()
+        .unwrap();
+    let lease = redlock.acquire("nightly").await.unwrap();
+    assert_eq!(lease.key(), "jobs/nightly");
+    assert!(fleet.count_keys("jobs/").unwrap() >= 2);
+    let report = lease.release().await;
+    assert!(report.released() >= 2, "{report:?}");
+    let clean = eventually(Duration::from_secs(2), || async {
+        fleet.count_keys("jobs/").unwrap() == 0
+    })
+    .await;
+    assert!(clean);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_protected_nodes() {
+    let options = FleetOptions {
+        extra_args: vec!["--requirepass".into(), "hunter2-secret".into()],
+        ..FleetOptions::default()
+    };
+    let fleet = fleet_with(3, options);
+    let url = |i: usize, password: &str| format!("redis://:{password}@127.0.0.1:{}", fleet.port(i));
+
+    let good = fresh(Redlock::builder())
+        .nodes((0..3).map(|i| url(i, "hunter2-secret")))
+        .build()
+        .unwrap();
+    good.acquire("guarded").await.unwrap().release().await;
+
+    // A wrong password is not a passing condition: no retry is spent on it (the default
+    // policy would allow three), and the error says so.
+    let bad = fresh(Redlock::builder())
+        .nodes((0..3).map(|i| url(i, "wrong-password")))
+        .build()
+        .unwrap();
+    let err = bad.acquire("guarded").await.unwrap_err();
+    assert!(matches!(err, Error::Denied { attempts: 1, .. }), "{err:?}");
+    assert!(!err.is_retryable(), "{err}");
+    assert_eq!(bad.stats().rounds, 1);
+    // Without a password at all, the same.
+    let anonymous = fresh(Redlock::builder())
+        .nodes((0..3).map(|i| format!("redis://127.0.0.1:{}", fleet.port(i))))
+        .build()
+        .unwrap();
+    let err = anonymous.acquire("guarded").await.unwrap_err();
+    assert!(matches!(err, Error::Denied { .. }), "{err:?}");
+    // One refusing node among answering ones is not a denial: the others decide.
+    let mixed = fresh(Redlock::builder())
+        .nodes((0..3).map(|i| {
+            url(
+                i,
+                if i == 0 {
+                    "wrong-password"
+                } else {
+                    "hunter2-secret"
+                },
+            )
+        }))
+        .build()
+        .unwrap();
+    mixed.acquire("guarded").await.unwrap().release().await;
+    let text = format!("{err} {err:?} {bad:?}");
+    assert!(!text.contains("wrong-password"), "password leaked: {text}");
+    assert!(!text.contains("hunter2-secret"), "password leaked: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_resource_names_are_refused() {
+    let fleet = fleet(3);
+    let redlock = builder(&fleet).build().unwrap();
+    assert!(matches!(redlock.acquire("").await, Err(Error::Resource(_))));
+    let huge = "x".repeat(10_000);
+    assert!(matches!(
+        redlock.acquire(&huge).await,
+        Err(Error::Resource(_))
+    ));
+    // Separators, spaces, non-ASCII: all fine, and each is its own key.
+    for name in ["a:b", "a b", "café", "a\nb"] {
+        redlock.acquire(name).await.unwrap().release().await;
+    }
+    assert_no_lock_keys(&fleet).await;
+}
+
+/// Every command `node` has run so far, by name, from one read of `INFO commandstats`.
+fn commands(fleet: &redlock_tests::RedisFleet, node: usize) -> Vec<(String, u64)> {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut fleet.connect(node).unwrap())
+        .unwrap();
+    stats
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line.strip_prefix("cmdstat_")?.split_once(":calls=")?;
+            let calls = rest.split(',').next()?.parse().ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+/// An uncontended lease costs each node one `SET` (its `GET` option names a holder only
+/// when there is one) and one `EVAL` (the release), and no other request: what tells a
+/// waiter's wake-up from a flood of messages adds no request to the path nobody contends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncontended_lease_costs_each_node_one_set_and_one_eval() {
+    const LEASES: u64 = 20;
+    let fleet = fleet(3);
+    let redlock = builder(&fleet).build().unwrap();
+    redlock.connect().await;
+    let before: Vec<_> = (0..fleet.len()).map(|i| commands(&fleet, i)).collect();
+    for _ in 0..LEASES {
+        redlock.acquire("quiet").await.unwrap().release().await;
+    }
+    redlock.settle().await;
+    for (node, before) in before.iter().enumerate() {
+        let after = commands(&fleet, node);
+        let ran: Vec<(String, u64)> = after
+            .into_iter()
+            .map(|(name, calls)| {
+                let was = before
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map_or(0, |(_, c)| *c);
+                (name, calls - was)
+            })
+            // The INFO of the `before` reading itself.
+            .filter(|(name, calls)| *calls > 0 && !(name == "info" && *calls == 1))
+            .collect();
+        let mut ran = ran;
+        ran.sort();
+        // Two requests per lease: the SET and the EVAL of the release script, whose own
+        // GET, DEL and PUBLISH the node counts too.
+        let expected: Vec<(String, u64)> = ["del", "eval", "get", "publish", "set"]
+            .iter()
+            .map(|name| ((*name).to_owned(), LEASES))
+            .collect();
+        assert_eq!(ran, expected, "node {node}");
+    }
+}

@@ -1,0 +1,191 @@
+//! Nothing is lost: failed and cancelled acquisitions leave no key of theirs on any node.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use redlock::Error;
+
+/// How long the foreign owner's key lasts: longer than any of these tests.
+const FOREIGN_TTL: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_that_answered_taken_get_no_cleanup_release() {
+    let fleet = fleet(5);
+    fleet
+        .occupy(&[0, 1, 2], "redlock:busy", FOREIGN_TTL)
+        .unwrap();
+    let redlock = builder(&fleet).build().unwrap();
+    redlock.connect().await;
+    let err = redlock.try_acquire("busy").await.unwrap_err();
+    assert!(matches!(err, Error::Taken { .. }), "{err:?}");
+    redlock.settle().await;
+    // Nodes 0-2 answered *taken*: their SET NX wrote nothing, there is nothing to release.
+    // Nodes 3 and 4 took the key (or could have, had they been too slow to answer) and get
+    // the round's release: the scripts (`EVAL` or `EVALSHA`) each node ran.
+    let releases: Vec<u64> = (0..5)
+        .map(|i| calls(&fleet, i, &["eval", "evalsha"]))
+        .collect();
+    assert_eq!(releases, [0, 0, 0, 1, 1]);
+    assert_eq!(lock_keys(&fleet), 3, "{}", describe_keys(&fleet));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_try_acquire_returns_at_its_decision_and_the_next_round_queues_behind_its_cleanup()
+{
+    let fleet = fleet(5);
+    // Node 4 behind a proxy that holds its replies back: it executes our SET at once but
+    // answers late, so the round's cleanup release to it waits for that answer.
+    let proxy = redlock_tests::proxy::FaultProxy::start(fleet.addr(4))
+        .await
+        .unwrap();
+    let mut urls = fleet.urls();
+    urls[4] = proxy.url();
+    let redlock = fresh(redlock::Redlock::builder().nodes(urls))
+        .node_timeout(Duration::from_secs(2))
+        .ttl(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    redlock.connect().await;
+    fleet
+        .occupy(&[0, 1, 2], "redlock:busy", FOREIGN_TTL)
+        .unwrap();
+    proxy.handle().set_latency(
+        redlock_tests::proxy::Direction::ToClient,
+        Duration::from_millis(400),
+    );
+
+    let err = redlock.try_acquire("busy").await.unwrap_err();
+    assert!(matches!(err, Error::Taken { .. }), "{err:?}");
+    // Decided by the three *taken*: it returned while node 4's answer is still on its way,
+    // so node 4 still holds the failed round's key.
+    let node4 = fleet.keys_with_prefix(4, PREFIX).unwrap();
+    assert_eq!(node4.len(), 1, "the SET to node 4 has landed: {node4:?}");
+    let failed_token = node4[0].1.clone();
+
+    // The resource frees up; the next round runs while the cleanup to node 4 waits.
+    fleet.vacate(&[0, 1, 2], "redlock:busy").unwrap();
+    let lease = redlock.try_acquire("busy").await.unwrap();
+    redlock.settle().await;
+    // On node 4 the new round's SET came after the old round's release: it holds the new
+    // token. Had it overtaken the release, it would have found the old key (taken), and
+    // the release would then have left node 4 empty.
+    let node4 = fleet.keys_with_prefix(4, PREFIX).unwrap();
+    let holders: Vec<Option<String>> = node4.into_iter().map(|(_, v)| v).collect();
+    assert_eq!(holders.len(), 1, "node 4: {holders:?}");
+    assert_ne!(holders[0], failed_token);
+    assert_eq!(holders[0], fleet.keys_with_prefix(3, PREFIX).unwrap()[0].1);
+    lease.release().await;
+    redlock.settle().await;
+    proxy
+        .handle()
+        .set_latency(redlock_tests::proxy::Direction::ToClient, Duration::ZERO);
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_acquire_leaves_none_of_its_tokens() {
+    let fleet = fleet(5);
+    fleet
+        .occupy(&[0, 1, 2], "redlock:busy", FOREIGN_TTL)
+        .unwrap();
+    let redlock = builder(&fleet)
+        .retry_count(3)
+        .retry_delay(Duration::from_millis(5))
+        .build()
+        .unwrap();
+    // Every round wins nodes 3 and 4 and must give them back.
+    let err = redlock.acquire("busy").await.unwrap_err();
+    assert!(matches!(err, Error::Taken { attempts: 4, .. }), "{err:?}");
+    // The acquisition returns at its decision; its cleanup finishes in the background.
+    redlock.settle().await;
+    for i in 0..5 {
+        let keys = fleet.keys_with_prefix(i, PREFIX).unwrap();
+        let expected: Vec<(String, Option<String>)> = if i < 3 {
+            vec![("redlock:busy".into(), Some("someone-else".into()))]
+        } else {
+            vec![]
+        };
+        assert_eq!(keys, expected, "node {i}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_acquire_cleans_up_in_the_background() {
+    let mut fleet = fleet(5);
+    let redlock = builder(&fleet)
+        .node_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    redlock.acquire("warm").await.unwrap().release().await;
+
+    // Three paused nodes keep the round undecided for the whole node timeout, while the two
+    // live nodes accept our SET. Cancel the acquisition in the middle.
+    for i in [0, 1, 2] {
+        fleet.pause(i).unwrap();
+    }
+    let cancelled =
+        tokio::time::timeout(Duration::from_millis(50), redlock.acquire("cancelled")).await;
+    assert!(
+        cancelled.is_err(),
+        "the acquisition should still be in flight"
+    );
+    // The two live nodes held our key; the detached cleanup removes it.
+    for i in [0, 1, 2] {
+        fleet.resume(i).unwrap();
+    }
+    assert_no_lock_keys(&fleet).await;
+    // And the resource is free for the next client at once.
+    redlock
+        .try_acquire("cancelled")
+        .await
+        .unwrap()
+        .release()
+        .await;
+}
+
+/// A release whose connection must be reopened gets the connect timeout for the connect and
+/// then the per-node timeout for the release itself: a connect slower than the per-node
+/// timeout (but within the connect timeout) must not leave the key to its TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_that_must_reconnect_gets_the_connect_its_own_budget() {
+    use redlock_tests::proxy::FaultProxy;
+
+    let fleet = fleet(3);
+    let proxy = FaultProxy::start(fleet.addr(0)).await.unwrap();
+    let faults = proxy.handle();
+    let mut urls = fleet.urls();
+    urls[0] = proxy.url();
+    let node_timeout = Duration::from_millis(200);
+    let connect_timeout = Duration::from_secs(2);
+    let redlock = fresh(redlock::Redlock::builder().nodes(urls))
+        .node_timeout(node_timeout)
+        .connect_timeout(connect_timeout)
+        .ttl(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    redlock.connect().await;
+    let mut lease = redlock.try_acquire("ledger").await.unwrap();
+    assert_eq!(fleet.keys_with_prefix(0, PREFIX).unwrap().len(), 1);
+
+    // Node 0's connection breaks; the extension finds out (the other two keep the lease),
+    // so node 0 has no connection when the release comes.
+    faults.reset_connections();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    lease.extend().await.unwrap();
+
+    // Opening a connection now takes twice the per-node timeout, well within the connect
+    // timeout. Only the connect is slow: the release's own round trip is quick.
+    faults.set_connect_delay(node_timeout * 2);
+    let opened = faults.accepted_connections();
+    lease.release().await;
+    redlock.settle().await;
+    assert_eq!(faults.accepted_connections(), opened + 1);
+    let left = fleet.keys_with_prefix(0, PREFIX).unwrap();
+    assert_eq!(left, vec![], "the release did not reach node 0");
+    faults.heal();
+    assert_no_lock_keys(&fleet).await;
+}

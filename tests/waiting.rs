@@ -1,0 +1,520 @@
+//! Waiting for a lease held elsewhere: woken by the holder's release (the nodes'
+//! notifications over RESP2 and RESP3, or this client's own release), by the expiry of the
+//! holder's keys, and otherwise by the retry timer; this client's waiters take turns.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use redlock::Redlock;
+use redlock_tests::RedisFleet;
+
+/// A retry timer far longer than any of these tests: a waiter granted within it was woken
+/// by something else.
+const LONG: Duration = Duration::from_secs(60);
+
+fn waiter(urls: Vec<String>) -> Redlock {
+    fresh(Redlock::builder().nodes(urls))
+        .retry_delay(LONG)
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
+/// Subscribers on `channel`, on every node.
+fn subscribers(fleet: &RedisFleet, channel: &str) -> Vec<u64> {
+    (0..fleet.len())
+        .map(|i| {
+            let (_, count): (String, u64) = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg(channel)
+                .query(&mut fleet.connect(i).unwrap())
+                .unwrap();
+            count
+        })
+        .collect()
+}
+
+/// Waits until `channel` has a subscriber on every node.
+async fn until_subscribed(fleet: &RedisFleet, channel: &str) {
+    let subscribed = eventually(Duration::from_secs(10), || async {
+        subscribers(fleet, channel).iter().all(|&n| n >= 1)
+    })
+    .await;
+    assert!(subscribed, "subscribers: {:?}", subscribers(fleet, channel));
+}
+
+async fn another_clients_release_wakes_the_waiter(protocol: &str) {
+    let fleet = fleet(5);
+    let urls: Vec<String> = fleet
+        .urls()
+        .into_iter()
+        .map(|url| format!("{url}{protocol}"))
+        .collect();
+    let holder = fresh(Redlock::builder().nodes(urls.clone()))
+        .build()
+        .unwrap();
+    let waiting = waiter(urls);
+    let lease = holder.acquire("report").await.unwrap();
+
+    let task = tokio::spawn(async move {
+        let lease = waiting.acquire_timeout("report", LONG * 2).await.unwrap();
+        let attempts = lease.attempts();
+        lease.release().await;
+        attempts
+    });
+    // The waiter lost its first round and listens for the release.
+    until_subscribed(&fleet, "redlock:report").await;
+    let released = Instant::now();
+    lease.release().await;
+    let attempts = tokio::time::timeout(LONG / 2, task)
+        .await
+        .expect("woken by the release, not by its retry timer")
+        .unwrap();
+    // The notification carries the token the waiter's round found in the key: it wakes the
+    // waiter at once, long before its 60 s timer or the holder's 10 s expiry.
+    let took = released.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "granted {took:?} after the release"
+    );
+    // Woken by the first node's notification, a round can still find the holder's key on
+    // nodes its release has not reached yet; the later notifications wake it again.
+    assert!(
+        attempts >= 2,
+        "one lost round at least, then the granted one"
+    );
+    // The waiter no longer listens once it has the lease.
+    let gone = eventually(Duration::from_secs(5), || async {
+        subscribers(&fleet, "redlock:report")
+            .iter()
+            .all(|&n| n == 0)
+    })
+    .await;
+    assert!(gone, "{:?}", subscribers(&fleet, "redlock:report"));
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_wakes_on_another_clients_release_over_resp2() {
+    another_clients_release_wakes_the_waiter("").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_wakes_on_another_clients_release_over_resp3() {
+    another_clients_release_wakes_the_waiter("?protocol=resp3").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_wakes_on_a_release_by_its_own_client() {
+    let fleet = fleet(5);
+    let redlock = waiter(fleet.urls());
+    let lease = redlock.acquire("report").await.unwrap();
+    let waiting = redlock.clone();
+    let task = tokio::spawn(async move {
+        let lease = waiting.acquire_timeout("report", LONG * 2).await.unwrap();
+        lease.release().await;
+    });
+    until_subscribed(&fleet, "redlock:report").await;
+    lease.release().await;
+    tokio::time::timeout(LONG / 2, task)
+        .await
+        .expect("woken by the release, not by its retry timer")
+        .unwrap();
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_notification_still_ends_in_a_grant_by_the_retry_timer() {
+    let fleet = fleet(5);
+    // The holder's user may not publish: its releases delete the keys but notify nobody.
+    acl_on_every_node(
+        &fleet,
+        &[
+            "SETUSER",
+            "mute",
+            "on",
+            ">secret",
+            "~*",
+            "+@all",
+            "resetchannels",
+        ],
+    );
+    let mute: Vec<String> = (0..5)
+        .map(|i| format!("redis://mute:secret@127.0.0.1:{}", fleet.port(i)))
+        .collect();
+    let holder = fresh(Redlock::builder().nodes(mute)).build().unwrap();
+    let waiting = builder(&fleet)
+        .retry_delay(Duration::from_millis(300))
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap();
+    let lease = holder.acquire("report").await.unwrap();
+    let task = tokio::spawn(async move {
+        let lease = waiting.acquire_timeout("report", LONG).await.unwrap();
+        let attempts = lease.attempts();
+        lease.release().await;
+        attempts
+    });
+    until_subscribed(&fleet, "redlock:report").await;
+    let report = lease.release().await;
+    assert!(report.is_quorum_free(), "{report:?}");
+    assert_eq!(
+        report.failed(),
+        0,
+        "the release works without the channel: {report:?}"
+    );
+    let attempts = tokio::time::timeout(LONG / 2, task).await.unwrap().unwrap();
+    assert!(attempts >= 2, "granted by a later round");
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_sleeps_until_the_holders_keys_expire_not_longer() {
+    let fleet = fleet(5);
+    // A holder that vanished: its keys expire in 2.5 s, and nobody releases them.
+    let holder = builder(&fleet)
+        .ttl(Duration::from_millis(2_500))
+        .build()
+        .unwrap();
+    std::mem::forget(holder.acquire("report").await.unwrap());
+    let waiting = builder(&fleet)
+        .retry_delay(Duration::from_secs(2))
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    // Round 1 at 0 s finds the key; round 2 at 2 s learns that it expires at 2.5 s, half
+    // way to the next timer at 4 s; round 3 runs when it does.
+    let lease = waiting.acquire_timeout("report", LONG).await.unwrap();
+    let took = started.elapsed();
+    assert_eq!(lease.attempts(), 3);
+    assert!(
+        took < Duration::from_millis(3_500),
+        "granted after {took:?}: it waited for its timer, not for the expiry"
+    );
+    lease.release().await;
+    assert_no_lock_keys(&fleet).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_waiters_take_turns() {
+    const TASKS: usize = 4;
+    const EACH: usize = 15;
+    let fleet = fleet(5);
+    let redlock = builder(&fleet).retry_count(1_000).build().unwrap();
+    let grants = Arc::new(Mutex::new(Vec::new()));
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|task| {
+            let (redlock, grants) = (redlock.clone(), grants.clone());
+            tokio::spawn(async move {
+                for _ in 0..EACH {
+                    let lease = redlock.acquire("turns").await.unwrap();
+                    grants.lock().unwrap().push(task);
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    lease.release().await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let grants = grants.lock().unwrap().clone();
+    // While every task still has leases to take, the others are in line whenever one
+    // releases, so nobody gets the lease twice in a row.
+    let all_busy = &grants[..TASKS * (EACH - 1)];
+    let repeats = all_busy.windows(2).filter(|w| w[0] == w[1]).count();
+    assert_eq!(repeats, 0, "grant order: {all_busy:?}");
+    assert_no_lock_keys(&fleet).await;
+}
+
+/// Waiters of one client that lose their first rounds together line up, and each must keep
+/// its lost round's cleanup moving while it stands in line: a key it won on a node where an
+/// earlier waiter's SET came second stands in the way of everyone ahead of it until its TTL
+/// (30 s here) ends. Nodes 0-2 are taken by another owner, so every first round loses; then
+/// node 0 frees up and every grant needs nodes 0, 3 and 4. Whether two first rounds
+/// interleave on the nodes is up to the scheduler, so the scene is played three times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_in_line_let_their_cleanup_through_to_those_ahead() {
+    let fleet = fleet(5);
+    for scene in 0..3 {
+        waiters_line_up_behind_a_quorum_of_three(&fleet, &format!("report-{scene}")).await;
+    }
+}
+
+async fn waiters_line_up_behind_a_quorum_of_three(fleet: &RedisFleet, resource: &str) {
+    const WAITERS: usize = 16;
+    let key = format!("redlock:{resource}");
+    fleet
+        .occupy(&[0, 1, 2], &key, Duration::from_secs(60))
+        .unwrap();
+    let redlock = builder(fleet)
+        .ttl(Duration::from_secs(30))
+        .retry_delay(Duration::from_millis(20))
+        .retry_jitter(Duration::from_millis(10))
+        .build()
+        .unwrap();
+    redlock.connect().await;
+    let start = Arc::new(tokio::sync::Barrier::new(WAITERS));
+    let waiters: Vec<_> = (0..WAITERS)
+        .map(|n| {
+            let redlock = redlock.clone();
+            let start = Arc::clone(&start);
+            let resource = resource.to_owned();
+            tokio::spawn(async move {
+                start.wait().await;
+                let lease = redlock
+                    .acquire_timeout(&resource, Duration::from_secs(8))
+                    .await
+                    .map_err(|e| format!("waiter {n}: {e}"))?;
+                lease.release().await;
+                Ok::<_, String>(())
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    fleet.vacate(&[0], &key).unwrap();
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(20), waiter)
+            .await
+            .expect("every waiter ends")
+            .unwrap()
+            .expect("every waiter gets the lease in turn");
+    }
+    redlock.settle().await;
+    fleet.vacate(&[1, 2], &key).unwrap();
+    assert_no_lock_keys(fleet).await;
+}
+
+/// Sends `PUBLISH channel payload` on each of `connections` (one per node), `per_second` times a second
+/// per node, for `lasting`: what another application, a lease of the same name in another
+/// database (the Pub/Sub channels are shared by all databases of a server) or a hostile user
+/// can do to a lock key's channel.
+fn flood(
+    mut connections: Vec<redis::Connection>,
+    channel: &str,
+    payloads: &[String],
+    per_second: u32,
+    lasting: Duration,
+) -> u64 {
+    const BATCH: u32 = 10;
+    let pause = Duration::from_secs(1) * BATCH / per_second;
+    let started = Instant::now();
+    let mut sent = 0u64;
+    while started.elapsed() < lasting {
+        for connection in &mut connections {
+            let mut pipe = redis::pipe();
+            for n in 0..BATCH {
+                let payload = &payloads[(sent as usize + n as usize) % payloads.len()];
+                pipe.cmd("PUBLISH").arg(channel).arg(payload).ignore();
+            }
+            let () = pipe.query(connection).unwrap();
+        }
+        sent += u64::from(BATCH);
+        std::thread::sleep(pause);
+    }
+    sent
+}
+
+fn connections(fleet: &RedisFleet) -> Vec<redis::Connection> {
+    (0..fleet.len())
+        .map(|i| fleet.connect(i).unwrap())
+        .collect()
+}
+
+/// The lock requests (`SET`) every node of `fleet` has run so far: one per node per round.
+fn sets(fleet: &RedisFleet) -> u64 {
+    (0..fleet.len()).map(|i| calls(fleet, i, &["set"])).sum()
+}
+
+/// A flood of messages on a key's channel that do not report the release of the holder the
+/// waiter saw (junk, tokens nobody holds) wakes nobody: the waiter keeps to its retry timer.
+/// A replay of the holder's own token (as a `PUBLISH` by anyone who can read the key can be)
+/// wakes it at most once per retry delay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_messages_on_the_keys_channel_does_not_multiply_the_rounds() {
+    const DELAY: Duration = Duration::from_millis(200);
+    const FLOOD: Duration = Duration::from_secs(1);
+    let fleet = fleet(3);
+    let key = "redlock:flood";
+    let holder = "0123456789abcdef0123456789abcdef";
+    // Another owner holds the key on every node for 4 s.
+    for i in 0..fleet.len() {
+        let () = redis::cmd("SET")
+            .arg(key)
+            .arg(holder)
+            .arg("PX")
+            .arg(4_000)
+            .query(&mut fleet.connect(i).unwrap())
+            .unwrap();
+    }
+    let waiting = builder(&fleet)
+        .retry_delay(DELAY)
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let task = tokio::spawn(async move {
+        let lease = waiting
+            .acquire_timeout("flood", Duration::from_secs(8))
+            .await
+            .unwrap();
+        let attempts = lease.attempts();
+        lease.release().await;
+        attempts
+    });
+    until_subscribed(&fleet, key).await;
+    // The timer alone gives one round per delay; a round may straddle each boundary.
+    let by_timer = (FLOOD.as_millis() / DELAY.as_millis()) as u64;
+    let allowance = 2;
+    let nodes = fleet.len() as u64;
+
+    let junk: Vec<String> = vec![
+        "junk".into(),
+        "ffffffffffffffffffffffffffffffff".into(),
+        "00000000000000000000000000000001".into(),
+        String::new(),
+    ];
+    let before = sets(&fleet);
+    let (flood_fleet, payloads) = (connections(&fleet), junk);
+    let sent = tokio::task::spawn_blocking(move || flood(flood_fleet, key, &payloads, 500, FLOOD))
+        .await
+        .unwrap();
+    let junk_rounds = (sets(&fleet) - before) / nodes;
+    eprintln!("junk flood: {sent} messages per node, {junk_rounds} rounds in {FLOOD:?}");
+
+    let before = sets(&fleet);
+    let (flood_fleet, payloads) = (connections(&fleet), vec![holder.to_owned()]);
+    let sent = tokio::task::spawn_blocking(move || flood(flood_fleet, key, &payloads, 500, FLOOD))
+        .await
+        .unwrap();
+    let replay_rounds = (sets(&fleet) - before) / nodes;
+    eprintln!(
+        "replayed holder token: {sent} messages per node, {replay_rounds} rounds in {FLOOD:?}"
+    );
+
+    assert!(
+        junk_rounds <= by_timer + allowance,
+        "{junk_rounds} rounds during a flood of junk; the retry timer alone gives {by_timer}"
+    );
+    // Early rounds at most one per delay, on top of the timer's: a forged release of the
+    // right token (which takes reading the key) at most doubles the rounds.
+    assert!(
+        replay_rounds <= 2 * by_timer + allowance,
+        "{replay_rounds} rounds during a replay of the holder's token; the retry timer alone gives {by_timer}"
+    );
+    // The holder's keys expire at 4 s: the waiter gets the lease then, not much later.
+    let attempts = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .unwrap()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_millis(4_800),
+        "granted after {took:?} ({attempts} rounds)"
+    );
+    assert_no_lock_keys(&fleet).await;
+}
+
+/// A lease of the same name in another database of the nodes publishes on the same channel
+/// (Pub/Sub channels are shared by every database of a server), with genuine tokens: they
+/// are not the holder's the waiter saw, so they wake nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releases_in_another_database_do_not_wake_the_waiter() {
+    const DELAY: Duration = Duration::from_millis(300);
+    const CYCLES: u64 = 20;
+    let fleet = fleet(3);
+    let nodes = fleet.len() as u64;
+    // Database 0: another owner holds the key for 3 s.
+    fleet
+        .occupy(&[0, 1, 2], "redlock:shared", Duration::from_secs(3))
+        .unwrap();
+    let waiting = builder(&fleet)
+        .retry_delay(DELAY)
+        .retry_jitter(Duration::ZERO)
+        .build()
+        .unwrap();
+    let task = tokio::spawn(async move {
+        let lease = waiting
+            .acquire_timeout("shared", Duration::from_secs(8))
+            .await
+            .unwrap();
+        lease.release().await;
+    });
+    until_subscribed(&fleet, "redlock:shared").await;
+    // Database 1: leases of the same name come and go, each release announced on the
+    // channel the waiter listens to.
+    let elsewhere =
+        fresh(Redlock::builder().nodes(fleet.urls().into_iter().map(|url| format!("{url}/1"))))
+            .build()
+            .unwrap();
+    let before = sets(&fleet);
+    let started = Instant::now();
+    for _ in 0..CYCLES {
+        elsewhere.acquire("shared").await.unwrap().release().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let elapsed = started.elapsed();
+    // One SET per node for each uncontended lease of database 1; the rest are the waiter's.
+    let rounds = (sets(&fleet) - before - CYCLES * nodes) / nodes;
+    let by_timer = (elapsed.as_millis() / DELAY.as_millis()) as u64 + 1;
+    eprintln!("{CYCLES} leases of database 1 in {elapsed:?}: {rounds} rounds of the waiter");
+    assert!(
+        rounds <= by_timer + 1,
+        "{rounds} rounds in {elapsed:?} while {CYCLES} leases of database 1 came and went; the timer alone gives {by_timer}"
+    );
+    tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .unwrap()
+        .unwrap();
+    elsewhere.settle().await;
+    assert_no_lock_keys(&fleet).await;
+}
+
+/// The holder's genuine release still wakes a waiter at once in the middle of a flood of
+/// other messages on the key's channel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holders_release_wakes_the_waiter_through_a_flood() {
+    let fleet = fleet(3);
+    let holder = builder(&fleet).build().unwrap();
+    let waiting = waiter(fleet.urls());
+    let lease = holder.acquire("noisy").await.unwrap();
+    let task = tokio::spawn(async move {
+        let lease = waiting.acquire_timeout("noisy", LONG * 2).await.unwrap();
+        lease.release().await;
+    });
+    until_subscribed(&fleet, "redlock:noisy").await;
+    let payloads: Vec<String> = (0..50u8)
+        .map(|n| redlock::core::Token::from_bytes([n; 16]).to_string())
+        .chain(["junk".to_owned()])
+        .collect();
+    let connections = connections(&fleet);
+    let flooding = tokio::task::spawn_blocking(move || {
+        flood(
+            connections,
+            "redlock:noisy",
+            &payloads,
+            500,
+            Duration::from_millis(1_500),
+        )
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let released = Instant::now();
+    lease.release().await;
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("woken by the release, not by its 60 s timer")
+        .unwrap();
+    let took = released.elapsed();
+    assert!(
+        took < Duration::from_secs(1),
+        "granted {took:?} after the release"
+    );
+    flooding.await.unwrap();
+    assert_no_lock_keys(&fleet).await;
+}
