@@ -2,16 +2,16 @@
 //! ChaCha generator for everything random, and the dispatch of every event.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 use std::fmt::Write;
 use std::sync::Arc;
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use redlock::core::{Reply, Token};
+use redlock::core::Reply;
 
 use crate::client::{Client, Ctx, Outgoing, Timer};
-use crate::history::{History, KeyEnd, KeySpan};
+use crate::history::History;
 use crate::message::{Msg, NodeOp, NodeReply};
 use crate::net::Network;
 use crate::scenario::{Endpoint, Scenario, SpoofPayload};
@@ -19,6 +19,10 @@ use crate::server::{Effect, Server};
 use crate::time::{MS, Nanos, fmt_ms};
 
 mod script;
+mod spans;
+mod windows;
+
+use spans::OpenSpans;
 
 /// Why a run could not finish.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -76,9 +80,6 @@ enum Event {
     },
 }
 
-/// A lock key held on a server since `.0`, expiring at `.1` (server-clock milliseconds).
-type OpenSpan = (Nanos, Option<u64>);
-
 struct Scheduled {
     time: Nanos,
     seq: u64,
@@ -132,8 +133,8 @@ pub(crate) struct World<'s> {
     trace: Option<String>,
     events: u64,
     epochs: u64,
-    /// Open lock-key spans: (server, token) → (from, expiry in server-clock ms).
-    spans: BTreeMap<(usize, Token), OpenSpan>,
+    /// Open lock-key spans, for the diagrams.
+    spans: OpenSpans,
     out: Vec<Outgoing>,
 }
 
@@ -166,7 +167,7 @@ impl<'s> World<'s> {
             trace: trace.then(String::new),
             events: 0,
             epochs: 0,
-            spans: BTreeMap::new(),
+            spans: OpenSpans::default(),
             out: Vec::new(),
         };
         world.schedule_script();
@@ -629,143 +630,16 @@ impl<'s> World<'s> {
         }
     }
 
-    /// Keeps the lock-key lifetimes of each server for the diagrams.
-    fn track_spans(&mut self, server: usize, cmd: &NodeOp, reply: &NodeReply) {
-        use redlock::core::Reply;
-        let NodeReply::Core(reply) = *reply else {
-            return;
-        };
-        let now_ms = self.servers[server].now_ms(self.now);
-        match (cmd, reply) {
-            (
-                NodeOp::SetNx { token, ttl_ms, .. }
-                | NodeOp::SetNxReportHolder { token, ttl_ms, .. }
-                | NodeOp::SetNxReadFence { token, ttl_ms, .. }
-                | NodeOp::SetOrExtend { token, ttl_ms, .. },
-                Reply::Acquired | Reply::AcquiredWithFence { .. } | Reply::Extended,
-            ) => {
-                let entry = self
-                    .spans
-                    .entry((server, *token))
-                    .or_insert((self.now, None));
-                entry.1 = Some(now_ms + ttl_ms);
-            }
-            (NodeOp::ExtendIfOwner { token, ttl_ms, .. }, Reply::Extended) => {
-                if let Some(entry) = self.spans.get_mut(&(server, *token)) {
-                    entry.1 = Some(now_ms + ttl_ms);
-                }
-            }
-            (NodeOp::ReleaseIfOwner { token, .. }, Reply::Released) => {
-                self.close_span(server, *token)
-            }
-            (NodeOp::Del { .. }, Reply::Released) => {
-                let tokens: Vec<Token> = self
-                    .spans
-                    .keys()
-                    .filter(|(s, _)| *s == server)
-                    .map(|(_, t)| *t)
-                    .collect();
-                for token in tokens {
-                    self.close_span(server, token);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn close_span(&mut self, server: usize, token: Token) {
-        if let Some((from, expire_ms)) = self.spans.remove(&(server, token)) {
-            let expiry = self.expiry(server, from, expire_ms);
-            let ended = if expiry <= self.now {
-                KeyEnd::Expired
-            } else {
-                KeyEnd::Removed
-            };
-            self.history.keys.push(KeySpan {
-                server,
-                token,
-                from,
-                until: self.now.min(expiry),
-                ended,
-            });
-        }
-    }
-
-    /// Closes the spans of keys a crash made the server forget.
-    fn close_lost_spans(&mut self, server: usize) {
-        let tokens: Vec<Token> = self
-            .spans
-            .keys()
-            .filter(|(s, _)| *s == server)
-            .map(|(_, t)| *t)
-            .collect();
-        for token in tokens {
-            if self.servers[server].holder(&self.scenario_key(), self.now) != Some(token) {
-                self.close_span(server, token);
-            }
-        }
-    }
-
+    /// The lock key of the scenario's resource, as the client names it on the nodes.
     fn scenario_key(&self) -> String {
         format!("redlock:{}", self.scenario.resource)
     }
 
-    /// The true time at which a key set at `from` expires on `server`'s clock.
-    fn expiry(&self, server: usize, from: Nanos, expire_ms: Option<u64>) -> Nanos {
-        expire_ms.map_or(Nanos::MAX, |ms| {
-            self.servers[server].clock.when((ms + 1) * MS, from)
-        })
-    }
-
+    /// The end of the run: the open key spans closed and each lease's windows computed.
     fn finish(mut self) -> Outcome {
         let end = self.now;
-        let open: Vec<((usize, Token), OpenSpan)> =
-            std::mem::take(&mut self.spans).into_iter().collect();
-        for ((server, token), (from, expire_ms)) in open {
-            let expiry = self.expiry(server, from, expire_ms);
-            let (until, ended) = if expiry <= end {
-                (expiry, KeyEnd::Expired)
-            } else {
-                (end.max(from), KeyEnd::Held)
-            };
-            self.history.keys.push(KeySpan {
-                server,
-                token,
-                from,
-                until,
-                ended,
-            });
-        }
-        self.history.keys.sort_by_key(|k| (k.server, k.from));
-        // A lease's windows: while its holder's clock reads before the lease's deadline (the
-        // last extension's, for the whole lease), from the grant until its holder crashed,
-        // or both released it and its work stopped (a work told to stop finishes its step,
-        // and acts under the lease until then). A clock that steps back past the deadline (a
-        // client that reads the wall clock) opens another window.
-        let mut windows = Vec::with_capacity(self.history.leases.len());
-        let mut deadlines = Vec::with_capacity(self.history.leases.len());
-        for lease in &mut self.history.leases {
-            let clock = &self.clients[lease.client].clock;
-            deadlines.push(clock.when(lease.valid_until_local, lease.granted_at));
-            let work_stopped = match (lease.work_started, lease.work_stopped_at) {
-                (true, None) => Some(Nanos::MAX),
-                (true, stopped) => stopped,
-                (false, _) => None,
-            };
-            let let_go = lease.released_at.map_or(Nanos::MAX, |released| {
-                released.max(work_stopped.unwrap_or(0))
-            });
-            let stop = lease
-                .crashed_at
-                .map_or(let_go, |crashed| crashed.min(let_go));
-            let intervals = clock.intervals_below(lease.valid_until_local, lease.granted_at, stop);
-            lease.window_end = intervals
-                .last()
-                .map_or(lease.granted_at, |&(_, until)| until);
-            windows.push(intervals);
-        }
-        self.history.windows = windows;
-        self.history.deadlines_reached = deadlines;
+        self.close_open_spans(end);
+        self.close_windows();
         Outcome {
             history: self.history,
             trace: self.trace,
