@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 use std::fmt::Write;
 use std::sync::Arc;
 
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use redlock::core::Reply;
 
@@ -14,10 +14,11 @@ use crate::client::{Client, Ctx, Outgoing, Timer};
 use crate::history::History;
 use crate::message::{Msg, NodeOp, NodeReply};
 use crate::net::Network;
-use crate::scenario::{Endpoint, Scenario, SpoofPayload};
+use crate::scenario::{Endpoint, Scenario};
 use crate::server::{Effect, Server};
 use crate::time::{MS, Nanos, fmt_ms};
 
+mod notify;
 mod script;
 mod spans;
 mod windows;
@@ -566,67 +567,6 @@ impl<'s> World<'s> {
                 let name = self.scenario.endpoint_name(to);
                 self.log(&name, format_args!("ignores {msg:?}"));
             }
-        }
-    }
-
-    /// Server `s` publishes `payload` on the channel `key`: every client subscribed to it (a
-    /// client whose node address leads to `s`) gets it over the network, with the
-    /// notifications' own faults (lost, duplicated, later than the replies).
-    fn publish(&mut self, s: usize, key: &Arc<str>, payload: Arc<[u8]>) {
-        let faults = &self.scenario.notifications;
-        let (loss, duplicate, extra) = (faults.loss, faults.duplicate, faults.extra_delay);
-        for c in 0..self.clients.len() {
-            let subscribed: Vec<usize> = self.scenario.clients[c]
-                .nodes
-                .iter()
-                .enumerate()
-                .filter(|&(_, &address)| self.routes[c][address] == s)
-                .map(|(node, _)| node)
-                .collect();
-            for node in subscribed {
-                let msg = Msg::Notify {
-                    node,
-                    channel: key.clone(),
-                    payload: payload.clone(),
-                };
-                if loss > 0.0 && self.rng.random::<f64>() < loss {
-                    let name = self.servers[s].name.clone();
-                    self.log(&name, format_args!("notification to c{c} LOST {msg:?}"));
-                    continue;
-                }
-                let (from, to) = (Endpoint::Server(s), Endpoint::Client(c));
-                let mut deliveries = self.network.send(self.now, from, to, &mut self.rng);
-                if duplicate > 0.0 && self.rng.random::<f64>() < duplicate {
-                    deliveries.extend(deliveries.first().copied());
-                }
-                for at in deliveries {
-                    let msg = msg.clone();
-                    self.at(at + extra, Event::Deliver { from, to, msg });
-                }
-            }
-        }
-    }
-
-    /// A spoofer's message on every up server's channel of the lock key.
-    fn spoof(&mut self, k: usize) {
-        let spoof = &self.scenario.notifications.spoofs[k];
-        let (payload_kind, every, end) = (spoof.payload, spoof.every, spoof.end);
-        let key: Arc<str> = Arc::from(format!("redlock:{}", self.scenario.resource));
-        for s in 0..self.servers.len() {
-            if !self.servers[s].up {
-                continue;
-            }
-            let payload: Arc<[u8]> = match payload_kind {
-                SpoofPayload::Junk => Arc::from(&b"junk"[..]),
-                SpoofPayload::Holder => match self.servers[s].holder(&key, self.now) {
-                    Some(holder) => Arc::from(&holder.to_hex()[..]),
-                    None => continue,
-                },
-            };
-            self.publish(s, &key, payload);
-        }
-        if self.now + every < end {
-            self.at(self.now + every, Event::Spoof(k));
         }
     }
 
