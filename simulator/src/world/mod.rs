@@ -4,22 +4,21 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::fmt::Write;
-use std::sync::Arc;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use redlock::core::Reply;
 
 use crate::client::{Client, Ctx, Outgoing, Timer};
 use crate::history::History;
-use crate::message::{Msg, NodeOp, NodeReply};
+use crate::message::Msg;
 use crate::net::Network;
 use crate::scenario::{Endpoint, Scenario};
 use crate::server::{Effect, Server};
-use crate::time::{MS, Nanos, fmt_ms};
+use crate::time::{Nanos, fmt_ms};
 
 mod notify;
 mod script;
+mod servers;
 mod spans;
 mod windows;
 
@@ -261,90 +260,17 @@ impl<'s> World<'s> {
             Event::ServerCrash {
                 server,
                 restart_after,
-            } => {
-                let name = self.servers[server].name.clone();
-                let text = match restart_after {
-                    Some(after) => format!("crashes; restarts after {}ms", fmt_ms(after)),
-                    None => "crashes for good".into(),
-                };
-                self.note(&name, text);
-                self.servers[server].crash();
-                self.close_lost_spans(server);
-                if let Some(after) = restart_after {
-                    self.at(self.now + after, Event::ServerRestart(server));
-                }
-            }
-            Event::ServerRestart(server) => {
-                let name = self.servers[server].name.clone();
-                self.note(&name, "restarts".into());
-                self.servers[server].restart(self.now);
-            }
-            Event::ServerFsync(server) => {
-                self.servers[server].fsync();
-                if self.clients.iter().any(|c| !c.is_done()) {
-                    self.at(self.now + 1_000 * MS, Event::ServerFsync(server));
-                }
-            }
+            } => self.crash_server(server, restart_after),
+            Event::ServerRestart(server) => self.restart_server(server),
+            Event::ServerFsync(server) => self.fsync(server),
             Event::Replicate {
                 master,
                 replica,
                 effect,
                 ack,
-            } => {
-                // The lag is the time until the master ships the write: a master that died
-                // or was cut off before then never ships it.
-                if !(self.servers[master].up && self.servers[master].replicating) {
-                    let name = self.servers[master].name.clone();
-                    self.log(
-                        &name,
-                        format_args!("write never reached the replica: {effect:?}"),
-                    );
-                    return;
-                }
-                self.servers[replica].apply(&effect);
-                if let Some((client, msg)) = ack {
-                    self.send(Endpoint::Server(master), Endpoint::Client(client), msg);
-                }
-            }
-            Event::FailoverStop(server) => {
-                let spec = &self.scenario.servers[server];
-                let crash = spec.failover.as_ref().is_some_and(|f| f.crash_master);
-                let name = spec.name.clone();
-                self.servers[server].replicating = false;
-                if crash {
-                    self.note(&name, "master crashes before the failover".into());
-                    self.servers[server].crash();
-                    self.close_lost_spans(server);
-                } else {
-                    self.note(
-                        &name,
-                        "master cut off from its replica and the sentinels".into(),
-                    );
-                }
-            }
-            Event::FailoverPromote(server) => {
-                let spec = &self.scenario.servers[server];
-                let (Some(failover), Some(replication)) = (&spec.failover, &spec.replica) else {
-                    return;
-                };
-                let replica = replication.replica;
-                let moved: Vec<usize> = failover
-                    .clients
-                    .clone()
-                    .unwrap_or_else(|| (0..self.clients.len()).collect());
-                for &c in &moved {
-                    self.routes[c][server] = replica;
-                }
-                let names: Vec<String> = moved
-                    .iter()
-                    .map(|&c| self.scenario.clients[c].name.clone())
-                    .collect();
-                let name = self.servers[replica].name.clone();
-                self.note(
-                    &name,
-                    format!("promoted; clients now sent here: {}", names.join(", ")),
-                );
-            }
+            } => self.replicate(master, replica, effect, ack),
+            Event::FailoverStop(server) => self.failover_stop(server),
+            Event::FailoverPromote(server) => self.failover_promote(server),
             Event::Note { who, what } => self.note(&who, what),
         }
     }
@@ -459,6 +385,8 @@ impl<'s> World<'s> {
         }
     }
 
+    /// A message arrives: routed to the server, client or resource it was sent to; anything
+    /// else (a reply to the resource, say) is logged and dropped.
     fn deliver(&mut self, from: Endpoint, to: Endpoint, msg: Msg) {
         match (to, msg) {
             (
@@ -471,36 +399,10 @@ impl<'s> World<'s> {
                     cmd,
                 },
             ) => {
-                if !self.servers[s].up {
-                    let name = self.servers[s].name.clone();
-                    self.log(&name, format_args!("down: drops {cmd:?}"));
+                let Some((reply, effect)) = self.serve(s, conn.bound, &cmd) else {
                     return;
-                }
+                };
                 let server = self.servers[s].id();
-                if conn.bound.is_some_and(|bound| bound != server) {
-                    // The connection was opened to another incarnation (the server restarted)
-                    // or another server (a failover): it is broken, nothing is executed.
-                    let reply = NodeReply::Failure(redlock::core::NodeFailure::Io(
-                        "connection reset: another server instance answers here".into(),
-                    ));
-                    let reply_msg = Msg::Reply {
-                        op,
-                        tag,
-                        conn: conn.id,
-                        server,
-                        reply,
-                    };
-                    self.send(to, from, reply_msg);
-                    return;
-                }
-                let (reply, effect) = self.servers[s].execute(&cmd, self.now);
-                self.track_spans(s, &cmd, &reply);
-                if let (NodeOp::ReleaseIfOwner { key, token }, NodeReply::Core(Reply::Released)) =
-                    (&cmd, &reply)
-                {
-                    // The release script publishes the released token on the key's channel.
-                    self.publish(s, key, Arc::from(&token.to_hex()[..]));
-                }
                 let reply_msg = Msg::Reply {
                     op,
                     tag,
@@ -508,24 +410,7 @@ impl<'s> World<'s> {
                     server,
                     reply,
                 };
-                let replication = self.scenario.servers[s].replica.clone();
-                match (effect, replication) {
-                    (Some(effect), Some(replication)) if self.servers[s].replicating => {
-                        let ack = replication.wait.then(|| (client, reply_msg.clone()));
-                        let waits = ack.is_some();
-                        let replicate = Event::Replicate {
-                            master: s,
-                            replica: replication.replica,
-                            effect,
-                            ack,
-                        };
-                        self.at(self.now + replication.lag, replicate);
-                        if !waits {
-                            self.send(to, from, reply_msg);
-                        }
-                    }
-                    _ => self.send(to, from, reply_msg),
-                }
+                self.answer(s, from, client, effect, reply_msg);
             }
             (
                 Endpoint::Client(c),
