@@ -1,6 +1,6 @@
 //! Explaining a run: a readable timeline of the first counterexample
-//! ([`timeline`], in `timeline.rs`), and a space-time diagram (SVG) with a lane per
-//! client, server and the resource ([`svg`], in `svg.rs`).
+//! ([`timeline()`], in `timeline.rs`), and a space-time diagram (SVG) with a lane per
+//! client, server and the resource ([`svg()`], in `svg.rs`).
 
 mod svg;
 mod timeline;

@@ -1,5 +1,15 @@
 //! The world: true time, one event queue ordered by (time, sequence number), one seeded
-//! ChaCha generator for everything random, and the dispatch of every event.
+//! ChaCha generator for everything random, and the dispatch of every event. This file is
+//! the switchboard (the queue, the dispatch, the clients' plumbing, the routing of
+//! messages); the rest lives beside it, as more `impl World` blocks:
+//!
+//! | file | job |
+//! |---|---|
+//! | `script.rs` | the scenario's script as events, and the notes that narrate its faults |
+//! | `servers.rs` | requests served and answered; crashes, restarts, fsyncs, replication, failovers |
+//! | `notify.rs` | release notifications: published by the release script, or spoofed |
+//! | `spans.rs` | the lock keys' lifetimes on each server, for the diagrams |
+//! | `windows.rs` | each lease's windows, computed when the run ends |
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
