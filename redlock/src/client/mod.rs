@@ -68,6 +68,7 @@ mod connect;
 mod drive;
 mod fence;
 mod flight;
+mod freed;
 mod identity;
 mod keep_alive;
 mod lanes;

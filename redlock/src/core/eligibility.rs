@@ -38,7 +38,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::responsive::{Responsiveness, WriteGate};
-use super::{Command, NodeFailure, NodeId, Reply, RoundFailure, Timestamp};
+use super::{Command, ConnectionId, NodeFailure, NodeId, Reply, RoundFailure, Timestamp};
 
 /// How restarted nodes are treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,14 +122,6 @@ pub fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
         .map(str::trim)
 }
-
-/// The driver's number for one connection to one node; a reconnection gets a new one.
-///
-/// Numbers must grow with every connection opened to a node: a lower number is an older
-/// connection, and [`Eligibility::identified`] ignores what an older connection than the one
-/// on record says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ConnectionId(pub u64);
 
 /// Whether a command may go out on a connection.
 #[derive(Clone, Debug, PartialEq, Eq)]

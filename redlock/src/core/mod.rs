@@ -103,14 +103,16 @@ mod waiting;
 mod proptests;
 
 pub use acquire::{Acquire, AcquireEvent, AcquireFailure, Grant};
-pub use command::{Command, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Transmit};
+pub use command::{
+    Command, ConnectionId, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Transmit,
+};
 pub use config::{
     ConfigError, ConfigWarning, DEFAULT_MAX_HOLD, DEFAULT_NODE_TIMEOUT, DEFAULT_TTL, LockConfig,
     MAX_RETRY_DELAY, MAX_TTL,
 };
 pub use eligibility::{
-    Admission, ConnectionId, Eligibility, EligibilityEvent, NodeIdentity, QuarantineReason,
-    RestartPolicy, UPTIME_SLACK, info_field, quarantine_left,
+    Admission, Eligibility, EligibilityEvent, NodeIdentity, QuarantineReason, RestartPolicy,
+    UPTIME_SLACK, info_field, quarantine_left,
 };
 pub use extend::{Extend, ExtendFailure, ExtendOutcome, Extension};
 pub use keep_alive::{KeepAlive, Keeper, KeeperEvent, LeaseLost, ReleaseWhen};
