@@ -316,7 +316,7 @@ impl RedlockBuilder {
             .map_err(|e| ConfigError::new("key_prefix", e.to_string()))?;
 
         let policy = match self.restart_quarantine {
-            Quarantine::Ttl => RestartPolicy::Quarantine(config.ttl()),
+            Quarantine::Ttl => RestartPolicy::default_for(config.ttl()),
             Quarantine::Fixed(duration) => RestartPolicy::Quarantine(duration),
             Quarantine::Persistent => RestartPolicy::Persistent,
         };

@@ -140,7 +140,7 @@ pub use retry::{RetryPolicy, RetryWindow};
 #[cfg(feature = "tokio")]
 pub(crate) use round::denies_quorum;
 pub use round::{FailureReason, RoundFailure};
-pub use supervise::{Ending, StopCause, Supervisor, SupervisorAction};
+pub use supervise::{Ending, MAX_DEFAULT_GRACE, StopCause, Supervisor, SupervisorAction};
 pub use time::Timestamp;
 pub use token::{TOKEN_LEN, Token};
 pub use validity::{
