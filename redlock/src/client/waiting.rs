@@ -224,23 +224,31 @@ impl<'a> Waiter<'a> {
         }
     }
 
-    /// After the lost round `failure`: returns at `timer` (the start picked in the retry
-    /// window), or earlier when the core's [`Waiting`](crate::core::Waiting) says so: the
-    /// holders the round saw released a quorum of nodes (when `wake_on_release`), and no
-    /// early round ran within a retry delay.
-    pub(crate) async fn until_next_round(
+    /// The round that ran is lost (`failure`): tells the core's
+    /// [`Waiting`](crate::core::Waiting) so, with the start `timer` picked in the retry
+    /// window, and whether the holders' release may wake us earlier (`wake_on_release`).
+    pub(crate) fn round_lost(
         &mut self,
         config: &LockConfig,
         failure: &RoundFailure,
         wake_on_release: bool,
         timer: Timestamp,
-        clock: &Clock,
     ) {
         let target = self.target;
-        let rounds = self
-            .rounds
-            .get_or_insert_with(|| crate::core::Waiting::new(config, target.clone()));
-        rounds.round_lost(failure, wake_on_release, timer);
+        self.rounds
+            .get_or_insert_with(|| crate::core::Waiting::new(config, target.clone()))
+            .round_lost(failure, wake_on_release, timer);
+    }
+
+    /// Returns when the core's [`Waiting`](crate::core::Waiting) says the next round
+    /// starts: at the timer of the [lost round](Self::round_lost), or earlier once the
+    /// holders it saw released a quorum of nodes (when it may wake on a release), and no
+    /// early round ran within a retry delay. At once if no round was lost.
+    pub(crate) async fn until_next_round(&mut self, clock: &Clock) {
+        let target = self.target;
+        let Some(rounds) = &mut self.rounds else {
+            return;
+        };
         loop {
             // The epoch before reading: a release in between still wakes us.
             let seen = epoch(&self.signals);
