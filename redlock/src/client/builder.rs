@@ -262,45 +262,7 @@ impl RedlockBuilder {
     /// [`Error::Config`], naming the field, when a node URL does not parse (shown without
     /// its password), two nodes share an address, or a parameter is out of range.
     pub fn build(self) -> Result<Redlock, Error> {
-        let mut nodes = Vec::with_capacity(self.nodes.len());
-        let mut subscribers = Vec::with_capacity(self.nodes.len());
-        let mut seen = BTreeMap::new();
-        for (index, source) in self.nodes.into_iter().enumerate() {
-            let field = format!("nodes[{index}]");
-            let client = match source {
-                NodeSource::Client(client) => *client,
-                NodeSource::Url(url) => url
-                    .as_str()
-                    .into_connection_info()
-                    .map(with_nodelay)
-                    .and_then(redis::Client::open)
-                    .map_err(|e| {
-                        ConfigError::new(
-                            field.clone(),
-                            format!("`{}` is not a usable Redis URL: {e}", redact_url(&url)),
-                        )
-                    })?,
-            };
-            if self.connect_timeout.is_zero() {
-                return Err(
-                    ConfigError::new("connect_timeout", "must be greater than zero").into(),
-                );
-            }
-            let node = Node::new(index, client.clone(), self.connect_timeout);
-            subscribers.push((client, node.address().clone()));
-            if let Some(first) = seen.insert(node.address().clone(), index) {
-                return Err(ConfigError::new(
-                    field,
-                    format!(
-                        "has the same address ({}) as nodes[{first}]; one server must not vote twice",
-                        node.address()
-                    ),
-                )
-                .into());
-            }
-            nodes.push(node);
-        }
-
+        let (nodes, subscribers) = open_nodes(self.nodes, self.connect_timeout)?;
         if let Some(factor) = self.invalid_drift_factor {
             return Err(ConfigError::new(
                 "drift_factor",
@@ -346,6 +308,55 @@ impl RedlockBuilder {
             keep_alive: super::KeepAlive::default(),
         })
     }
+}
+
+/// What a node's subscription connection is opened from: its client and its address.
+type SubscriberSource = (redis::Client, Arc<str>);
+
+/// The nodes of `sources` (each with its client and address, for its subscription
+/// connection), in order; refuses a URL that does not parse, a zero `connect_timeout` and
+/// two nodes at one address.
+fn open_nodes(
+    sources: Vec<NodeSource>,
+    connect_timeout: Duration,
+) -> Result<(Vec<Node>, Vec<SubscriberSource>), Error> {
+    let mut nodes = Vec::with_capacity(sources.len());
+    let mut subscribers = Vec::with_capacity(sources.len());
+    let mut seen = BTreeMap::new();
+    for (index, source) in sources.into_iter().enumerate() {
+        let field = format!("nodes[{index}]");
+        let client = match source {
+            NodeSource::Client(client) => *client,
+            NodeSource::Url(url) => url
+                .as_str()
+                .into_connection_info()
+                .map(with_nodelay)
+                .and_then(redis::Client::open)
+                .map_err(|e| {
+                    ConfigError::new(
+                        field.clone(),
+                        format!("`{}` is not a usable Redis URL: {e}", redact_url(&url)),
+                    )
+                })?,
+        };
+        if connect_timeout.is_zero() {
+            return Err(ConfigError::new("connect_timeout", "must be greater than zero").into());
+        }
+        let node = Node::new(index, client.clone(), connect_timeout);
+        subscribers.push((client, node.address().clone()));
+        if let Some(first) = seen.insert(node.address().clone(), index) {
+            return Err(ConfigError::new(
+                field,
+                format!(
+                    "has the same address ({}) as nodes[{first}]; one server must not vote twice",
+                    node.address()
+                ),
+            )
+            .into());
+        }
+        nodes.push(node);
+    }
+    Ok((nodes, subscribers))
 }
 
 #[cfg(test)]
