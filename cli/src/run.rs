@@ -23,9 +23,6 @@ use crate::exit::{self, Failure, LEASE_LOST, OS_ERROR};
 use crate::settings::{self, Flags, Setting, Settings};
 use crate::signals::Incoming;
 
-/// The longest default grace period between `SIGTERM` and `SIGKILL`.
-const DEFAULT_KILL_AFTER: Duration = Duration::from_secs(10);
-
 /// The job's timing, checked against the lease's TTL.
 #[derive(Debug)]
 struct Plan {
@@ -38,9 +35,9 @@ struct Plan {
 impl Plan {
     fn new(settings: &Settings, redlock: &Redlock) -> Result<Self, Failure> {
         let ttl = redlock.config().ttl();
-        let quarter = ttl / 4;
+        let quarter = Supervisor::longest_grace(ttl);
         let kill_after = match &settings.kill_after {
-            None => quarter.min(DEFAULT_KILL_AFTER),
+            None => Supervisor::default_grace(ttl),
             Some(Setting { value, origin }) if *value > quarter => {
                 return Err(Failure::usage(format!(
                     "{origin}: the grace period ({}) is more than a quarter of the ttl ({}); \
@@ -60,10 +57,9 @@ impl Plan {
         })
     }
 
-    /// Extend at half-life: that leaves from half the validity down to the kill instant for
-    /// failed extensions to be retried before the command is told to stop.
+    /// The core's policy for a supervised command: extend at half-life.
     fn keep_alive(&self) -> KeepAlive {
-        KeepAlive::default().extend_before(self.ttl / 2)
+        KeepAlive::at_half_life(self.ttl)
     }
 }
 

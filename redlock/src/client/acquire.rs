@@ -8,16 +8,19 @@
 //! [`waiting`](super::waiting)). Whatever wakes it, the next round is an ordinary quorum
 //! round.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 
+use super::clock::Clock;
 use super::drive::drive;
 use super::flight::Flight;
 use super::waiting::Waiter;
 use super::{FenceSource, Fencing, Lease, Redlock};
 use crate::core::{
-    Acquire, AcquireEvent, FailureReason, Held, Machine, RetryPolicy, Target, Timestamp,
+    Acquire, AcquireEvent, AcquireFailure, FailureReason, Grant, Held, LockConfig, Machine,
+    RetryPolicy, RetryWindow, RoundFailure, Target, Timestamp,
 };
 use crate::error::Error;
 
@@ -35,88 +38,96 @@ pub(super) enum Wait {
 impl Redlock {
     pub(super) async fn acquire_target(&self, target: Target, wait: Wait) -> Result<Lease, Error> {
         let span = tracing::debug_span!("acquire", resource = %target.describe());
-        self.acquire_rounds(target, wait).instrument(span).await
+        Acquisition::new(self, &target, wait)
+            .run()
+            .instrument(span)
+            .await
     }
+}
 
-    async fn acquire_rounds(&self, target: Target, wait: Wait) -> Result<Lease, Error> {
-        let shared = &self.shared;
-        let clock = self.clock();
-        let described = target.describe();
-        let resource = described.as_str();
-        let called = Instant::now();
-        let mut config = (*self.config).clone();
-        // The last instant a round may start, on the client's clock.
-        let mut deadline = match wait {
-            Wait::OneRound => {
-                config = config.with_retry(RetryPolicy::no_retry());
-                None
-            }
-            Wait::Policy => None,
-            Wait::For(wait) => Some(clock.now().saturating_add(wait)),
+/// How much an acquisition may spend, fixed when it starts (and cut to one last round when
+/// its turn in this client's line never came).
+struct Budget {
+    /// The handle's lock parameters, without retries for a single round.
+    config: LockConfig,
+    /// The last instant a round may start, on the client's clock; `None` leaves the limit
+    /// to the retry policy.
+    deadline: Option<Timestamp>,
+    /// How long this acquisition may stand in line behind this client's other waiters.
+    in_line_until: Instant,
+    /// Whether it may wait at all (not for `try_acquire`).
+    may_wait: bool,
+}
+
+impl Budget {
+    fn new(config: &LockConfig, wait: Wait, clock: &Clock) -> Self {
+        let (config, deadline) = match wait {
+            Wait::OneRound => (config.clone().with_retry(RetryPolicy::no_retry()), None),
+            Wait::Policy => (config.clone(), None),
+            Wait::For(wait) => (config.clone(), Some(clock.now().saturating_add(wait))),
         };
-        // How long this acquisition may stand in line behind this client's other waiters.
         let in_line_until = clock.instant(
             deadline.unwrap_or_else(|| clock.now().saturating_add(config.retry().max_wait())),
         );
-        let mut waiter = Waiter::new(shared, &target);
+        Self {
+            config,
+            deadline,
+            in_line_until,
+            may_wait: !matches!(wait, Wait::OneRound),
+        }
+    }
+
+    /// No turn within the budget: one last round, for an answer from the nodes.
+    fn last_round(&mut self) {
+        self.config = self.config.clone().with_retry(RetryPolicy::no_retry());
+        self.deadline = None;
+    }
+}
+
+/// What a lost round leaves for the wait before the next one.
+struct Lost {
+    window: RetryWindow,
+    failure: RoundFailure,
+    wake_on_release: bool,
+}
+
+/// One acquisition: the rounds the core's [`Acquire`] runs, and between them the waits the
+/// core's [`Waiting`](crate::core::Waiting) decides (through the [`Waiter`]).
+struct Acquisition<'a> {
+    redlock: &'a Redlock,
+    target: &'a Target,
+    /// The target as logs and errors name it.
+    resource: String,
+    budget: Budget,
+    /// When the caller asked, for the acquisition-time histogram.
+    called: Instant,
+}
+
+impl<'a> Acquisition<'a> {
+    fn new(redlock: &'a Redlock, target: &'a Target, wait: Wait) -> Self {
+        Self {
+            redlock,
+            target,
+            resource: target.describe(),
+            budget: Budget::new(&redlock.config, wait, redlock.clock()),
+            called: Instant::now(),
+        }
+    }
+
+    /// Runs rounds until the core grants the lease or gives up.
+    async fn run(mut self) -> Result<Lease, Error> {
+        let clock = self.redlock.clock();
+        let mut waiter = Waiter::new(&self.redlock.shared, self.target);
         // Others of this client already wait for it: stand in line behind them. Otherwise
         // the first round runs at once, and the line is joined only if it fails.
-        if !matches!(wait, Wait::OneRound) && shared.waiting.has_line(&target) {
-            waiter.join();
-            if waiter.turn(in_line_until).await {
-                let fallback = config
-                    .retry()
-                    .window_after(clock.now())
-                    .pick(&mut rand::rng());
-                waiter.while_held_here(clock.instant(fallback)).await;
-            } else {
-                // No turn within the budget: one last round, for an answer from the nodes.
-                config = config.with_retry(RetryPolicy::no_retry());
-                deadline = None;
-            }
+        if self.budget.may_wait && self.redlock.shared.waiting.has_line(self.target) {
+            self.behind_others(&mut waiter).await;
         }
-        let token = shared.tokens.next();
-        waiter.round_starts(clock.now());
-        let mut machine = Acquire::new(&config, target.clone(), token, clock.now());
-        if let Some(deadline) = deadline {
-            machine = machine.waiting_until(deadline);
-        }
-        let mut op = AcquireOperation {
-            flight: self.flight(&config, shared.lanes.of(&target)),
-            machine,
-            finished: false,
-        };
+        let mut op = self.first_round(&mut waiter);
         loop {
-            let event = drive(&mut op.machine, &mut op.flight, clock).await;
-            match event {
+            match drive(&mut op.machine, &mut op.flight, clock).await {
                 Some(AcquireEvent::Acquired(grant)) => {
-                    op.finished = true;
-                    shared.telemetry.round(false);
-                    shared.telemetry.acquired(called.elapsed());
-                    tracing::debug!(
-                        resource,
-                        attempt = grant.attempts,
-                        validity_ms = grant.validity().as_millis(),
-                        fence = grant.fence,
-                        "lease acquired"
-                    );
-                    let handle = Self {
-                        shared: std::sync::Arc::clone(shared),
-                        config: std::sync::Arc::new(config.clone()),
-                        fencing: self.fencing.clone(),
-                        keep_alive: self.keep_alive.clone(),
-                    };
-                    shared.waiting.granted(&target);
-                    let mut lease = Lease::new(handle, Held::new(grant), op.flight.lanes());
-                    // The next in line starts its rounds.
-                    drop(waiter);
-                    if let Fencing::Source(source) = &self.fencing
-                        && let Err(e) = mint(source.as_ref(), &mut lease).await
-                    {
-                        lease.release().await;
-                        return Err(e);
-                    }
-                    return Ok(lease);
+                    return self.granted(grant, op, waiter).await;
                 }
                 Some(AcquireEvent::Retry {
                     window,
@@ -124,94 +135,198 @@ impl Redlock {
                     wake_on_release,
                     ..
                 }) => {
-                    shared
-                        .telemetry
-                        .round(failure.reason == FailureReason::Contended);
-                    shared.nodes.other_leases(&failure);
-                    tracing::debug!(
-                        resource,
-                        attempt = op.machine.attempt(),
-                        reason = %failure.reason,
-                        "acquisition round failed; retrying"
-                    );
-                    if !waiter.joined() {
-                        waiter.join();
-                        // The lost round's cleanup keeps moving meanwhile: the requests of
-                        // those ahead in line queue behind it on each node.
-                        let mut first = false;
-                        op.flight
-                            .run_until(async { first = waiter.turn(in_line_until).await })
-                            .await;
-                        if !first {
-                            // Others of this client were first and the budget is gone.
-                            op.finished = true;
-                            return Err(Error::from_round(
-                                resource,
-                                op.machine.attempt(),
-                                failure,
-                                &shared.addresses,
-                            ));
-                        }
+                    self.round_lost(&op.machine, &failure);
+                    if !waiter.joined() && !self.first_in_line(&mut op, &mut waiter).await {
+                        // Others of this client were first and the budget is gone.
+                        return Err(self.error(op.machine.attempt(), failure));
                     }
-                    waiter.listen();
-                    let timer = window.pick(&mut rand::rng());
-                    // Cleanup releases and stragglers keep moving while we wait.
-                    op.flight
-                        .run_until(waiter.until_next_round(
-                            &config,
-                            &failure,
-                            wake_on_release,
-                            timer,
-                            clock,
-                        ))
-                        .await;
-                    let token = shared.tokens.next();
-                    let now = clock.now();
-                    waiter.round_starts(now);
-                    op.machine.retry(token, now);
+                    let lost = Lost {
+                        window,
+                        failure,
+                        wake_on_release,
+                    };
+                    self.until_next_round(&mut op, &mut waiter, &lost).await;
+                    self.next_round(&mut op, &mut waiter);
                 }
-                Some(AcquireEvent::Failed(failure)) => {
-                    op.finished = true;
-                    let reason = failure.last_round.reason;
-                    shared.telemetry.round(reason == FailureReason::Contended);
-                    shared.nodes.other_leases(&failure.last_round);
-                    shared
-                        .telemetry
-                        .acquire_failed(reason == FailureReason::Unavailable);
-                    // The cleanup releases finish in the background (dropping the flight),
-                    // ahead of any later command on this resource in its lanes.
-                    tracing::debug!(
-                        resource,
-                        attempt = failure.attempts,
-                        reason = %failure.last_round.reason,
-                        "acquisition failed"
-                    );
-                    return Err(Error::from_round(
-                        resource,
-                        failure.attempts,
-                        failure.last_round,
-                        &shared.addresses,
-                    ));
-                }
+                Some(AcquireEvent::Failed(failure)) => return Err(self.failed(failure)),
                 None => return Err(Error::Internal("the acquisition stalled")),
             }
         }
     }
+
+    /// Waits for this acquisition's turn in the client's line, then, while a lease of this
+    /// client holds the target, for its release. Cuts the budget to one last round if the
+    /// turn does not come in time.
+    async fn behind_others(&mut self, waiter: &mut Waiter<'_>) {
+        let clock = self.redlock.clock();
+        waiter.join();
+        if waiter.turn(self.budget.in_line_until).await {
+            let fallback = self
+                .budget
+                .config
+                .retry()
+                .window_after(clock.now())
+                .pick(&mut rand::rng());
+            waiter.while_held_here(clock.instant(fallback)).await;
+        } else {
+            self.budget.last_round();
+        }
+    }
+
+    /// Starts the first round.
+    fn first_round(&self, waiter: &mut Waiter<'_>) -> AcquireOperation {
+        let shared = &self.redlock.shared;
+        let token = shared.tokens.next();
+        let now = self.redlock.clock().now();
+        waiter.round_starts(now);
+        let mut machine = Acquire::new(&self.budget.config, self.target.clone(), token, now);
+        if let Some(deadline) = self.budget.deadline {
+            machine = machine.waiting_until(deadline);
+        }
+        AcquireOperation {
+            flight: self
+                .redlock
+                .flight(&self.budget.config, shared.lanes.of(self.target)),
+            machine,
+        }
+    }
+
+    /// Starts the next round, with a fresh token.
+    fn next_round(&self, op: &mut AcquireOperation, waiter: &mut Waiter<'_>) {
+        let token = self.redlock.shared.tokens.next();
+        let now = self.redlock.clock().now();
+        waiter.round_starts(now);
+        op.machine.retry(token, now);
+    }
+
+    /// Counts and logs a lost round, and shows the nodes what it saw of other leases.
+    fn round_lost(&self, machine: &Acquire, failure: &RoundFailure) {
+        let shared = &self.redlock.shared;
+        shared
+            .telemetry
+            .round(failure.reason == FailureReason::Contended);
+        shared.nodes.other_leases(failure);
+        tracing::debug!(
+            resource = self.resource,
+            attempt = machine.attempt(),
+            reason = %failure.reason,
+            "acquisition round failed; retrying"
+        );
+    }
+
+    /// After the first lost round: joins the client's line and waits to be first in it,
+    /// while the lost round's cleanup keeps moving (the requests of those ahead in line
+    /// queue behind it on each node). `false` if the budget ran out first.
+    async fn first_in_line(&self, op: &mut AcquireOperation, waiter: &mut Waiter<'_>) -> bool {
+        waiter.join();
+        op.flight
+            .run_until(waiter.turn(self.budget.in_line_until))
+            .await
+    }
+
+    /// Waits until the core's `Waiting` says the next round starts: the start picked in the
+    /// lost round's window, or earlier once the holders it saw released. Cleanup releases
+    /// and stragglers keep moving meanwhile.
+    async fn until_next_round(
+        &self,
+        op: &mut AcquireOperation,
+        waiter: &mut Waiter<'_>,
+        lost: &Lost,
+    ) {
+        waiter.listen();
+        let timer = lost.window.pick(&mut rand::rng());
+        waiter.round_lost(
+            &self.budget.config,
+            &lost.failure,
+            lost.wake_on_release,
+            timer,
+        );
+        op.flight
+            .run_until(waiter.until_next_round(self.redlock.clock()))
+            .await;
+    }
+
+    /// The lease is granted: a handle with this acquisition's parameters, the next in line
+    /// let go, and the token of the fence source attached if there is one.
+    async fn granted(
+        self,
+        grant: Grant,
+        op: AcquireOperation,
+        waiter: Waiter<'_>,
+    ) -> Result<Lease, Error> {
+        let redlock = self.redlock;
+        let shared = &redlock.shared;
+        shared.telemetry.round(false);
+        shared.telemetry.acquired(self.called.elapsed());
+        tracing::debug!(
+            resource = self.resource,
+            attempt = grant.attempts,
+            validity_ms = grant.validity().as_millis(),
+            fence = grant.fence,
+            "lease acquired"
+        );
+        let handle = Redlock {
+            shared: Arc::clone(shared),
+            config: Arc::new(self.budget.config),
+            fencing: redlock.fencing.clone(),
+            keep_alive: redlock.keep_alive.clone(),
+        };
+        shared.waiting.granted(self.target);
+        let mut lease = Lease::new(handle, Held::new(grant), op.flight.lanes());
+        // The next in line starts its rounds.
+        drop(waiter);
+        if let Fencing::Source(source) = &redlock.fencing
+            && let Err(e) = mint(source.as_ref(), &mut lease).await
+        {
+            lease.release().await;
+            return Err(e);
+        }
+        Ok(lease)
+    }
+
+    /// The core gave up: the last round's failure, counted and logged. Its cleanup releases
+    /// finish in the background (the flight is dropped), ahead of any later command on this
+    /// resource in its lanes.
+    fn failed(&self, failure: AcquireFailure) -> Error {
+        let shared = &self.redlock.shared;
+        let reason = failure.last_round.reason;
+        shared.telemetry.round(reason == FailureReason::Contended);
+        shared.nodes.other_leases(&failure.last_round);
+        shared
+            .telemetry
+            .acquire_failed(reason == FailureReason::Unavailable);
+        tracing::debug!(
+            resource = self.resource,
+            attempt = failure.attempts,
+            reason = %failure.last_round.reason,
+            "acquisition failed"
+        );
+        self.error(failure.attempts, failure.last_round)
+    }
+
+    /// The error for an acquisition that ended after `attempts` rounds, the last one lost
+    /// as `failure` says.
+    fn error(&self, attempts: u32, failure: RoundFailure) -> Error {
+        Error::from_round(
+            &self.resource,
+            attempts,
+            failure,
+            &self.redlock.shared.addresses,
+        )
+    }
 }
 
-/// An acquisition in progress. If it is dropped before it finished (the caller's future was
-/// cancelled), the running round is abandoned and its token released everywhere.
+/// An acquisition's machine and its requests. If it is dropped while a round runs (the
+/// caller's future was cancelled), the round is abandoned and its token released
+/// everywhere; the machine knows whether one runs, so a decided acquisition drops quietly.
 struct AcquireOperation {
     machine: Acquire,
     flight: Flight,
-    finished: bool,
 }
 
 impl Drop for AcquireOperation {
     fn drop(&mut self) {
-        if self.finished {
-            return;
-        }
+        // Queues nothing unless a round is running.
         self.machine.cancel();
         while let Some(transmit) = self.machine.poll_transmit() {
             self.flight.send(transmit);

@@ -56,12 +56,13 @@ enum NodeSource {
 /// ```
 pub struct RedlockBuilder {
     nodes: Vec<NodeSource>,
-    ttl: Duration,
-    drift_factor: f64,
-    node_timeout: Option<Duration>,
+    /// The lock parameters, set by the setters as they come; the node count is filled in
+    /// and the whole checked at [`build`](Self::build).
+    config: LockConfig,
+    /// A drift factor that is no [`DriftFactor`] (not finite, or outside `[0, 1)`): kept
+    /// as given, so that `build` refuses it naming the value.
+    invalid_drift_factor: Option<f64>,
     connect_timeout: Duration,
-    retry: RetryPolicy,
-    max_hold: Duration,
     key_prefix: String,
     restart_quarantine: Quarantine,
 }
@@ -88,12 +89,9 @@ impl std::fmt::Debug for RedlockBuilder {
             .collect();
         f.debug_struct("RedlockBuilder")
             .field("nodes", &nodes)
-            .field("ttl", &self.ttl)
-            .field("drift_factor", &self.drift_factor)
-            .field("node_timeout", &self.node_timeout)
+            .field("config", &self.config)
+            .field("invalid_drift_factor", &self.invalid_drift_factor)
             .field("connect_timeout", &self.connect_timeout)
-            .field("retry", &self.retry)
-            .field("max_hold", &self.max_hold)
             .field("key_prefix", &self.key_prefix)
             .field("restart_quarantine", &self.restart_quarantine)
             .finish()
@@ -102,15 +100,12 @@ impl std::fmt::Debug for RedlockBuilder {
 
 impl Default for RedlockBuilder {
     fn default() -> Self {
-        let defaults = LockConfig::new(0);
         Self {
             nodes: Vec::new(),
-            ttl: defaults.ttl(),
-            drift_factor: defaults.drift_factor().as_f64(),
-            node_timeout: None,
+            // The node count is only known at `build`.
+            config: LockConfig::new(0),
+            invalid_drift_factor: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            retry: defaults.retry().clone(),
-            max_hold: defaults.max_hold(),
             key_prefix: DEFAULT_KEY_PREFIX.to_owned(),
             restart_quarantine: Quarantine::Ttl,
         }
@@ -151,7 +146,7 @@ impl RedlockBuilder {
     /// The lease time-to-live (default 10 s): a whole number of milliseconds, at most 24 h.
     #[must_use]
     pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
+        self.config = self.config.with_ttl(ttl);
         self
     }
 
@@ -159,7 +154,13 @@ impl RedlockBuilder {
     /// clock involved may run. The drift allowance is `ttl × factor + 2 ms`.
     #[must_use]
     pub fn drift_factor(mut self, factor: f64) -> Self {
-        self.drift_factor = factor;
+        match DriftFactor::from_f64(factor) {
+            Some(valid) => {
+                self.config = self.config.with_drift_factor(valid);
+                self.invalid_drift_factor = None;
+            }
+            None => self.invalid_drift_factor = Some(factor),
+        }
         self
     }
 
@@ -167,7 +168,7 @@ impl RedlockBuilder {
     /// that is shorter). Must be below a tenth of the TTL.
     #[must_use]
     pub fn node_timeout(mut self, timeout: Duration) -> Self {
-        self.node_timeout = Some(timeout);
+        self.config = self.config.with_node_timeout(timeout);
         self
     }
 
@@ -185,7 +186,9 @@ impl RedlockBuilder {
     /// How many rounds may follow a failed first round (default 3).
     #[must_use]
     pub fn retry_count(mut self, retries: u32) -> Self {
-        self.retry = RetryPolicy::new(retries, self.retry.delay(), self.retry.jitter());
+        let retry = self.config.retry();
+        let retry = RetryPolicy::new(retries, retry.delay(), retry.jitter());
+        self.config = self.config.with_retry(retry);
         self
     }
 
@@ -198,14 +201,18 @@ impl RedlockBuilder {
     /// lock keys' channels), or a subscription that was down at the time.
     #[must_use]
     pub fn retry_delay(mut self, delay: Duration) -> Self {
-        self.retry = RetryPolicy::new(self.retry.retries(), delay, self.retry.jitter());
+        let retry = self.config.retry();
+        let retry = RetryPolicy::new(retry.retries(), delay, retry.jitter());
+        self.config = self.config.with_retry(retry);
         self
     }
 
     /// The random part of the wait between rounds, uniform in `[0, jitter)` (default 100 ms).
     #[must_use]
     pub fn retry_jitter(mut self, jitter: Duration) -> Self {
-        self.retry = RetryPolicy::new(self.retry.retries(), self.retry.delay(), jitter);
+        let retry = self.config.retry();
+        let retry = RetryPolicy::new(retry.retries(), retry.delay(), jitter);
+        self.config = self.config.with_retry(retry);
         self
     }
 
@@ -214,7 +221,7 @@ impl RedlockBuilder {
     /// obeys it too: this is the one bound on a lease's life.
     #[must_use]
     pub fn max_hold(mut self, max_hold: Duration) -> Self {
-        self.max_hold = max_hold;
+        self.config = self.config.with_max_hold(max_hold);
         self
     }
 
@@ -255,62 +262,15 @@ impl RedlockBuilder {
     /// [`Error::Config`], naming the field, when a node URL does not parse (shown without
     /// its password), two nodes share an address, or a parameter is out of range.
     pub fn build(self) -> Result<Redlock, Error> {
-        let mut nodes = Vec::with_capacity(self.nodes.len());
-        let mut subscribers = Vec::with_capacity(self.nodes.len());
-        let mut seen = BTreeMap::new();
-        for (index, source) in self.nodes.into_iter().enumerate() {
-            let field = format!("nodes[{index}]");
-            let client = match source {
-                NodeSource::Client(client) => *client,
-                NodeSource::Url(url) => url
-                    .as_str()
-                    .into_connection_info()
-                    .map(with_nodelay)
-                    .and_then(redis::Client::open)
-                    .map_err(|e| {
-                        ConfigError::new(
-                            field.clone(),
-                            format!("`{}` is not a usable Redis URL: {e}", redact_url(&url)),
-                        )
-                    })?,
-            };
-            if self.connect_timeout.is_zero() {
-                return Err(
-                    ConfigError::new("connect_timeout", "must be greater than zero").into(),
-                );
-            }
-            let node = Node::new(index, client.clone(), self.connect_timeout);
-            subscribers.push((client, node.address().clone()));
-            if let Some(first) = seen.insert(node.address().clone(), index) {
-                return Err(ConfigError::new(
-                    field,
-                    format!(
-                        "has the same address ({}) as nodes[{first}]; one server must not vote twice",
-                        node.address()
-                    ),
-                )
-                .into());
-            }
-            nodes.push(node);
-        }
-
-        let drift_factor = DriftFactor::from_f64(self.drift_factor).ok_or_else(|| {
-            ConfigError::new(
+        let (nodes, subscribers) = open_nodes(self.nodes, self.connect_timeout)?;
+        if let Some(factor) = self.invalid_drift_factor {
+            return Err(ConfigError::new(
                 "drift_factor",
-                format!(
-                    "is {}, must be a finite number in [0, 1)",
-                    self.drift_factor
-                ),
+                format!("is {factor}, must be a finite number in [0, 1)"),
             )
-        })?;
-        let mut config = LockConfig::new(nodes.len())
-            .with_ttl(self.ttl)
-            .with_drift_factor(drift_factor)
-            .with_retry(self.retry)
-            .with_max_hold(self.max_hold);
-        if let Some(timeout) = self.node_timeout {
-            config = config.with_node_timeout(timeout);
+            .into());
         }
+        let config = self.config.with_nodes(nodes.len());
         for warning in config.validate()? {
             tracing::warn!(%warning, "weak Redlock configuration");
         }
@@ -318,7 +278,7 @@ impl RedlockBuilder {
             .map_err(|e| ConfigError::new("key_prefix", e.to_string()))?;
 
         let policy = match self.restart_quarantine {
-            Quarantine::Ttl => RestartPolicy::Quarantine(self.ttl),
+            Quarantine::Ttl => RestartPolicy::default_for(config.ttl()),
             Quarantine::Fixed(duration) => RestartPolicy::Quarantine(duration),
             Quarantine::Persistent => RestartPolicy::Persistent,
         };
@@ -348,6 +308,55 @@ impl RedlockBuilder {
             keep_alive: super::KeepAlive::default(),
         })
     }
+}
+
+/// What a node's subscription connection is opened from: its client and its address.
+type SubscriberSource = (redis::Client, Arc<str>);
+
+/// The nodes of `sources` (each with its client and address, for its subscription
+/// connection), in order; refuses a URL that does not parse, a zero `connect_timeout` and
+/// two nodes at one address.
+fn open_nodes(
+    sources: Vec<NodeSource>,
+    connect_timeout: Duration,
+) -> Result<(Vec<Node>, Vec<SubscriberSource>), Error> {
+    let mut nodes = Vec::with_capacity(sources.len());
+    let mut subscribers = Vec::with_capacity(sources.len());
+    let mut seen = BTreeMap::new();
+    for (index, source) in sources.into_iter().enumerate() {
+        let field = format!("nodes[{index}]");
+        let client = match source {
+            NodeSource::Client(client) => *client,
+            NodeSource::Url(url) => url
+                .as_str()
+                .into_connection_info()
+                .map(with_nodelay)
+                .and_then(redis::Client::open)
+                .map_err(|e| {
+                    ConfigError::new(
+                        field.clone(),
+                        format!("`{}` is not a usable Redis URL: {e}", redact_url(&url)),
+                    )
+                })?,
+        };
+        if connect_timeout.is_zero() {
+            return Err(ConfigError::new("connect_timeout", "must be greater than zero").into());
+        }
+        let node = Node::new(index, client.clone(), connect_timeout);
+        subscribers.push((client, node.address().clone()));
+        if let Some(first) = seen.insert(node.address().clone(), index) {
+            return Err(ConfigError::new(
+                field,
+                format!(
+                    "has the same address ({}) as nodes[{first}]; one server must not vote twice",
+                    node.address()
+                ),
+            )
+            .into());
+        }
+        nodes.push(node);
+    }
+    Ok((nodes, subscribers))
 }
 
 #[cfg(test)]
@@ -417,6 +426,41 @@ mod tests {
             field(three().node_timeout(Duration::from_secs(1)).build()),
             "node_timeout"
         );
+    }
+
+    #[test]
+    fn the_setters_land_in_the_lock_config() {
+        let redlock = three()
+            .ttl(Duration::from_secs(30))
+            .drift_factor(0.02)
+            .node_timeout(Duration::from_millis(20))
+            .retry_count(5)
+            .retry_delay(Duration::from_millis(7))
+            .retry_jitter(Duration::from_millis(9))
+            .max_hold(Duration::from_secs(60))
+            .build()
+            .unwrap();
+        let expected = LockConfig::new(3)
+            .with_ttl(Duration::from_secs(30))
+            .with_drift_factor(DriftFactor::from_f64(0.02).unwrap())
+            .with_node_timeout(Duration::from_millis(20))
+            .with_retry(RetryPolicy::new(
+                5,
+                Duration::from_millis(7),
+                Duration::from_millis(9),
+            ))
+            .with_max_hold(Duration::from_secs(60));
+        assert_eq!(*redlock.config(), expected);
+    }
+
+    #[test]
+    fn a_bad_drift_factor_is_named_as_given_and_a_later_good_one_wins() {
+        let err = three().drift_factor(1.5).build().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration: `drift_factor` is 1.5, must be a finite number in [0, 1)"
+        );
+        assert!(three().drift_factor(1.5).drift_factor(0.5).build().is_ok());
     }
 
     #[test]

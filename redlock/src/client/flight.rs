@@ -181,12 +181,13 @@ impl Flight {
         self.pending.is_empty()
     }
 
-    /// Keeps the requests moving until `until` completes (used while waiting to retry).
-    pub(crate) async fn run_until(&mut self, until: impl Future<Output = ()>) {
+    /// Keeps the requests moving until `until` completes (used while waiting to retry), and
+    /// returns its output.
+    pub(crate) async fn run_until<T>(&mut self, until: impl Future<Output = T>) -> T {
         tokio::pin!(until);
         loop {
             tokio::select! {
-                () = &mut until => return,
+                done = &mut until => return done,
                 Some(_) = self.pending.next() => {}
             }
         }

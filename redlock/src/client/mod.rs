@@ -1,7 +1,9 @@
 //! The async client: drives the [`core`](crate::core) machines over real Redis nodes.
 //!
-//! - One auto-reconnecting, multiplexed connection per node (redis-rs `ConnectionManager`),
-//!   opened on first use.
+//! - One multiplexed connection per node, opened on first use and replaced by the client
+//!   itself when it breaks (not redis-rs' `ConnectionManager`): every new connection is
+//!   identified before it carries anything but a release, so that a restarted node cannot
+//!   vote unseen (see the core's [`Eligibility`](crate::core::Eligibility)).
 //! - Every node is asked in parallel; each request is bounded by the per-node timeout, so a
 //!   dead or paused node costs at most that timeout.
 //! - A round is decided as soon as a quorum agrees (or cannot); requests still in flight run
@@ -68,6 +70,7 @@ mod connect;
 mod drive;
 mod fence;
 mod flight;
+mod freed;
 mod identity;
 mod keep_alive;
 mod lanes;

@@ -4,7 +4,7 @@
 //! The release scripts `PUBLISH` the released token on the lock key's name when they delete
 //! a key (with `redis.pcall`, so that a user whose ACL forbids the channel still releases).
 //! A waiter subscribes to its keys for as long as it waits; each message whose payload is a
-//! token goes into the key's [`Freed`](super::waiting::Freed) log, with the node it came
+//! token goes into the key's [`Freed`](super::freed::Freed) log, with the node it came
 //! from. Nothing here trusts a message: Pub/Sub channels belong to the whole server, not to
 //! a database (a lease of the same name in another database of the node publishes on the
 //! same channel), and anyone the ACL lets publish there can send anything. A waiter's core
@@ -22,9 +22,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
+use super::freed::Freed;
 use super::lock;
 use super::registry::WeakMap;
-use super::waiting::Freed;
 use super::wire::classify;
 use crate::core::{NodeFailure, NodeId};
 

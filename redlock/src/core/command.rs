@@ -34,6 +34,14 @@ impl fmt::Display for NodeId {
     }
 }
 
+/// The driver's number for one connection to one node; a reconnection gets a new one.
+///
+/// Numbers must grow with every connection opened to a node: a lower number is an older
+/// connection, and [`Eligibility::identified`](super::Eligibility::identified) ignores what an older connection than the one
+/// on record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnectionId(pub u64);
+
 /// One command for one node. Each maps to exactly one Redis operation (`SET NX PX` or one of
 /// the client's Lua scripts); the simulator's nodes implement the single-key ones.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -38,7 +38,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::responsive::{Responsiveness, WriteGate};
-use super::{Command, NodeFailure, NodeId, Reply, RoundFailure, Timestamp};
+use super::{Command, ConnectionId, NodeFailure, NodeId, Reply, RoundFailure, Timestamp};
 
 /// How restarted nodes are treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +48,35 @@ pub enum RestartPolicy {
     /// The nodes acknowledge a write only once it is on disk (`appendfsync always`): a
     /// restart loses no key, so no node is ever left out.
     Persistent,
+}
+
+impl RestartPolicy {
+    /// The policy when none is set, for leases of `ttl`: a quarantine as long as the TTL.
+    ///
+    /// A restarted node may have forgotten every key it held, and a key it held lives at most
+    /// one TTL: once the node has been up that long, whatever it forgot would have expired
+    /// anyway. The TTL is that of this client's leases; a quarantine that must cover other
+    /// clients' longer leases has to be set.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock::core::{LockConfig, RestartPolicy};
+    ///
+    /// let config = LockConfig::new(3).with_ttl(Duration::from_secs(30));
+    /// let policy = RestartPolicy::default_for(config.ttl());
+    /// assert_eq!(policy.quarantine(), Some(Duration::from_secs(30)));
+    /// ```
+    pub fn default_for(ttl: Duration) -> Self {
+        Self::Quarantine(ttl)
+    }
+
+    /// How long a restarted node is left out; `None` for [`Persistent`](Self::Persistent).
+    pub fn quarantine(self) -> Option<Duration> {
+        match self {
+            Self::Quarantine(duration) => Some(duration),
+            Self::Persistent => None,
+        }
+    }
 }
 
 /// What a new connection says about the server behind it.
@@ -122,14 +151,6 @@ pub fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
         .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
         .map(str::trim)
 }
-
-/// The driver's number for one connection to one node; a reconnection gets a new one.
-///
-/// Numbers must grow with every connection opened to a node: a lower number is an older
-/// connection, and [`Eligibility::identified`] ignores what an older connection than the one
-/// on record says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ConnectionId(pub u64);
 
 /// Whether a command may go out on a connection.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -551,6 +572,17 @@ fn quarantine_until(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_quarantine_is_the_ttl() {
+        let ttl = Duration::from_millis(2_500);
+        assert_eq!(
+            RestartPolicy::default_for(ttl),
+            RestartPolicy::Quarantine(ttl)
+        );
+        assert_eq!(RestartPolicy::default_for(ttl).quarantine(), Some(ttl));
+        assert_eq!(RestartPolicy::Persistent.quarantine(), None);
+    }
 
     use crate::core::{LockKey, Token};
 

@@ -72,6 +72,22 @@ pub struct KeepAlive {
 }
 
 impl KeepAlive {
+    /// The policy of a supervised command (`redlock run`) with leases of `ttl`: extend at
+    /// half-life. That leaves from half the validity down to the kill instant for failed
+    /// extensions to be retried before the command is told to stop.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock::core::{KeepAlive, LockConfig};
+    ///
+    /// let config = LockConfig::new(3).with_ttl(Duration::from_secs(30));
+    /// let policy = KeepAlive::at_half_life(config.ttl());
+    /// assert_eq!(policy, KeepAlive::default().extend_before(Duration::from_secs(15)));
+    /// ```
+    pub fn at_half_life(ttl: Duration) -> Self {
+        Self::default().extend_before(ttl / 2)
+    }
+
     /// Extends when this much validity remains (a third of the TTL by default). The value is
     /// clamped so that at least two attempts fit before the loss deadline (three per-node
     /// timeouts plus the margin) and so that the lease is not extended more often than every
@@ -490,6 +506,21 @@ impl Machine for Keeper {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn half_life_asks_to_extend_with_half_the_ttl_left() {
+        let config = LockConfig::new(3).with_ttl(Duration::from_secs(10));
+        let policy = KeepAlive::at_half_life(config.ttl());
+        assert_eq!(
+            policy,
+            KeepAlive::default().extend_before(Duration::from_secs(5))
+        );
+        // Clamped, as any policy, to half the validity.
+        assert_eq!(
+            policy.threshold(&config),
+            (config.ttl() - config.drift()) / 2
+        );
+    }
     use crate::core::{Acquire, AcquireEvent, LockKey, Token};
 
     fn ms(n: u64) -> Duration {

@@ -6,11 +6,24 @@
 //!
 //! # The machines
 //!
+//! Four types implement [`Machine`] and are driven by the same loop (below):
+//!
 //! | machine     | sends                               | produces                                  |
 //! |-------------|-------------------------------------|-------------------------------------------|
 //! | [`Acquire`] | `SET key token NX PX ttl` per node  | [`Grant`], retry windows, or a failure    |
 //! | [`Extend`]  | compare-and-`PEXPIRE` per node      | a new deadline, or why not                |
 //! | [`Release`] | compare-and-delete per node         | a [`ReleaseReport`] with one status/node  |
+//! | [`Keeper`]  | an [`Extend`] round when one is due | [`KeeperEvent`]s: extended, failed, hold limit, lost, and last [`KeeperEvent::Release`] (the one moment the lease may be released) |
+//!
+//! The other decisions are values that send nothing; a driver feeds them events and `now`
+//! and asks what to do:
+//!
+//! | value             | decides                                                                 |
+//! |-------------------|-------------------------------------------------------------------------|
+//! | [`Held`]          | a granted lease: its validity and hold limit; makes its [`Extend`] and [`Release`] machines; attaches a fence token only while valid |
+//! | [`Waiting`]       | when an acquisition's next round starts: its retry timer, or earlier once the holder it lost to released |
+//! | [`Eligibility`]   | which node may vote: restart quarantine ([`RestartPolicy`]), duplicates, a probe after silence |
+//! | [`Supervisor`]    | when a command run under a lease (`redlock run`) gets `SIGTERM` and `SIGKILL` |
 //!
 //! # Call order
 //!
@@ -103,14 +116,16 @@ mod waiting;
 mod proptests;
 
 pub use acquire::{Acquire, AcquireEvent, AcquireFailure, Grant};
-pub use command::{Command, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Transmit};
+pub use command::{
+    Command, ConnectionId, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Transmit,
+};
 pub use config::{
     ConfigError, ConfigWarning, DEFAULT_MAX_HOLD, DEFAULT_NODE_TIMEOUT, DEFAULT_TTL, LockConfig,
     MAX_RETRY_DELAY, MAX_TTL,
 };
 pub use eligibility::{
-    Admission, ConnectionId, Eligibility, EligibilityEvent, NodeIdentity, QuarantineReason,
-    RestartPolicy, UPTIME_SLACK, info_field, quarantine_left,
+    Admission, Eligibility, EligibilityEvent, NodeIdentity, QuarantineReason, RestartPolicy,
+    UPTIME_SLACK, info_field, quarantine_left,
 };
 pub use extend::{Extend, ExtendFailure, ExtendOutcome, Extension};
 pub use keep_alive::{KeepAlive, Keeper, KeeperEvent, LeaseLost, ReleaseWhen};
@@ -125,7 +140,7 @@ pub use retry::{RetryPolicy, RetryWindow};
 #[cfg(feature = "tokio")]
 pub(crate) use round::denies_quorum;
 pub use round::{FailureReason, RoundFailure};
-pub use supervise::{Ending, StopCause, Supervisor, SupervisorAction};
+pub use supervise::{Ending, MAX_DEFAULT_GRACE, StopCause, Supervisor, SupervisorAction};
 pub use time::Timestamp;
 pub use token::{TOKEN_LEN, Token};
 pub use validity::{

@@ -23,6 +23,10 @@ use std::time::Duration;
 
 use super::{LeaseLost, Timestamp};
 
+/// The longest grace period [`Supervisor::default_grace`] gives, whatever the TTL: a command
+/// that needs more than this to stop cleanly should say so.
+pub const MAX_DEFAULT_GRACE: Duration = Duration::from_secs(10);
+
 /// Why the command is being stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -123,6 +127,28 @@ pub struct Supervisor {
 }
 
 impl Supervisor {
+    /// The longest grace period (between `SIGTERM` and `SIGKILL`) accepted for leases of
+    /// `ttl`: a quarter of it. The command is told to stop a grace period before the kill
+    /// instant, itself before the end of validity: a longer grace would stop the command
+    /// while most of the lease is left, at every extension that comes late.
+    pub fn longest_grace(ttl: Duration) -> Duration {
+        ttl / 4
+    }
+
+    /// The grace period when none is set, for leases of `ttl`: the
+    /// [longest](Self::longest_grace) one, up to [`MAX_DEFAULT_GRACE`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock::core::Supervisor;
+    ///
+    /// assert_eq!(Supervisor::default_grace(Duration::from_secs(2)), Duration::from_millis(500));
+    /// assert_eq!(Supervisor::default_grace(Duration::from_secs(300)), Duration::from_secs(10));
+    /// ```
+    pub fn default_grace(ttl: Duration) -> Duration {
+        Self::longest_grace(ttl).min(MAX_DEFAULT_GRACE)
+    }
+
     /// A schedule with `grace` between `SIGTERM` and `SIGKILL`, killing `margin` before
     /// `valid_until`.
     pub fn new(grace: Duration, margin: Duration, valid_until: Timestamp) -> Self {
@@ -264,6 +290,23 @@ impl Supervisor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_grace_is_a_quarter_ttl_up_to_ten_seconds() {
+        let secs = Duration::from_secs;
+        assert_eq!(
+            Supervisor::longest_grace(secs(2)),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            Supervisor::default_grace(secs(2)),
+            Duration::from_millis(500)
+        );
+        assert_eq!(Supervisor::default_grace(secs(40)), secs(10));
+        assert_eq!(Supervisor::longest_grace(secs(300)), secs(75));
+        assert_eq!(Supervisor::default_grace(secs(300)), MAX_DEFAULT_GRACE);
+        assert!(Supervisor::default_grace(secs(300)) <= Supervisor::longest_grace(secs(300)));
+    }
 
     fn at(ms: u64) -> Timestamp {
         Timestamp::ZERO.saturating_add(Duration::from_millis(ms))
