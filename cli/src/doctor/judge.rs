@@ -13,6 +13,7 @@ use super::clock::{self, ClockEstimate, StartStep};
 use super::observe::{Limits, NodeObservation, Role, ServerInfo, version_numbers};
 use super::permissions::{Grant, Operation, Probe, grant_for};
 use crate::duration::show;
+use crate::numbers::{ms, pct, signed_pct, signed_us, us};
 
 /// How much a finding matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -1170,50 +1171,6 @@ fn summarise(limits: &Limits, node: &NodeObservation, clock: Option<ClockEstimat
         }),
         probe: node.probe.clone(),
     }
-}
-
-/// Milliseconds as people read them: `0.21ms`, `12.5ms`, `340ms`.
-pub(crate) fn ms(value: f64) -> String {
-    if value < 10.0 {
-        format!("{value:.2}ms")
-    } else if value < 100.0 {
-        format!("{value:.1}ms")
-    } else {
-        format!("{value:.0}ms")
-    }
-}
-
-fn us(value: f64) -> String {
-    if value.abs() >= 1e6 {
-        format!("{:.3}s", value / 1e6)
-    } else {
-        ms(value / 1e3)
-    }
-}
-
-pub(crate) fn signed_us(value: f64) -> String {
-    signed(value, us(value.abs()))
-}
-
-/// `shown` (the magnitude, formatted) with the sign of `value`, unless it shows as zero.
-fn signed(value: f64, shown: String) -> String {
-    let zero = !shown.chars().any(|c| c.is_ascii_digit() && c != '0');
-    let sign = if value < 0.0 && !zero { '-' } else { '+' };
-    format!("{sign}{shown}")
-}
-
-/// A fraction as a percentage: `0.0123` → `1.23 %`.
-pub(crate) fn pct(value: f64) -> String {
-    let value = value * 100.0;
-    if value.abs() >= 0.1 {
-        format!("{value:.2}%")
-    } else {
-        format!("{value:.3}%")
-    }
-}
-
-pub(crate) fn signed_pct(value: f64) -> String {
-    signed(value, pct(value.abs()))
 }
 
 #[cfg(test)]

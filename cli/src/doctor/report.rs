@@ -3,8 +3,9 @@
 
 use std::fmt::Write as _;
 
-use super::judge::{Level, NodeSummary, Report, Verdict, ms, pct, signed_pct, signed_us};
+use super::judge::{Level, NodeSummary, Report, Verdict};
 use crate::duration::show;
+use crate::numbers::{ms, pct, signed_pct, signed_us};
 
 /// The report as JSON (one document, pretty-printed).
 pub(crate) fn json(report: &Report) -> String {
