@@ -6,214 +6,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use redlock::core::quarantine_left;
-use serde::Serialize;
 
-use super::catalogue::{self, Condition, Scenario};
+use super::catalogue::{self, Condition};
 use super::clock::{self, ClockEstimate, StartStep};
+use super::finding::{Check, Finding, Level};
 use super::observe::{Limits, NodeObservation, Role, ServerInfo, version_numbers};
-use super::permissions::{Grant, Operation, Probe, grant_for};
+use super::permissions::{Grant, Operation, grant_for};
+use super::report::{NodeSummary, Report, RoundTrips, SettingsSummary, Verdict};
 use crate::duration::show;
 use crate::numbers::{ms, pct, signed_pct, signed_us, us};
-
-/// How much a finding matters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Level {
-    /// The condition holds.
-    Ok,
-    /// Worth knowing; the condition holds (often thanks to a mitigation).
-    Note,
-    /// The condition holds, with little margin, or could not be checked.
-    Warning,
-    /// The condition does not hold.
-    Error,
-}
-
-impl Level {
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Note => "note",
-            Self::Warning => "warning",
-            Self::Error => "error",
-        }
-    }
-}
-
-/// What a finding is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Check {
-    Reachability,
-    Latency,
-    Role,
-    Version,
-    SameServer,
-    Persistence,
-    Uptime,
-    /// `INFO`'s uptime against the process's age on this host's boot-time clock.
-    UptimeClock,
-    Eviction,
-    ClockOffset,
-    ClockRate,
-    ClockSteps,
-    Permissions,
-    Quorum,
-    Configuration,
-}
-
-/// One finding.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct Finding {
-    pub(crate) level: Level,
-    /// The node's address, or `None` for the fleet as a whole.
-    pub(crate) node: Option<String>,
-    pub(crate) check: Check,
-    /// What was found, in one sentence.
-    pub(crate) summary: String,
-    /// The guarantee condition it touches.
-    pub(crate) condition: Condition,
-    /// The scenario that shows what happens when the condition fails.
-    pub(crate) scenario: Option<Scenario>,
-    /// What to do about it, or what already mitigates it.
-    pub(crate) remedy: Option<String>,
-}
-
-impl Finding {
-    fn new(level: Level, check: Check, condition: Condition, summary: impl Into<String>) -> Self {
-        Self {
-            level,
-            node: None,
-            check,
-            summary: summary.into(),
-            condition,
-            scenario: None,
-            remedy: None,
-        }
-    }
-
-    fn at(mut self, node: &str) -> Self {
-        self.node = Some(node.to_owned());
-        self
-    }
-
-    fn shown_by(mut self, scenario: Scenario) -> Self {
-        self.scenario = Some(scenario);
-        self
-    }
-
-    fn remedy(mut self, remedy: impl Into<String>) -> Self {
-        self.remedy = Some(remedy.into());
-        self
-    }
-}
-
-/// Round trips, summarised.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub(crate) struct RoundTrips {
-    pub(crate) samples: usize,
-    pub(crate) p50_ms: f64,
-    pub(crate) p99_ms: f64,
-    pub(crate) max_ms: f64,
-}
-
-impl RoundTrips {
-    pub(crate) fn of(samples: &[Duration]) -> Option<Self> {
-        if samples.is_empty() {
-            return None;
-        }
-        let mut sorted = samples.to_vec();
-        sorted.sort();
-        // Nearest rank: the smallest sample with at least p of the samples at or below it.
-        let rank = |p: f64| {
-            let index = (p * sorted.len() as f64).ceil() as usize;
-            sorted[index.clamp(1, sorted.len()) - 1]
-        };
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        Some(Self {
-            samples: sorted.len(),
-            p50_ms: ms(rank(0.50)),
-            p99_ms: ms(rank(0.99)),
-            max_ms: ms(sorted[sorted.len() - 1]),
-        })
-    }
-}
-
-/// What the table shows of one node.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct NodeSummary {
-    pub(crate) address: String,
-    pub(crate) reachable: bool,
-    pub(crate) error: Option<String>,
-    pub(crate) round_trips: Option<RoundTrips>,
-    pub(crate) version: Option<String>,
-    pub(crate) run_id: Option<String>,
-    pub(crate) role: Option<String>,
-    pub(crate) aof_enabled: Option<bool>,
-    /// `always`, `everysec`, `no`, or `unknown` when `CONFIG GET` was refused.
-    pub(crate) appendfsync: Option<String>,
-    pub(crate) uptime_s: Option<u64>,
-    pub(crate) maxmemory_policy: Option<String>,
-    pub(crate) clock: Option<ClockEstimate>,
-    pub(crate) clock_error: Option<String>,
-    /// The operations the node refused, and the ACL rules that fix them.
-    pub(crate) refused: Option<Vec<Operation>>,
-    pub(crate) grants: Option<Vec<String>>,
-    /// The probe's full record.
-    pub(crate) probe: Option<Probe>,
-}
-
-/// How the check ended, and the process's exit code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum Verdict {
-    /// Every condition holds (exit 0).
-    Healthy,
-    /// At least one does not (exit 1).
-    Failing,
-    /// The fleet cannot be checked: fewer than a quorum of nodes answered (exit 2).
-    Unchecked,
-}
-
-impl Verdict {
-    pub(crate) fn exit_code(self) -> u8 {
-        match self {
-            Self::Healthy => 0,
-            Self::Failing => 1,
-            Self::Unchecked => 2,
-        }
-    }
-}
-
-/// The settings as the report shows them.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct SettingsSummary {
-    pub(crate) nodes: usize,
-    pub(crate) quorum: usize,
-    pub(crate) ttl_ms: u128,
-    pub(crate) node_timeout_ms: u128,
-    pub(crate) drift_factor: f64,
-    /// `null` when the quarantine is off.
-    pub(crate) restart_quarantine_ms: Option<u128>,
-    pub(crate) clock_window_ms: u128,
-    pub(crate) key_prefix: String,
-}
-
-/// Everything the doctor concluded.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub(crate) struct Report {
-    pub(crate) verdict: Verdict,
-    pub(crate) exit_code: u8,
-    pub(crate) settings: SettingsSummary,
-    pub(crate) nodes: Vec<NodeSummary>,
-    pub(crate) findings: Vec<Finding>,
-}
-
-impl Report {
-    pub(crate) fn count(&self, level: Level) -> usize {
-        self.findings.iter().filter(|f| f.level == level).count()
-    }
-}
 
 /// The worst clock rate the doctor calls "well inside" the drift factor, as a share of it:
 /// the factor also covers the clients' clocks.
@@ -288,7 +89,7 @@ pub(crate) fn judge(
             duplicate_of,
             estimate.as_ref(),
         ));
-        nodes.push(summarise(limits, observation, estimate));
+        nodes.push(NodeSummary::of(limits, observation, estimate));
     }
     let reachable = observations.iter().filter(|o| o.is_reachable()).count();
     findings.extend(judge_fleet(limits, observations, reachable));
@@ -303,16 +104,7 @@ pub(crate) fn judge(
     Report {
         verdict,
         exit_code: verdict.exit_code(),
-        settings: SettingsSummary {
-            nodes: limits.nodes,
-            quorum: limits.quorum,
-            ttl_ms: limits.ttl.as_millis(),
-            node_timeout_ms: limits.node_timeout.as_millis(),
-            drift_factor: limits.drift_factor,
-            restart_quarantine_ms: limits.quarantine.map(|q| q.as_millis()),
-            clock_window_ms: limits.clock_window.as_millis(),
-            key_prefix: limits.key_prefix.clone(),
-        },
+        settings: SettingsSummary::of(limits),
         nodes,
         findings,
     }
@@ -1139,45 +931,11 @@ fn judge_fleet(
     findings
 }
 
-fn summarise(limits: &Limits, node: &NodeObservation, clock: Option<ClockEstimate>) -> NodeSummary {
-    let server = node.server();
-    NodeSummary {
-        address: node.address.clone(),
-        reachable: node.is_reachable(),
-        error: node.reached.as_ref().err().cloned(),
-        round_trips: RoundTrips::of(&node.round_trips),
-        version: server.map(|s| s.version.clone()),
-        run_id: server.map(|s| s.run_id.clone()),
-        role: server.map(|s| s.role.label()),
-        aof_enabled: server.map(|s| s.aof_enabled),
-        appendfsync: node.appendfsync.as_ref().map(|fsync| match fsync {
-            Ok(policy) => policy.clone(),
-            Err(_) => "unknown".to_owned(),
-        }),
-        uptime_s: server.map(|s| s.uptime.as_secs()),
-        maxmemory_policy: server.and_then(|s| s.maxmemory_policy.clone()),
-        clock,
-        clock_error: match &node.clock {
-            Some(Err(why)) => Some(why.clone()),
-            _ => None,
-        },
-        refused: node.probe.as_ref().map(Probe::refused),
-        grants: node.probe.as_ref().map(|probe| {
-            probe
-                .grants(&limits.key_prefix)
-                .iter()
-                .map(ToString::to_string)
-                .collect()
-        }),
-        probe: node.probe.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::doctor::clock::TimeSample;
-    use crate::doctor::permissions::Outcome;
+    use crate::doctor::permissions::{Outcome, Probe};
 
     fn limits() -> Limits {
         Limits {

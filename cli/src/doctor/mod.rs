@@ -10,6 +10,7 @@
 mod catalogue;
 mod clock;
 mod collect;
+mod finding;
 mod judge;
 mod observe;
 mod permissions;

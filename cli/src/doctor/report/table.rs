@@ -1,19 +1,12 @@
-//! The report, for people (a table, then the findings that need attention) and for scripts
-//! (`--json`).
+//! The report for people: the settings, a table with one row per node, then the findings that
+//! need attention, worst first, and a one-line verdict.
 
 use std::fmt::Write as _;
 
-use super::judge::{Level, NodeSummary, Report, Verdict};
+use super::{NodeSummary, Report, Verdict};
+use crate::doctor::finding::Level;
 use crate::duration::show;
 use crate::numbers::{ms, pct, signed_pct, signed_us};
-
-/// The report as JSON (one document, pretty-printed).
-pub(crate) fn json(report: &Report) -> String {
-    serde_json::to_string_pretty(report).unwrap_or_else(|e| {
-        // Every field is plain data; this cannot fail, but a report is better than a panic.
-        format!("{{\"error\": \"cannot encode the report: {e}\"}}")
-    })
-}
 
 /// The report as a table followed by the findings, worst first.
 pub(crate) fn table(report: &Report) -> String {
