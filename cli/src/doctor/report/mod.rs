@@ -180,3 +180,38 @@ impl NodeSummary {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::doctor::observe::Limits;
+    use crate::doctor::rules::fixtures::{fleet, limits};
+    use crate::doctor::rules::judge;
+
+    #[test]
+    fn the_report_serialises_with_condition_and_scenario() {
+        let mut nodes = fleet();
+        nodes[0].appendfsync = Some(Ok("everysec".into()));
+        let report = judge(
+            &Limits {
+                quarantine: None,
+                ..limits()
+            },
+            &nodes,
+            &[],
+        );
+        let json: serde_json::Value = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["exit_code"], 1);
+        assert_eq!(json["verdict"], "failing");
+        let finding = json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["level"] == "error")
+            .unwrap();
+        assert_eq!(finding["condition"]["id"], "memory");
+        assert_eq!(finding["scenario"]["id"], "RL-05");
+        assert_eq!(finding["check"], "persistence");
+        assert_eq!(json["nodes"][0]["appendfsync"], "everysec");
+        assert!(json["nodes"][0]["clock"]["rate"]["bound"].as_f64().unwrap() < 0.001);
+    }
+}
