@@ -3,17 +3,17 @@
 //! simulator scenario that shows the consequence. No rule talks to a node, so every rule is
 //! tested here without a server.
 //!
-//! One function per [`Check`](super::finding::Check), grouped by what they read:
+//! Mostly one function per [`Check`](super::finding::Check), in files by what they read:
 //!
-//! | file | checks | reads |
+//! | file | checks | from |
 //! |---|---|---|
-//! | [`node`] | reachability, latency; runs one node's checks in order | the connection, `PING` |
+//! | [`node`] | reachability, latency (and runs a node's checks) | the connection, `PING` |
 //! | [`server`] | role, version, same server, eviction | `INFO` |
-//! | [`persistence`] | persistence | `INFO`, `CONFIG GET appendfsync` |
-//! | [`uptime`] | uptime against the restart quarantine, uptime against the process's age | `INFO`, `/proc` |
+//! | [`persistence`] | persistence | `INFO`, `CONFIG GET` |
+//! | [`uptime`] | uptime, against the quarantine and the process's age | `INFO`, `/proc` |
 //! | [`clock`] | clock steps, offset and rate | `TIME` |
-//! | [`permissions`] | the lease's commands, the waiters' commands | the probe |
-//! | [`fleet`] | configuration, quorum | all of the above |
+//! | [`permissions`] | the lease's and the waiters' commands | the probe |
+//! | [`fleet`] | configuration, quorum | the settings, all nodes |
 //!
 //! This file runs them in the order the report lists them and draws the verdict.
 
