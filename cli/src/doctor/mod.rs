@@ -102,9 +102,9 @@ pub(crate) async fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
     let observations = collect::collect(&targets, &limits).await;
     let report = rules::judge(&limits, &observations, &warnings);
     if args.json {
-        println!("{}", report::json(&report));
+        println!("{}", report::json::render(&report));
     } else {
-        print!("{}", report::table(&report));
+        print!("{}", report::table::render(&report));
     }
     Ok(report.exit_code)
 }

@@ -1,10 +1,10 @@
 //! The report: everything the doctor concluded, as plain data: the verdict and exit code, the
 //! settings, one summary per node, and the findings. Its serde shape is the `--json` output,
 //! so a field renamed here is a change for scripts. Printing it is [`table`]'s (for people)
-//! and [`json`]'s (for scripts).
+//! and [`json`]'s (for scripts); they read this model, and this model imports neither.
 
-mod json;
-mod table;
+pub(super) mod json;
+pub(super) mod table;
 
 use std::time::Duration;
 
@@ -14,9 +14,6 @@ use super::clock::ClockEstimate;
 use super::finding::{Finding, Level};
 use super::observe::{Limits, NodeObservation};
 use super::permissions::{Operation, Probe};
-
-pub(crate) use self::json::json;
-pub(crate) use self::table::table;
 
 /// Round trips, summarised.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

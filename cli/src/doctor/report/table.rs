@@ -9,7 +9,7 @@ use crate::duration::show;
 use crate::numbers::{ms, pct, signed_pct, signed_us};
 
 /// The report as a table followed by the findings, worst first.
-pub(crate) fn table(report: &Report) -> String {
+pub(crate) fn render(report: &Report) -> String {
     let mut out = String::new();
     settings(&mut out, &report.settings);
     out.push('\n');
