@@ -11,6 +11,7 @@ mod duration;
 mod exit;
 #[cfg(test)]
 mod fuzz_tests;
+mod numbers;
 mod quarantine;
 mod run;
 mod settings;

@@ -3,17 +3,29 @@
 //! condition fails and which simulator scenario shows the consequence.
 //!
 //! The work is split in three: [`collect`] talks to the nodes and records what it saw
-//! ([`observe`]); [`judge`] turns those observations into findings with pure functions
-//! (tested without any server); [`report`] prints them as a table or as JSON.
+//! ([`observe`]); [`rules`] turns those observations into [`finding`]s with pure functions
+//! (tested without any server), gathered in a [`report`], which prints as a table or as JSON.
 //! `docs/operations.md` explains every finding.
+//!
+//! | file | job |
+//! |---|---|
+//! | `collect.rs` | the only part that talks to the nodes |
+//! | `observe.rs` | what was seen on each node, and the settings to judge it by |
+//! | `clock.rs` | a node's clock from its `TIME` samples: offset, rate, steps, with error bounds |
+//! | `permissions.rs` | the probe of the ACL, by doing what the library does |
+//! | `rules/` | one function per check, from observations to findings |
+//! | `finding.rs` | one finding: level, check, condition, scenario, remedy |
+//! | `catalogue.rs` | the guarantee conditions and the simulator scenarios findings cite |
+//! | `report/` | the report as data, and printed as a table or as JSON |
 
 mod catalogue;
 mod clock;
 mod collect;
-mod judge;
+mod finding;
 mod observe;
 mod permissions;
 mod report;
+mod rules;
 
 use std::time::Duration;
 
@@ -88,11 +100,11 @@ pub(crate) async fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
         .collect();
 
     let observations = collect::collect(&targets, &limits).await;
-    let report = judge::judge(&limits, &observations, &warnings);
+    let report = rules::judge(&limits, &observations, &warnings);
     if args.json {
-        println!("{}", report::json(&report));
+        println!("{}", report::json::render(&report));
     } else {
-        print!("{}", report::table(&report));
+        print!("{}", report::table::render(&report));
     }
     Ok(report.exit_code)
 }

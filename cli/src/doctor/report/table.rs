@@ -1,23 +1,27 @@
-//! The report, for people (a table, then the findings that need attention) and for scripts
-//! (`--json`).
+//! The report for people: the settings, a table with one row per node, then the findings that
+//! need attention, worst first, and a one-line verdict.
 
 use std::fmt::Write as _;
 
-use super::judge::{Level, NodeSummary, Report, Verdict, ms, pct, signed_pct, signed_us};
+use super::{NodeSummary, Report, SettingsSummary, Verdict};
+use crate::doctor::finding::Level;
 use crate::duration::show;
-
-/// The report as JSON (one document, pretty-printed).
-pub(crate) fn json(report: &Report) -> String {
-    serde_json::to_string_pretty(report).unwrap_or_else(|e| {
-        // Every field is plain data; this cannot fail, but a report is better than a panic.
-        format!("{{\"error\": \"cannot encode the report: {e}\"}}")
-    })
-}
+use crate::numbers::{ms, pct, signed_pct, signed_us};
 
 /// The report as a table followed by the findings, worst first.
-pub(crate) fn table(report: &Report) -> String {
+pub(crate) fn render(report: &Report) -> String {
     let mut out = String::new();
-    let s = &report.settings;
+    settings(&mut out, &report.settings);
+    out.push('\n');
+    nodes(&mut out, report);
+    findings(&mut out, report);
+    out.push('\n');
+    verdict(&mut out, report);
+    out
+}
+
+/// The settings the nodes were judged against, on one line.
+fn settings(out: &mut String, s: &SettingsSummary) {
     let quarantine = s
         .restart_quarantine_ms
         .map_or("off".to_owned(), |ms| show(millis(ms)));
@@ -32,8 +36,10 @@ pub(crate) fn table(report: &Report) -> String {
         quarantine,
         show(millis(s.clock_window_ms)),
     );
-    out.push('\n');
+}
 
+/// One row per node, under a header, in columns as wide as their widest cell.
+fn nodes(out: &mut String, report: &Report) {
     let header = [
         "NODE",
         "RTT p50/p99",
@@ -46,7 +52,7 @@ pub(crate) fn table(report: &Report) -> String {
         "CLOCK RATE",
         "ACL",
     ];
-    let measured = s.clock_window_ms > 0;
+    let measured = report.settings.clock_window_ms > 0;
     let rows: Vec<[String; 10]> = report.nodes.iter().map(|n| row(n, measured)).collect();
     let mut widths = header.map(str::len);
     for row in &rows {
@@ -69,7 +75,11 @@ pub(crate) fn table(report: &Report) -> String {
     for row in &rows {
         let _ = writeln!(out, "{}", line(row));
     }
+}
 
+/// The findings above `ok`, worst first (a stable sort: within a level, in the report's
+/// order), after a blank line when there are any.
+fn findings(out: &mut String, report: &Report) {
     let mut findings: Vec<_> = report
         .findings
         .iter()
@@ -100,7 +110,10 @@ pub(crate) fn table(report: &Report) -> String {
             let _ = writeln!(out, "         {label} {remedy}");
         }
     }
-    out.push('\n');
+}
+
+/// The counts by level and the verdict, with the exit code.
+fn verdict(out: &mut String, report: &Report) {
     let passed = report.count(Level::Ok);
     let (errors, warnings, notes) = (
         report.count(Level::Error),
@@ -117,7 +130,6 @@ pub(crate) fn table(report: &Report) -> String {
         "{passed} checks passed, {errors} error(s), {warnings} warning(s), {notes} note(s): {verdict} (exit {})",
         report.exit_code
     );
-    out
 }
 
 fn millis(ms: u128) -> std::time::Duration {

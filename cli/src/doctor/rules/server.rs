@@ -1,0 +1,224 @@
+//! What kind of server a node is, from its `INFO`: an independent master (role), new enough
+//! for the lock request (version), not a server already listed under another name (same
+//! server), and one that never evicts keys (eviction). It also runs the checks that need
+//! `INFO` and live in their own files: persistence and uptime.
+
+use crate::doctor::catalogue::{self, Condition};
+use crate::doctor::finding::{Check, Finding, Level};
+use crate::doctor::observe::{Limits, NodeObservation, Role, ServerInfo, version_numbers};
+
+use super::{persistence, uptime};
+
+/// Every finding that needs the node's `INFO`, in the report's order.
+pub(super) fn judge_server(
+    limits: &Limits,
+    node: &NodeObservation,
+    server: &ServerInfo,
+    duplicate_of: Option<&str>,
+) -> Vec<Finding> {
+    let mut findings = vec![judge_role(server), judge_version(server)];
+    findings.extend(duplicate_of.map(|first| judge_same_server(limits, server, first)));
+    findings.push(persistence::judge_persistence(limits, node, server));
+    findings.extend(uptime::judge_uptime(limits, server));
+    if let Some(age) = node.process_age {
+        findings.push(uptime::judge_uptime_clock(limits, server.uptime, age));
+    }
+    findings.push(judge_eviction(server));
+    findings
+}
+
+/// Redlock needs independent masters: a replica refuses writes, and a master with replicas
+/// can be replaced by one that lacks its keys.
+fn judge_role(server: &ServerInfo) -> Finding {
+    match &server.role {
+        Role::Master { replicas: 0 } => Finding::new(
+            Level::Ok,
+            Check::Role,
+            Condition::Independence,
+            "a master without replicas",
+        )
+        .shown_by(catalogue::RL07_FAILOVER),
+        Role::Master { replicas } => Finding::new(
+            Level::Error,
+            Check::Role,
+            Condition::Memory,
+            format!(
+                "a master with {replicas} connected replica(s): a failover promotes a replica \
+                 that may lack lock keys this master acknowledged, and a Sentinel split brain \
+                 lets two masters grant the same lease"
+            ),
+        )
+        .shown_by(catalogue::RL08B_SPLIT_BRAIN)
+        .remedy(
+            "use independent masters without replication; if replicas must stay, disable \
+             automatic failover and keep a promoted node out of every client for the longest \
+             TTL: a running client leaves a known name that now reaches another server out \
+             for a whole restart quarantine, but a client started after the promotion (every \
+             redlock run) counts it at once",
+        ),
+        Role::Replica { master } => Finding::new(
+            Level::Error,
+            Check::Role,
+            Condition::Memory,
+            format!(
+                "a replica of {master}: it refuses lock writes, and a promoted replica may \
+                 lack keys its master acknowledged; Redlock needs independent masters"
+            ),
+        )
+        .shown_by(catalogue::RL07_FAILOVER)
+        .remedy("list independent masters only; never a replica"),
+        Role::Other(role) => Finding::new(
+            Level::Error,
+            Check::Role,
+            Condition::Independence,
+            format!("role `{role}`: not a master that can hold lock keys"),
+        )
+        .remedy("list independent masters only"),
+    }
+}
+
+/// The lock request, `SET … NX GET PX`, needs Redis 7.0.
+fn judge_version(server: &ServerInfo) -> Finding {
+    if version_numbers(&server.version) < [7, 0, 0] {
+        Finding::new(
+            Level::Error,
+            Check::Version,
+            Condition::Availability,
+            format!(
+                "Redis {}: the lock request `SET … NX GET PX` needs 7.0 or later",
+                server.version
+            ),
+        )
+        .remedy("upgrade the node")
+    } else {
+        Finding::new(
+            Level::Ok,
+            Check::Version,
+            Condition::Availability,
+            format!("Redis {}", server.version),
+        )
+    }
+}
+
+/// The node's server (by `run_id`) was listed first as `first`.
+fn judge_same_server(limits: &Limits, server: &ServerInfo, first: &str) -> Finding {
+    Finding::new(
+        Level::Error,
+        Check::SameServer,
+        Condition::Independence,
+        format!(
+            "the same server as {first} (run_id {}…): one server must not vote twice; \
+             the client refuses this name for good, so the fleet has one voter fewer \
+             than its {} names suggest",
+            &server.run_id[..server.run_id.len().min(8)],
+            limits.nodes
+        ),
+    )
+    .shown_by(catalogue::RL13A_MINORITY)
+    .remedy("list each server once, under one name")
+}
+
+/// An evicted lock key is a forgotten one.
+fn judge_eviction(server: &ServerInfo) -> Finding {
+    match server.maxmemory_policy.as_deref() {
+        Some("noeviction") => Finding::new(
+            Level::Ok,
+            Check::Eviction,
+            Condition::Memory,
+            "maxmemory-policy noeviction: keys are never evicted",
+        )
+        .shown_by(catalogue::RL05_NO_PERSISTENCE),
+        Some(policy) => {
+            let limit = match server.maxmemory {
+                Some(0) => " (maxmemory 0 today: eviction starts once a limit is set)".to_owned(),
+                Some(bytes) => format!(" (maxmemory {bytes} bytes)"),
+                None => String::new(),
+            };
+            Finding::new(
+                Level::Error,
+                Check::Eviction,
+                Condition::Memory,
+                format!(
+                    "maxmemory-policy {policy}{limit}: under memory pressure the node evicts \
+                     keys, lock keys and fence counters included, and forgets them as a crash \
+                     without persistence does"
+                ),
+            )
+            .shown_by(catalogue::RL05_NO_PERSISTENCE)
+            .remedy("CONFIG SET maxmemory-policy noeviction, and the same in redis.conf")
+        }
+        None => Finding::new(
+            Level::Warning,
+            Check::Eviction,
+            Condition::Memory,
+            "INFO does not give maxmemory_policy: eviction cannot be checked",
+        )
+        .shown_by(catalogue::RL05_NO_PERSISTENCE),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{fleet, healthy, limits, problems};
+    use super::super::judge;
+    use crate::doctor::catalogue::{self, Condition};
+    use crate::doctor::finding::{Check, Level};
+    use crate::doctor::observe::{Limits, Role};
+
+    #[test]
+    fn replicas_evicting_nodes_and_duplicates_are_errors() {
+        let mut nodes = fleet();
+        nodes.push(healthy("n4:1", "d"));
+        nodes.push(healthy("localhost:1", "a"));
+        let limits = Limits {
+            nodes: 5,
+            quorum: 3,
+            ..limits()
+        };
+        nodes[0].info.as_mut().unwrap().as_mut().unwrap().role = Role::Master { replicas: 1 };
+        nodes[1].info.as_mut().unwrap().as_mut().unwrap().role = Role::Replica {
+            master: "n1:1".into(),
+        };
+        nodes[2]
+            .info
+            .as_mut()
+            .unwrap()
+            .as_mut()
+            .unwrap()
+            .maxmemory_policy = Some("allkeys-lru".into());
+        let report = judge(&limits, &nodes, &[]);
+        assert_eq!(
+            problems(&report),
+            [
+                (Level::Error, Some("n1:1"), Check::Role),
+                (Level::Error, Some("n2:1"), Check::Role),
+                (Level::Error, Some("n3:1"), Check::Eviction),
+                (Level::Error, Some("localhost:1"), Check::SameServer),
+            ]
+        );
+        let same = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::SameServer)
+            .unwrap();
+        assert!(
+            same.summary.contains("the same server as n1:1"),
+            "{}",
+            same.summary
+        );
+        assert_eq!(same.condition, Condition::Independence);
+        let replica = report
+            .findings
+            .iter()
+            .find(|f| f.node.as_deref() == Some("n2:1") && f.check == Check::Role)
+            .unwrap();
+        assert_eq!(replica.scenario, Some(catalogue::RL07_FAILOVER));
+
+        // Three masters with distinct run_ids remain of five names: exactly a quorum.
+        nodes[3].info.as_mut().unwrap().as_mut().unwrap().role = Role::Replica {
+            master: "x:1".into(),
+        };
+        let report = judge(&limits, &nodes, &[]);
+        assert!(problems(&report).contains(&(Level::Error, None, Check::Quorum)));
+    }
+}
