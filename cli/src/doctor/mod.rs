@@ -29,7 +29,7 @@ mod rules;
 
 use std::time::Duration;
 
-use redlock::core::ConfigWarning;
+use redlock::core::{ConfigWarning, RestartPolicy};
 
 use self::catalogue::Condition;
 use self::collect::Target;
@@ -71,8 +71,7 @@ pub(crate) async fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
         drift_factor: config.drift_factor().as_f64(),
         quarantine: match &settings.restart_quarantine {
             Some(setting) => setting.value.as_option(),
-            // The library's default: the TTL.
-            None => Some(config.ttl()),
+            None => RestartPolicy::default_for(config.ttl()).quarantine(),
         },
         clock_window,
         key_prefix: redlock.key_prefix().to_owned(),

@@ -113,7 +113,9 @@ pub(super) fn judge_waiting(limits: &Limits, node: &NodeObservation) -> Option<F
             Check::Permissions,
             Condition::Availability,
             format!(
-                "refuses {}: releases on it notify no waiter and waiters cannot subscribe or                  read the holder's remaining time, so they wake on their retry timers (up to                  the retry delay plus jitter after a release) instead of at once",
+                "refuses {}: releases on it notify no waiter and waiters cannot subscribe or \
+                 read the holder's remaining time, so they wake on their retry timers (up to \
+                 the retry delay plus jitter after a release) instead of at once",
                 commands.join(", ")
             ),
         )
