@@ -103,7 +103,10 @@
 #![warn(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
-pub mod core;
+/// The algorithm as sans-IO state machines: the [`redlock-core`](redlock_core) package,
+/// which the client drives (and the simulator too). See its documentation for the call
+/// order.
+pub use redlock_core as core;
 
 #[cfg(feature = "tokio")]
 pub mod client;

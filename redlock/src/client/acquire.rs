@@ -149,6 +149,7 @@ impl<'a> Acquisition<'a> {
                     self.next_round(&mut op, &mut waiter);
                 }
                 Some(AcquireEvent::Failed(failure)) => return Err(self.failed(failure)),
+                Some(_) => return Err(Error::Internal("an acquisition event of a newer core")),
                 None => return Err(Error::Internal("the acquisition stalled")),
             }
         }

@@ -227,7 +227,7 @@ impl KeptLease {
         {
             return report;
         }
-        ReleaseReport { nodes: Vec::new() }
+        ReleaseReport::default()
     }
 }
 
@@ -370,6 +370,7 @@ fn publish(
             "the work under the lost lease was not reported stopped; releasing after its keys' expiry"
         ),
         KeeperEvent::Release(_) => {}
+        other => tracing::debug!(resource, event = ?other, "keep-alive"),
     }
 }
 

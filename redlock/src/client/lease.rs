@@ -176,6 +176,7 @@ impl Lease {
                 redlock.telemetry().extended(false);
                 Err(extend_error(&redlock, self.described(), failure))
             }
+            Some(_) => Err(Error::Internal("an extension outcome of a newer core")),
             None => Err(Error::Internal("the extension stalled")),
         }
     }
@@ -218,6 +219,7 @@ pub(crate) fn extend_error(redlock: &Redlock, resource: String, failure: ExtendF
                 nodes: NodeReport::new(redlock.addresses(), round.nodes),
             }
         }
+        _ => Error::Internal("an extension failure of a newer core"),
     }
 }
 
@@ -242,7 +244,7 @@ pub(crate) async fn release(
         let mut flight = redlock.flight(redlock.config(), lanes);
         drive(&mut machine, &mut flight, clock)
             .await
-            .unwrap_or_else(|| ReleaseReport { nodes: Vec::new() })
+            .unwrap_or_default()
     }
     .instrument(span)
     .await;

@@ -320,6 +320,7 @@ impl Nodes {
                 of = address(of),
                 "two configured nodes are the same server (same run_id); the name identified second is refused"
             ),
+            other => tracing::debug!(event = ?other, "node eligibility"),
         }
     }
 }

@@ -151,6 +151,10 @@ pub(crate) async fn run(
                 .map_err(classify)?;
             owner_reply(value, Reply::Extended, "extend")
         }
+        // The core is its own package: a command added there needs its wire form here.
+        other => Err(NodeFailure::Protocol(format!(
+            "this client does not know how to send {other:?}"
+        ))),
     }
 }
 

@@ -57,7 +57,7 @@ use super::{
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::{KeepAlive, LockConfig};
+/// use redlock_core::{KeepAlive, LockConfig};
 ///
 /// let config = LockConfig::new(5).with_ttl(Duration::from_secs(30));
 /// let policy = KeepAlive::default().extend_before(Duration::from_secs(5));
@@ -78,7 +78,7 @@ impl KeepAlive {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use redlock::core::{KeepAlive, LockConfig};
+    /// use redlock_core::{KeepAlive, LockConfig};
     ///
     /// let config = LockConfig::new(3).with_ttl(Duration::from_secs(30));
     /// let policy = KeepAlive::at_half_life(config.ttl());
@@ -213,7 +213,7 @@ enum State {
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::*;
+/// use redlock_core::*;
 ///
 /// let config = LockConfig::new(3).with_ttl(Duration::from_millis(1_000));
 /// # let key = LockKey::new(DEFAULT_KEY_PREFIX, "report").unwrap();
@@ -521,7 +521,7 @@ mod tests {
             (config.ttl() - config.drift()) / 2
         );
     }
-    use crate::core::{Acquire, AcquireEvent, LockKey, Token};
+    use crate::{Acquire, AcquireEvent, LockKey, Token};
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)

@@ -13,7 +13,7 @@ use super::{
 ///
 /// Releasing a lease that already expired is not an error: the nodes answer
 /// [`Reply::NotHeld`] and the report says so.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReleaseReport {
     /// What each node did, indexed by [`NodeId::index`]. Nodes still in flight when the
@@ -66,7 +66,7 @@ impl ReleaseReport {
 /// longer hold our key (the rest complete in the background), or at the per-node timeout.
 ///
 /// ```
-/// use redlock::core::*;
+/// use redlock_core::*;
 ///
 /// let config = LockConfig::new(3);
 /// let key = LockKey::new("redlock:", "report").unwrap();
@@ -210,7 +210,7 @@ impl Machine for Release {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::LockKey;
+    use crate::LockKey;
 
     #[test]
     fn waits_for_a_quorum_of_answers_or_the_timeout() {
@@ -234,7 +234,7 @@ mod tests {
 
     #[test]
     fn a_lease_releases_only_where_its_set_may_have_written() {
-        use crate::core::{Acquire, AcquireEvent, Held, Machine};
+        use crate::{Acquire, AcquireEvent, Held, Machine};
         let config = LockConfig::new(5);
         let key = LockKey::new("", "r").unwrap();
         let t0 = Timestamp::ZERO;

@@ -1,8 +1,11 @@
 //! The Redlock algorithm as pure state machines: no sockets, no clock, no random generator.
 //!
-//! Everything Redlock decides lives here, once. The tokio client ([`crate::client`]) and the
-//! simulator both drive these machines; neither re-implements any of it. A verdict of the
-//! simulator is therefore a verdict on the code the client ships.
+//! Everything Redlock decides lives here, once, as a package of its own with no I/O
+//! dependency: the tokio client (`redlock::client`, in the `redlock-quorum` package, which
+//! re-exports this crate as `redlock::core`), the `redlock` command and the simulator
+//! (`redlock-sim`, which depends on this package alone) all drive these machines; none
+//! re-implements any of it. A verdict of the simulator is therefore a verdict on the code the
+//! client ships.
 //!
 //! # The machines
 //!
@@ -68,7 +71,7 @@
 //! # Example: one acquisition driven by hand
 //!
 //! ```
-//! use redlock::core::*;
+//! use redlock_core::*;
 //!
 //! let config = LockConfig::new(3);
 //! let key = LockKey::new(DEFAULT_KEY_PREFIX, "stock-sync:warehouse-42").unwrap();
@@ -92,6 +95,9 @@
 //!     other => panic!("unexpected {other:?}"),
 //! }
 //! ```
+
+#![warn(missing_docs)]
+#![deny(rustdoc::broken_intra_doc_links)]
 
 mod acquire;
 mod command;
@@ -137,9 +143,7 @@ pub use lease::{FenceTooLate, Held};
 pub use machine::Machine;
 pub use release::{Release, ReleaseReport};
 pub use retry::{RetryPolicy, RetryWindow};
-#[cfg(feature = "tokio")]
-pub(crate) use round::denies_quorum;
-pub use round::{FailureReason, RoundFailure};
+pub use round::{FailureReason, RoundFailure, denies_quorum};
 pub use supervise::{Ending, MAX_DEFAULT_GRACE, StopCause, Supervisor, SupervisorAction};
 pub use time::Timestamp;
 pub use token::{TOKEN_LEN, Token};

@@ -60,7 +60,7 @@ impl RestartPolicy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use redlock::core::{LockConfig, RestartPolicy};
+    /// use redlock_core::{LockConfig, RestartPolicy};
     ///
     /// let config = LockConfig::new(3).with_ttl(Duration::from_secs(30));
     /// let policy = RestartPolicy::default_for(config.ttl());
@@ -105,7 +105,7 @@ pub const UPTIME_SLACK: Duration = Duration::from_secs(1);
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::quarantine_left;
+/// use redlock_core::quarantine_left;
 ///
 /// let s = Duration::from_secs;
 /// assert_eq!(quarantine_left(s(10), s(4)), s(7));
@@ -122,7 +122,7 @@ impl NodeIdentity {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use redlock::core::NodeIdentity;
+    /// use redlock_core::NodeIdentity;
     ///
     /// let info = "# Server\r\nrun_id:abc123\r\nuptime_in_seconds:42\r\n";
     /// let identity = NodeIdentity::from_info(info).unwrap();
@@ -259,7 +259,7 @@ struct NodeState {
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::*;
+/// use redlock_core::*;
 ///
 /// let quarantine = Duration::from_secs(10);
 /// let mut nodes = Eligibility::new(3, RestartPolicy::Quarantine(quarantine));
@@ -487,7 +487,7 @@ impl Eligibility {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use redlock::core::*;
+    /// use redlock_core::*;
     ///
     /// let mut nodes = Eligibility::new(1, RestartPolicy::Quarantine(Duration::from_secs(10)));
     /// let config = LockConfig::new(1).with_retry(RetryPolicy::no_retry());
@@ -584,7 +584,7 @@ mod tests {
         assert_eq!(RestartPolicy::Persistent.quarantine(), None);
     }
 
-    use crate::core::{LockKey, Token};
+    use crate::{LockKey, Token};
 
     #[test]
     fn reads_the_fields_of_an_info_reply() {
@@ -817,7 +817,7 @@ mod tests {
 
     #[test]
     fn another_owners_key_that_outlives_the_quarantine_is_reported_once_per_node() {
-        use crate::core::{FailureReason, NodeStatus};
+        use crate::{FailureReason, NodeStatus};
 
         let taken = |s: u64| NodeStatus::Replied(Reply::TakenFor { remaining: secs(s) });
         let failure = |nodes: Vec<NodeStatus>| RoundFailure {

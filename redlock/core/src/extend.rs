@@ -87,7 +87,7 @@ pub enum ExtendOutcome {
 /// The extension state machine.
 ///
 /// ```
-/// use redlock::core::*;
+/// use redlock_core::*;
 ///
 /// let config = LockConfig::new(3);
 /// let key = LockKey::new("redlock:", "report").unwrap();
@@ -253,8 +253,8 @@ impl Machine for Extend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::FailureReason;
-    use crate::core::LockKey;
+    use crate::FailureReason;
+    use crate::LockKey;
 
     #[test]
     fn limit_and_failure_send_no_deletes() {

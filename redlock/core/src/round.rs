@@ -95,8 +95,18 @@ impl RoundFailure {
 }
 
 /// Whether so many of a round's `statuses` are refusals of this client
-/// ([`NodeFailure::Denied`]) that the other nodes could never make a quorum.
-pub(crate) fn denies_quorum<'a>(statuses: impl ExactSizeIterator<Item = &'a NodeStatus>) -> bool {
+/// ([`NodeFailure::Denied`]) that the other nodes could never make a quorum: retrying cannot
+/// help, and a driver reports the refusal (bad credentials, an ACL) rather than a busy
+/// resource.
+///
+/// ```
+/// use redlock_core::{NodeFailure, NodeStatus, denies_quorum};
+///
+/// let denied = NodeStatus::Failed(NodeFailure::Denied("NOPERM".into()));
+/// let statuses = [denied.clone(), denied, NodeStatus::Pending];
+/// assert!(denies_quorum(statuses.iter()));
+/// ```
+pub fn denies_quorum<'a>(statuses: impl ExactSizeIterator<Item = &'a NodeStatus>) -> bool {
     let nodes = statuses.len();
     let denied = statuses
         .filter(|s| matches!(s, NodeStatus::Failed(NodeFailure::Denied(_))))

@@ -14,7 +14,7 @@ use super::Timestamp;
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::RetryPolicy;
+/// use redlock_core::RetryPolicy;
 ///
 /// let policy = RetryPolicy::new(3, Duration::from_millis(100), Duration::from_millis(100));
 /// assert_eq!(policy.retries(), 3);
@@ -69,7 +69,7 @@ impl RetryPolicy {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use redlock::core::RetryPolicy;
+    /// use redlock_core::RetryPolicy;
     ///
     /// assert_eq!(RetryPolicy::default().max_wait(), Duration::from_millis(600));
     /// ```
@@ -104,7 +104,7 @@ impl Default for RetryPolicy {
 /// ```
 /// use std::time::Duration;
 /// use rand::SeedableRng;
-/// use redlock::core::{RetryWindow, Timestamp};
+/// use redlock_core::{RetryWindow, Timestamp};
 ///
 /// let window = RetryWindow::new(Timestamp::from_nanos(1_000), Duration::from_nanos(500));
 /// let at = window.pick(&mut rand::rngs::StdRng::seed_from_u64(7));
@@ -137,7 +137,7 @@ impl RetryWindow {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use redlock::core::{RetryWindow, Timestamp};
+    /// use redlock_core::{RetryWindow, Timestamp};
     ///
     /// let at = |n| Timestamp::from_nanos(n);
     /// let window = RetryWindow::new(at(100), Duration::from_nanos(50));

@@ -14,7 +14,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::Timestamp;
+/// use redlock_core::Timestamp;
 ///
 /// let start = Timestamp::from_nanos(1_000);
 /// let later = start.saturating_add(Duration::from_micros(2));

@@ -33,7 +33,7 @@ pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(60 * 60);
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::LockConfig;
+/// use redlock_core::LockConfig;
 ///
 /// let config = LockConfig::new(5).with_ttl(Duration::from_secs(30));
 /// let warnings = config.validate().expect("a valid configuration");
@@ -182,7 +182,7 @@ impl LockConfig {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use redlock::core::LockConfig;
+    /// use redlock_core::LockConfig;
     /// // 4 attempts × 150 ms + 3 retries × 200 ms.
     /// assert_eq!(LockConfig::new(5).acquire_budget(), Duration::from_millis(1_200));
     /// ```
@@ -286,7 +286,7 @@ impl LockConfig {
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::LockConfig;
+/// use redlock_core::LockConfig;
 ///
 /// let err = LockConfig::new(5).with_ttl(Duration::ZERO).validate().unwrap_err();
 /// assert_eq!(err.field(), "ttl");

@@ -14,7 +14,7 @@ pub const TOKEN_LEN: usize = 16;
 /// characters.
 ///
 /// ```
-/// use redlock::core::Token;
+/// use redlock_core::Token;
 /// let token = Token::from_bytes([0xab; 16]);
 /// assert_eq!(token.to_string(), "abababababababababababababababab");
 /// assert_eq!(token.short(), "abababab");

@@ -53,7 +53,7 @@ const HEARD_DURING_A_ROUND: usize = 32;
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::*;
+/// use redlock_core::*;
 ///
 /// let ms = |n| Timestamp::ZERO.saturating_add(Duration::from_millis(n));
 /// let config = LockConfig::new(3); // retry delay 100 ms
@@ -302,7 +302,7 @@ impl Waiting {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{FailureReason, LockKey, NodeStatus, Reply, RetryPolicy};
+    use crate::{FailureReason, LockKey, NodeStatus, Reply, RetryPolicy};
     use proptest::prelude::*;
 
     fn at(ms: u64) -> Timestamp {

@@ -22,7 +22,7 @@ const PPM: u128 = 1_000_000;
 /// reachable nodes would let both sides of a partition win.
 ///
 /// ```
-/// use redlock::core::quorum;
+/// use redlock_core::quorum;
 /// assert_eq!(quorum(1), 1);
 /// assert_eq!(quorum(4), 3);
 /// assert_eq!(quorum(5), 3);
@@ -59,7 +59,7 @@ impl DriftFactor {
     /// the one asked for.
     ///
     /// ```
-    /// use redlock::core::DriftFactor;
+    /// use redlock_core::DriftFactor;
     /// assert_eq!(DriftFactor::from_f64(0.01).unwrap().ppm(), 10_000);
     /// assert_eq!(DriftFactor::from_f64(0.010_000_4).unwrap().ppm(), 10_001);
     /// assert!(DriftFactor::from_f64(f64::NAN).is_none());
@@ -116,7 +116,7 @@ impl fmt::Display for DriftFactor {
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::{drift_allowance, DriftFactor};
+/// use redlock_core::{drift_allowance, DriftFactor};
 /// assert_eq!(
 ///     drift_allowance(Duration::from_secs(10), DriftFactor::DEFAULT),
 ///     Duration::from_millis(102),
@@ -133,7 +133,7 @@ pub fn drift_allowance(ttl: Duration, factor: DriftFactor) -> Duration {
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::validity;
+/// use redlock_core::validity;
 /// let ms = Duration::from_millis;
 /// assert_eq!(validity(ms(10_000), ms(3), ms(102)), ms(9_895));
 /// assert_eq!(validity(ms(1), ms(50), ms(2)), Duration::ZERO);

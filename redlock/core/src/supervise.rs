@@ -101,7 +101,7 @@ struct Stopping {
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::{Supervisor, SupervisorAction, Timestamp};
+/// use redlock_core::{Supervisor, SupervisorAction, Timestamp};
 ///
 /// let ms = Duration::from_millis;
 /// let valid_until = Timestamp::ZERO.saturating_add(ms(10_000));
@@ -140,7 +140,7 @@ impl Supervisor {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use redlock::core::Supervisor;
+    /// use redlock_core::Supervisor;
     ///
     /// assert_eq!(Supervisor::default_grace(Duration::from_secs(2)), Duration::from_millis(500));
     /// assert_eq!(Supervisor::default_grace(Duration::from_secs(300)), Duration::from_secs(10));

@@ -121,7 +121,7 @@ impl State {
 /// another lease, with a smaller token (which a fenced resource then rejects).
 ///
 /// ```
-/// use redlock::core::*;
+/// use redlock_core::*;
 ///
 /// let config = LockConfig::new(3);
 /// let key = LockKey::new("redlock:", "report").unwrap();
@@ -195,7 +195,7 @@ impl Acquire {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use redlock::core::*;
+    /// use redlock_core::*;
     ///
     /// let config = LockConfig::new(1).with_retry(RetryPolicy::no_retry());
     /// let key = LockKey::new("lock:", "report")?;
@@ -208,7 +208,7 @@ impl Acquire {
     /// // No retry in the policy, but time left in the budget: another round.
     /// let Some(AcquireEvent::Retry { window, .. }) = acquire.poll_outcome() else { panic!() };
     /// assert!(window.latest() <= deadline);
-    /// # Ok::<(), redlock::core::ResourceError>(())
+    /// # Ok::<(), redlock_core::ResourceError>(())
     /// ```
     #[must_use]
     pub fn waiting_until(mut self, deadline: Timestamp) -> Self {
@@ -481,8 +481,8 @@ impl Machine for Acquire {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::LockKey;
-    use crate::core::{FailureReason, RetryPolicy};
+    use crate::LockKey;
+    use crate::{FailureReason, RetryPolicy};
 
     fn key() -> LockKey {
         LockKey::new("redlock:", "r").unwrap()

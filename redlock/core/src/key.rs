@@ -18,7 +18,7 @@ pub const MAX_PREFIX_LEN: usize = 256;
 /// Cheap to clone (the key is shared).
 ///
 /// ```
-/// use redlock::core::LockKey;
+/// use redlock_core::LockKey;
 /// let key = LockKey::new("redlock:", "stock-sync:warehouse-42").unwrap();
 /// assert_eq!(key.as_str(), "redlock:stock-sync:warehouse-42");
 /// assert_eq!(key.resource(), "stock-sync:warehouse-42");
@@ -83,7 +83,7 @@ impl LockKey {
     /// equal a fence key, and two resources never share a counter.
     ///
     /// ```
-    /// use redlock::core::LockKey;
+    /// use redlock_core::LockKey;
     /// let key = LockKey::new("redlock:", "report").unwrap();
     /// assert_eq!(key.fence_key(), "redlock:report\0fence");
     /// ```
@@ -114,7 +114,7 @@ pub const MAX_RESOURCES: usize = 64;
 /// resources in any order are the same target.
 ///
 /// ```
-/// use redlock::core::Target;
+/// use redlock_core::Target;
 /// let a = Target::many("redlock:", ["ab", "c"]).unwrap();
 /// let b = Target::many("redlock:", ["a", "bc"]).unwrap();
 /// assert_ne!(a, b);

@@ -15,7 +15,7 @@ use super::{
 ///
 /// ```
 /// use std::time::Duration;
-/// use redlock::core::*;
+/// use redlock_core::*;
 ///
 /// let config = LockConfig::new(3);
 /// let key = LockKey::new(DEFAULT_KEY_PREFIX, "report").unwrap();
@@ -208,7 +208,7 @@ impl fmt::Debug for Held {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::{LockKey, NodeStatus};
+    use crate::{LockKey, NodeStatus};
 
     fn held(valid_until: Timestamp) -> Held {
         Held::new(Grant {
