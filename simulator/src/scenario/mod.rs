@@ -1,7 +1,9 @@
 //! Scenarios: what runs (nodes, clients, workloads), what goes wrong (faults), and what the
 //! checker is expected to say. Read from TOML files (see [`file`]) or built in code.
 
+mod error;
 mod file;
+mod raw;
 
 use std::fmt;
 use std::path::Path;
@@ -14,7 +16,8 @@ use serde::{Deserialize, Serialize};
 use crate::clock::ClockModel;
 use crate::time::Nanos;
 
-pub use file::{ScenarioError, parse};
+pub use error::ScenarioError;
+pub use file::parse;
 
 /// One process of the simulated world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
