@@ -4,7 +4,8 @@
 //! The translation checks what no single field can: names that must resolve to a process,
 //! a failover that needs a replica, the lock configuration the client would accept, and
 //! expectations that name their cause. Each error points at the offending field
-//! (`error.rs`), and the first one wins, so the checks run in the file's order.
+//! (`error.rs`). Each `Raw*` table has its translation here, beside the others, as
+//! `RawNode::into_server` beside `RawClient::into_spec`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,7 +14,10 @@ use redlock::core::{DriftFactor, KeepAlive, LockConfig, RestartPolicy, RetryPoli
 use toml::Spanned;
 
 use super::error::Locator;
-use super::raw::{Millis, Quarantine, RawClient, RawLink, RawScenario};
+use super::raw::{
+    Millis, Quarantine, RawClient, RawDelay, RawExpect, RawLink, RawLock, RawNetwork, RawNode,
+    RawNotifications, RawPartition, RawScenario,
+};
 use super::{
     Cause, ClientSpec, Crash, DEFAULT_UPTIME, Delay, Endpoint, Expectation, ExtendImpl, Failover,
     LinkSpec, NetworkSpec, NotificationSpec, Partition, PartitionKind, Persistence, Replication,
@@ -40,179 +44,434 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
 }
 
 impl RawScenario {
+    /// Only the first error is reported, so the order of these checks is part of what a bad
+    /// file prints: the lock, the client names, the nodes, the network, the notifications,
+    /// the clients, the expectations.
     fn into_scenario(self, at: &Locator<'_>) -> Result<Scenario, ScenarioError> {
         let nodes = self.lock.nodes;
         if nodes == 0 || nodes > 64 {
             return Err(at.error(0, "lock.nodes", format!("{nodes} nodes; use 1 to 64")));
         }
-        let base = self.lock_config(at)?;
+        let base = self.lock.to_config(at)?;
+        let client_names = client_names(&self.clients, at)?;
+        let servers = servers(self.nodes, nodes, &client_names, at)?;
+        let names = Names {
+            nodes,
+            servers: &servers,
+            clients: &client_names,
+        };
+        let network = network(&self.network, &self.partitions, &self.delays, &names, at)?;
+        let notifications = self.notifications.to_spec(at)?;
 
-        // Servers: primaries first, replicas after, so names resolve in one table.
-        let mut servers: Vec<ServerSpec> = (0..nodes)
-            .map(|i| ServerSpec {
-                name: format!("n{i}"),
-                clock: ClockModel::ideal(),
-                persistence: Persistence::None,
-                uptime: DEFAULT_UPTIME,
-                crashes: Vec::new(),
-                replica: None,
-                failover: None,
-            })
-            .collect();
-        let client_names: BTreeMap<String, usize> = self
+        let base = base.with_fencing(self.tokens == TokenSource::QuorumMinted);
+        let quarantine = self.lock.restart_quarantine_ms;
+        let clients = self
             .clients
-            .iter()
+            .into_iter()
             .enumerate()
-            .map(|(i, c)| (c.name.get_ref().clone(), i))
-            .collect();
-        for (i, client) in self.clients.iter().enumerate() {
-            let name = client.name.get_ref();
-            if name.is_empty()
-                || name.starts_with('n')
-                    && name[1..].chars().next().is_some_and(|c| c.is_ascii_digit())
-                || name == "resource"
-            {
-                return Err(at.at(
-                    &client.name,
-                    format!("client[{i}].name"),
-                    format!("`{name}` is reserved or empty; name clients like `c1`"),
-                ));
-            }
-            if client_names[name] != i {
-                return Err(at.at(
-                    &client.name,
-                    format!("client[{i}].name"),
-                    format!("`{name}` is used by two clients"),
-                ));
-            }
+            .map(|(i, raw)| raw.into_spec(i, &base, nodes, quarantine, at))
+            .collect::<Result<Vec<_>, _>>()?;
+        if clients.is_empty() {
+            return Err(at.error(0, "client", "at least one [[client]] is required"));
         }
-        let mut seen_nodes = BTreeMap::new();
-        for (k, node) in self.nodes.iter().enumerate() {
-            let field = format!("node[{k}]");
-            let index = parse_node_name(node.name.get_ref(), nodes).ok_or_else(|| {
+        let expect = self.expect.into_expectation(at)?;
+
+        Ok(Scenario {
+            name: self.name,
+            description: self.description,
+            source: at.file.to_owned(),
+            seed: self.seed,
+            duration: self.duration_ms.0,
+            max_events: self.max_events.unwrap_or(20_000_000),
+            tokens: self.tokens,
+            expect,
+            resource: self.lock.resource,
+            nodes,
+            network,
+            notifications,
+            servers,
+            clients,
+        })
+    }
+}
+
+impl RawLock {
+    /// The `[lock]` table as the configuration every client starts from.
+    fn to_config(&self, at: &Locator<'_>) -> Result<LockConfig, ScenarioError> {
+        let mut config = LockConfig::new(self.nodes).with_retry(RetryPolicy::new(
+            self.retries,
+            self.retry_delay_ms
+                .map_or(Duration::from_millis(50), |m| Duration::from_nanos(m.0)),
+            self.retry_jitter_ms
+                .map_or(Duration::from_millis(10), |m| Duration::from_nanos(m.0)),
+        ));
+        if let Some(ttl) = &self.ttl_ms {
+            config = config.with_ttl(Duration::from_nanos(ttl.get_ref().0));
+        }
+        if let Some(factor) = &self.drift_factor {
+            let drift = DriftFactor::from_f64(*factor.get_ref()).ok_or_else(|| {
                 at.at(
-                    &node.name,
-                    format!("{field}.name"),
-                    format!(
-                        "`{}` is not a node; nodes are n0..n{}",
-                        node.name.get_ref(),
-                        nodes - 1
-                    ),
+                    factor,
+                    "lock.drift_factor",
+                    "must be a finite number in [0, 1)",
                 )
             })?;
-            if seen_nodes.insert(index, k).is_some() {
-                return Err(at.at(
-                    &node.name,
-                    format!("{field}.name"),
-                    "this node is configured twice",
-                ));
-            }
-            let rate = node.clock.rate_ppm.as_ref().map_or(0, |r| *r.get_ref());
-            if let Some(spanned) = &node.clock.rate_ppm {
-                check_rate(rate)
-                    .map_err(|m| at.at(spanned, format!("{field}.clock.rate_ppm"), m))?;
-            }
-            let steps = node
-                .clock
-                .steps
-                .iter()
-                .map(|s| (s.at_ms.0, s.by_ms.0))
-                .collect();
-            servers[index].clock = ClockModel::new(node.clock.offset_ms.0, rate, steps);
-            servers[index].persistence = node.persistence;
-            if let Some(uptime) = node.uptime_ms {
-                servers[index].uptime = uptime.0;
-            }
-            servers[index].crashes = node
+            config = config.with_drift_factor(drift);
+        }
+        if let Some(timeout) = self.node_timeout_ms {
+            config = config.with_node_timeout(Duration::from_nanos(timeout.0));
+        }
+        if let Some(max_hold) = self.max_hold_ms {
+            config = config.with_max_hold(Duration::from_nanos(max_hold.0));
+        }
+        // The simulator runs the configurations the client accepts: the same validation.
+        config.validate().map_err(|e| {
+            let offset = self.ttl_ms.as_ref().map_or(0, |t| t.span().start);
+            at.error(offset, format!("lock.{}", e.field()), e.reason())
+        })?;
+        Ok(config)
+    }
+}
+
+/// Each client's index by its name, once every name is checked: a client may not take a
+/// name that `Names` gives a node or the resource, and no two clients share one.
+fn client_names(
+    clients: &[RawClient],
+    at: &Locator<'_>,
+) -> Result<BTreeMap<String, usize>, ScenarioError> {
+    let client_names: BTreeMap<String, usize> = clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.get_ref().clone(), i))
+        .collect();
+    for (i, client) in clients.iter().enumerate() {
+        let name = client.name.get_ref();
+        if name.is_empty()
+            || name.starts_with('n') && name[1..].chars().next().is_some_and(|c| c.is_ascii_digit())
+            || name == "resource"
+        {
+            return Err(at.at(
+                &client.name,
+                format!("client[{i}].name"),
+                format!("`{name}` is reserved or empty; name clients like `c1`"),
+            ));
+        }
+        if client_names[name] != i {
+            return Err(at.at(
+                &client.name,
+                format!("client[{i}].name"),
+                format!("`{name}` is used by two clients"),
+            ));
+        }
+    }
+    Ok(client_names)
+}
+
+/// Every server: the primaries first, so that `nX` is server X, then the replicas in the
+/// order of their `[[node]]` tables, so that one table resolves every name.
+fn servers(
+    raw: Vec<RawNode>,
+    nodes: usize,
+    clients: &BTreeMap<String, usize>,
+    at: &Locator<'_>,
+) -> Result<Vec<ServerSpec>, ScenarioError> {
+    let mut servers: Vec<ServerSpec> = (0..nodes)
+        .map(|i| unconfigured_server(format!("n{i}")))
+        .collect();
+    let mut seen_nodes = BTreeMap::new();
+    for (k, node) in raw.into_iter().enumerate() {
+        let field = format!("node[{k}]");
+        let index = node.index(nodes, &field, at)?;
+        if seen_nodes.insert(index, k).is_some() {
+            return Err(at.at(
+                &node.name,
+                format!("{field}.name"),
+                "this node is configured twice",
+            ));
+        }
+        let replica_index = servers.len();
+        let has_replica = node.replica.is_some();
+        servers[index] = node.into_server(index, replica_index, &field, clients, at)?;
+        if has_replica {
+            servers.push(unconfigured_server(format!("n{index}.replica")));
+        }
+    }
+    Ok(servers)
+}
+
+/// A server no `[[node]]` table configures (and every replica): ideal clock, no persistence.
+fn unconfigured_server(name: String) -> ServerSpec {
+    ServerSpec {
+        name,
+        clock: ClockModel::ideal(),
+        persistence: Persistence::None,
+        uptime: DEFAULT_UPTIME,
+        crashes: Vec::new(),
+        replica: None,
+        failover: None,
+    }
+}
+
+impl RawNode {
+    /// The node's number, from its name `nX`.
+    fn index(&self, nodes: usize, field: &str, at: &Locator<'_>) -> Result<usize, ScenarioError> {
+        parse_node_name(self.name.get_ref(), nodes).ok_or_else(|| {
+            at.at(
+                &self.name,
+                format!("{field}.name"),
+                format!(
+                    "`{}` is not a node; nodes are n0..n{}",
+                    self.name.get_ref(),
+                    nodes - 1
+                ),
+            )
+        })
+    }
+
+    /// Node `index`'s server; its replica, if it has one, is server `replica_index`.
+    fn into_server(
+        self,
+        index: usize,
+        replica_index: usize,
+        field: &str,
+        clients: &BTreeMap<String, usize>,
+        at: &Locator<'_>,
+    ) -> Result<ServerSpec, ScenarioError> {
+        let rate = self.clock.rate_ppm.as_ref().map_or(0, |r| *r.get_ref());
+        if let Some(spanned) = &self.clock.rate_ppm {
+            check_rate(rate).map_err(|m| at.at(spanned, format!("{field}.clock.rate_ppm"), m))?;
+        }
+        let steps = self
+            .clock
+            .steps
+            .iter()
+            .map(|s| (s.at_ms.0, s.by_ms.0))
+            .collect();
+        let failover = self.failover(field, clients, at)?;
+        Ok(ServerSpec {
+            name: format!("n{index}"),
+            clock: ClockModel::new(self.clock.offset_ms.0, rate, steps),
+            persistence: self.persistence,
+            uptime: self.uptime_ms.map_or(DEFAULT_UPTIME, |m| m.0),
+            crashes: self
                 .crash
                 .iter()
                 .map(|c| Crash {
                     at: c.at_ms.0,
                     restart_after: c.restart_after_ms.map(|m| m.0),
                 })
-                .collect();
-            if let Some(replica) = &node.replica {
-                let replica_index = servers.len();
-                servers.push(ServerSpec {
-                    name: format!("n{index}.replica"),
-                    clock: ClockModel::ideal(),
-                    persistence: Persistence::None,
-                    uptime: DEFAULT_UPTIME,
-                    crashes: Vec::new(),
-                    replica: None,
-                    failover: None,
-                });
-                servers[index].replica = Some(Replication {
-                    replica: replica_index,
-                    lag: replica.lag_ms.0,
-                    wait: replica.wait,
-                });
-            }
-            if let Some(failover) = &node.failover {
-                if node.replica.is_none() {
-                    return Err(at.at(
-                        failover,
-                        format!("{field}.failover"),
-                        "a failover needs a `replica`",
-                    ));
-                }
-                let raw = failover.get_ref();
-                let clients = match &raw.clients {
-                    None => None,
-                    Some(names) => Some(
-                        names
+                .collect(),
+            replica: self.replica.map(|replica| Replication {
+                replica: replica_index,
+                lag: replica.lag_ms.0,
+                wait: replica.wait,
+            }),
+            failover,
+        })
+    }
+
+    /// The failover to the node's replica, which it needs; the clients it moves must exist.
+    fn failover(
+        &self,
+        field: &str,
+        clients: &BTreeMap<String, usize>,
+        at: &Locator<'_>,
+    ) -> Result<Option<Failover>, ScenarioError> {
+        let Some(failover) = &self.failover else {
+            return Ok(None);
+        };
+        if self.replica.is_none() {
+            return Err(at.at(
+                failover,
+                format!("{field}.failover"),
+                "a failover needs a `replica`",
+            ));
+        }
+        let raw = failover.get_ref();
+        let moved = match &raw.clients {
+            None => None,
+            Some(names) => Some(
+                names
+                    .iter()
+                    .enumerate()
+                    .map(|(j, n)| {
+                        clients.get(n.get_ref()).copied().ok_or_else(|| {
+                            at.at(
+                                n,
+                                format!("{field}.failover.clients[{j}]"),
+                                format!("no client named `{}`", n.get_ref()),
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
+        Ok(Some(Failover {
+            at: raw.at_ms.0,
+            promote_after: raw.promote_after_ms.0,
+            crash_master: raw.crash_master,
+            clients: moved,
+        }))
+    }
+}
+
+/// The network: the default link, the links that override it, then the partitions and the
+/// delays, each of whose ends must name a process.
+fn network(
+    raw: &RawNetwork,
+    partitions: &[RawPartition],
+    delays: &[RawDelay],
+    names: &Names<'_>,
+    at: &Locator<'_>,
+) -> Result<NetworkSpec, ScenarioError> {
+    let mut network = NetworkSpec {
+        default: raw.default.to_spec(&LinkSpec::default()),
+        ..NetworkSpec::default()
+    };
+    for (k, link) in raw.links.iter().enumerate() {
+        let field = format!("network.link[{k}]");
+        let from = names.resolve(&link.from, at, &format!("{field}.from"))?;
+        let to = names.resolve(&link.to, at, &format!("{field}.to"))?;
+        network
+            .links
+            .push((from, to, link.link.to_spec(&network.default)));
+    }
+    for (k, partition) in partitions.iter().enumerate() {
+        network
+            .partitions
+            .push(partition.to_partition(&format!("partition[{k}]"), names, at)?);
+    }
+    for (k, delay) in delays.iter().enumerate() {
+        let field = format!("delay[{k}]");
+        network.delays.push(Delay {
+            from: names.resolve(&delay.from, at, &format!("{field}.from"))?,
+            to: names.resolve(&delay.to, at, &format!("{field}.to"))?,
+            start: delay.start_ms.0,
+            end: delay.end_ms.map_or(Nanos::MAX, |m| m.0),
+            extra: delay.extra_ms.0,
+        });
+    }
+    Ok(network)
+}
+
+impl RawLink {
+    /// `base`, with whatever this link sets instead.
+    fn to_spec(&self, base: &LinkSpec) -> LinkSpec {
+        let mut spec = base.clone();
+        if let Some([min, max]) = self.latency_ms {
+            spec.latency = (min.0.min(max.0), min.0.max(max.0));
+        }
+        if let Some(p) = self.loss {
+            spec.loss = p.0;
+        }
+        if let Some(p) = self.duplicate {
+            spec.duplicate = p.0;
+        }
+        if let Some(p) = self.spike_probability {
+            spec.spike_probability = p.0;
+        }
+        if let Some(ms) = self.spike_ms {
+            spec.spike = ms.0;
+        }
+        spec
+    }
+}
+
+impl RawPartition {
+    /// Either `groups` or `cut`, never both: they are two ways to say who cannot reach whom.
+    fn to_partition(
+        &self,
+        field: &str,
+        names: &Names<'_>,
+        at: &Locator<'_>,
+    ) -> Result<Partition, ScenarioError> {
+        let kind = match (self.groups.is_empty(), self.cut.is_empty()) {
+            (false, true) => PartitionKind::Groups(
+                self.groups
+                    .iter()
+                    .enumerate()
+                    .map(|(g, group)| {
+                        group
                             .iter()
                             .enumerate()
-                            .map(|(j, n)| {
-                                client_names.get(n.get_ref()).copied().ok_or_else(|| {
-                                    at.at(
-                                        n,
-                                        format!("{field}.failover.clients[{j}]"),
-                                        format!("no client named `{}`", n.get_ref()),
-                                    )
-                                })
+                            .map(|(m, name)| {
+                                names.resolve(name, at, &format!("{field}.groups[{g}][{m}]"))
                             })
-                            .collect::<Result<Vec<_>, _>>()?,
-                    ),
-                };
-                servers[index].failover = Some(Failover {
-                    at: raw.at_ms.0,
-                    promote_after: raw.promote_after_ms.0,
-                    crash_master: raw.crash_master,
-                    clients,
-                });
-            }
-        }
-
-        let names = Names {
-            nodes,
-            servers: &servers,
-            clients: &client_names,
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+            (true, false) => PartitionKind::Cut(
+                self.cut
+                    .iter()
+                    .enumerate()
+                    .map(|(c, [from, to])| {
+                        Ok((
+                            names.resolve(from, at, &format!("{field}.cut[{c}][0]"))?,
+                            names.resolve(to, at, &format!("{field}.cut[{c}][1]"))?,
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, ScenarioError>>()?,
+            ),
+            _ => return Err(at.error(0, field, "give either `groups` or `cut`")),
         };
-        let network = self.network(at, &names)?;
-        let notifications = self.notifications(at)?;
+        Ok(Partition {
+            start: self.start_ms.0,
+            end: self.end_ms.map_or(Nanos::MAX, |m| m.0),
+            kind,
+        })
+    }
+}
 
-        let base = base.with_fencing(self.tokens == TokenSource::QuorumMinted);
-        let mut clients = Vec::with_capacity(self.clients.len());
-        let quarantine = self.lock.restart_quarantine_ms;
-        for (i, raw) in self.clients.into_iter().enumerate() {
-            clients.push(raw.into_spec(i, &base, nodes, quarantine, at)?);
+impl RawNotifications {
+    /// The notifications' faults; each spoofer's period is above zero and its span not empty.
+    fn to_spec(&self, at: &Locator<'_>) -> Result<NotificationSpec, ScenarioError> {
+        let mut spoofs = Vec::with_capacity(self.spoof.len());
+        for (k, spoof) in self.spoof.iter().enumerate() {
+            let field = format!("notifications.spoof[{k}]");
+            let span = spoof.span();
+            let spoof = spoof.get_ref();
+            if spoof.every_ms.0 == 0 {
+                return Err(at.error(span.start, format!("{field}.every_ms"), "must be above 0"));
+            }
+            if spoof.end_ms.0 <= spoof.start_ms.0 {
+                return Err(at.error(
+                    span.start,
+                    format!("{field}.end_ms"),
+                    "must be after start_ms",
+                ));
+            }
+            spoofs.push(Spoof {
+                start: spoof.start_ms.0,
+                end: spoof.end_ms.0,
+                every: spoof.every_ms.0,
+                payload: spoof.payload,
+            });
         }
-        if clients.is_empty() {
-            return Err(at.error(0, "client", "at least one [[client]] is required"));
-        }
+        Ok(NotificationSpec {
+            loss: self.loss.map_or(0.0, |p| p.0),
+            duplicate: self.duplicate.map_or(0.0, |p| p.0),
+            extra_delay: self.extra_delay_ms.0,
+            spoofs,
+        })
+    }
+}
 
+impl RawExpect {
+    /// The expectation, which must make sense: mutual exclusion is never "prevented by
+    /// fencing", and anything but SAFE everywhere names a cause that can explain it.
+    fn into_expectation(self, at: &Locator<'_>) -> Result<Expectation, ScenarioError> {
         let expect = Expectation {
-            exclusion: *self.expect.exclusion.get_ref(),
-            plain: self.expect.plain,
-            fenced: self.expect.fenced,
-            strict: self.expect.strict,
-            cause: self.expect.cause.as_ref().map(|c| *c.get_ref()),
-            fences_increase: self.expect.fences_increase,
+            exclusion: *self.exclusion.get_ref(),
+            plain: self.plain,
+            fenced: self.fenced,
+            strict: self.strict,
+            cause: self.cause.as_ref().map(|c| *c.get_ref()),
+            fences_increase: self.fences_increase,
         };
         if expect.exclusion == Verdict::PreventedByFencing {
             return Err(at.at(
-                &self.expect.exclusion,
+                &self.exclusion,
                 "expect.exclusion",
                 "mutual exclusion is SAFE or VIOLATED: fencing protects the resource, not the lock",
             ));
@@ -220,7 +479,7 @@ impl RawScenario {
         let all_safe = [expect.exclusion, expect.plain, expect.fenced, expect.strict]
             .iter()
             .all(|v| *v == Verdict::Safe);
-        match (&self.expect.cause, all_safe) {
+        match (&self.cause, all_safe) {
             (None, false) => {
                 return Err(at.error(
                     0,
@@ -246,180 +505,7 @@ impl RawScenario {
             }
             _ => {}
         }
-
-        Ok(Scenario {
-            name: self.name,
-            description: self.description,
-            source: at.file.to_owned(),
-            seed: self.seed,
-            duration: self.duration_ms.0,
-            max_events: self.max_events.unwrap_or(20_000_000),
-            tokens: self.tokens,
-            expect,
-            resource: self.lock.resource,
-            nodes,
-            network,
-            notifications,
-            servers,
-            clients,
-        })
-    }
-
-    fn notifications(&self, at: &Locator<'_>) -> Result<NotificationSpec, ScenarioError> {
-        let raw = &self.notifications;
-        let mut spoofs = Vec::with_capacity(raw.spoof.len());
-        for (k, spoof) in raw.spoof.iter().enumerate() {
-            let field = format!("notifications.spoof[{k}]");
-            let span = spoof.span();
-            let spoof = spoof.get_ref();
-            if spoof.every_ms.0 == 0 {
-                return Err(at.error(span.start, format!("{field}.every_ms"), "must be above 0"));
-            }
-            if spoof.end_ms.0 <= spoof.start_ms.0 {
-                return Err(at.error(
-                    span.start,
-                    format!("{field}.end_ms"),
-                    "must be after start_ms",
-                ));
-            }
-            spoofs.push(Spoof {
-                start: spoof.start_ms.0,
-                end: spoof.end_ms.0,
-                every: spoof.every_ms.0,
-                payload: spoof.payload,
-            });
-        }
-        Ok(NotificationSpec {
-            loss: raw.loss.map_or(0.0, |p| p.0),
-            duplicate: raw.duplicate.map_or(0.0, |p| p.0),
-            extra_delay: raw.extra_delay_ms.0,
-            spoofs,
-        })
-    }
-
-    fn lock_config(&self, at: &Locator<'_>) -> Result<LockConfig, ScenarioError> {
-        let lock = &self.lock;
-        let mut config = LockConfig::new(lock.nodes).with_retry(RetryPolicy::new(
-            lock.retries,
-            lock.retry_delay_ms
-                .map_or(Duration::from_millis(50), |m| Duration::from_nanos(m.0)),
-            lock.retry_jitter_ms
-                .map_or(Duration::from_millis(10), |m| Duration::from_nanos(m.0)),
-        ));
-        if let Some(ttl) = &lock.ttl_ms {
-            config = config.with_ttl(Duration::from_nanos(ttl.get_ref().0));
-        }
-        if let Some(factor) = &lock.drift_factor {
-            let drift = DriftFactor::from_f64(*factor.get_ref()).ok_or_else(|| {
-                at.at(
-                    factor,
-                    "lock.drift_factor",
-                    "must be a finite number in [0, 1)",
-                )
-            })?;
-            config = config.with_drift_factor(drift);
-        }
-        if let Some(timeout) = lock.node_timeout_ms {
-            config = config.with_node_timeout(Duration::from_nanos(timeout.0));
-        }
-        if let Some(max_hold) = lock.max_hold_ms {
-            config = config.with_max_hold(Duration::from_nanos(max_hold.0));
-        }
-        // The simulator runs the configurations the client accepts: the same validation.
-        config.validate().map_err(|e| {
-            let offset = lock.ttl_ms.as_ref().map_or(0, |t| t.span().start);
-            at.error(offset, format!("lock.{}", e.field()), e.reason())
-        })?;
-        Ok(config)
-    }
-
-    fn network(&self, at: &Locator<'_>, names: &Names<'_>) -> Result<NetworkSpec, ScenarioError> {
-        let mut network = NetworkSpec {
-            default: self.network.default.to_spec(&LinkSpec::default()),
-            ..NetworkSpec::default()
-        };
-        for (k, link) in self.network.links.iter().enumerate() {
-            let field = format!("network.link[{k}]");
-            let from = names.resolve(&link.from, at, &format!("{field}.from"))?;
-            let to = names.resolve(&link.to, at, &format!("{field}.to"))?;
-            network
-                .links
-                .push((from, to, link.link.to_spec(&network.default)));
-        }
-        for (k, partition) in self.partitions.iter().enumerate() {
-            let field = format!("partition[{k}]");
-            let end = partition.end_ms.map_or(Nanos::MAX, |m| m.0);
-            let kind = match (partition.groups.is_empty(), partition.cut.is_empty()) {
-                (false, true) => PartitionKind::Groups(
-                    partition
-                        .groups
-                        .iter()
-                        .enumerate()
-                        .map(|(g, group)| {
-                            group
-                                .iter()
-                                .enumerate()
-                                .map(|(m, name)| {
-                                    names.resolve(name, at, &format!("{field}.groups[{g}][{m}]"))
-                                })
-                                .collect::<Result<Vec<_>, _>>()
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
-                ),
-                (true, false) => PartitionKind::Cut(
-                    partition
-                        .cut
-                        .iter()
-                        .enumerate()
-                        .map(|(c, [from, to])| {
-                            Ok((
-                                names.resolve(from, at, &format!("{field}.cut[{c}][0]"))?,
-                                names.resolve(to, at, &format!("{field}.cut[{c}][1]"))?,
-                            ))
-                        })
-                        .collect::<Result<Vec<_>, ScenarioError>>()?,
-                ),
-                _ => return Err(at.error(0, field, "give either `groups` or `cut`")),
-            };
-            network.partitions.push(Partition {
-                start: partition.start_ms.0,
-                end,
-                kind,
-            });
-        }
-        for (k, delay) in self.delays.iter().enumerate() {
-            let field = format!("delay[{k}]");
-            network.delays.push(Delay {
-                from: names.resolve(&delay.from, at, &format!("{field}.from"))?,
-                to: names.resolve(&delay.to, at, &format!("{field}.to"))?,
-                start: delay.start_ms.0,
-                end: delay.end_ms.map_or(Nanos::MAX, |m| m.0),
-                extra: delay.extra_ms.0,
-            });
-        }
-        Ok(network)
-    }
-}
-
-impl RawLink {
-    fn to_spec(&self, base: &LinkSpec) -> LinkSpec {
-        let mut spec = base.clone();
-        if let Some([min, max]) = self.latency_ms {
-            spec.latency = (min.0.min(max.0), min.0.max(max.0));
-        }
-        if let Some(p) = self.loss {
-            spec.loss = p.0;
-        }
-        if let Some(p) = self.duplicate {
-            spec.duplicate = p.0;
-        }
-        if let Some(p) = self.spike_probability {
-            spec.spike_probability = p.0;
-        }
-        if let Some(ms) = self.spike_ms {
-            spec.spike = ms.0;
-        }
-        spec
+        Ok(expect)
     }
 }
 
