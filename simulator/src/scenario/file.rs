@@ -15,8 +15,8 @@ use toml::Spanned;
 
 use super::error::Locator;
 use super::raw::{
-    Millis, Quarantine, RawClient, RawDelay, RawExpect, RawLink, RawLock, RawNetwork, RawNode,
-    RawNotifications, RawPartition, RawScenario,
+    Quarantine, RawClient, RawDelay, RawExpect, RawKeepAlive, RawLink, RawLock, RawNetwork,
+    RawNode, RawNotifications, RawPartition, RawScenario,
 };
 use super::{
     Cause, ClientSpec, Crash, DEFAULT_UPTIME, Delay, Endpoint, Expectation, ExtendImpl, Failover,
@@ -510,6 +510,8 @@ impl RawExpect {
 }
 
 impl RawClient {
+    /// Client `i`, on `nodes` nodes unless it names its own; `base` and `quarantine` are the
+    /// file's `[lock]`, which the client's own fields override.
     fn into_spec(
         self,
         i: usize,
@@ -529,43 +531,8 @@ impl RawClient {
             .iter()
             .map(|s| (s.get_ref().at_ms.0, s.get_ref().by_ms.0))
             .collect();
-        let subset: Vec<usize> = match &self.nodes {
-            None => (0..nodes).collect(),
-            Some(list) => {
-                let subset = list.get_ref().clone();
-                let mut sorted = subset.clone();
-                sorted.sort_unstable();
-                sorted.dedup();
-                if subset.is_empty()
-                    || sorted.len() != subset.len()
-                    || subset.iter().any(|&n| n >= nodes)
-                {
-                    return Err(at.at(
-                        list,
-                        format!("{field}.nodes"),
-                        format!("must list distinct node indices below {nodes}"),
-                    ));
-                }
-                subset
-            }
-        };
-        let retry = RetryPolicy::new(
-            self.retries.unwrap_or(base.retry().retries()),
-            self.retry_delay_ms
-                .map_or(base.retry().delay(), |m| Duration::from_nanos(m.0)),
-            self.retry_jitter_ms
-                .map_or(base.retry().jitter(), |m| Duration::from_nanos(m.0)),
-        );
-        let mut config = base.clone().with_nodes(subset.len()).with_retry(retry);
-        if let Some(ttl) = self.ttl_ms {
-            config = config.with_ttl(Duration::from_nanos(ttl.0));
-        }
-        if let Some(timeout) = self.node_timeout_ms {
-            config = config.with_node_timeout(Duration::from_nanos(timeout.0));
-        }
-        config
-            .validate()
-            .map_err(|e| at.at(&self.name, format!("{field}.{}", e.field()), e.reason()))?;
+        let subset = self.node_subset(&field, nodes, at)?;
+        let config = self.lock_config(&field, base, subset.len(), at)?;
         // As the client's builder: a quarantine as long as the TTL unless set.
         let restart = match self.restart_quarantine_ms.or(quarantine) {
             None => RestartPolicy::Quarantine(config.ttl()),
@@ -603,6 +570,59 @@ impl RawClient {
         })
     }
 
+    /// The nodes the client uses: all of them, or its `nodes` list of distinct indices.
+    fn node_subset(
+        &self,
+        field: &str,
+        nodes: usize,
+        at: &Locator<'_>,
+    ) -> Result<Vec<usize>, ScenarioError> {
+        let Some(list) = &self.nodes else {
+            return Ok((0..nodes).collect());
+        };
+        let subset = list.get_ref().clone();
+        let mut sorted = subset.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if subset.is_empty() || sorted.len() != subset.len() || subset.iter().any(|&n| n >= nodes) {
+            return Err(at.at(
+                list,
+                format!("{field}.nodes"),
+                format!("must list distinct node indices below {nodes}"),
+            ));
+        }
+        Ok(subset)
+    }
+
+    /// The file's lock configuration for the client's `nodes`, with the client's own
+    /// overrides, checked as the client's builder checks it.
+    fn lock_config(
+        &self,
+        field: &str,
+        base: &LockConfig,
+        nodes: usize,
+        at: &Locator<'_>,
+    ) -> Result<LockConfig, ScenarioError> {
+        let retry = RetryPolicy::new(
+            self.retries.unwrap_or(base.retry().retries()),
+            self.retry_delay_ms
+                .map_or(base.retry().delay(), |m| Duration::from_nanos(m.0)),
+            self.retry_jitter_ms
+                .map_or(base.retry().jitter(), |m| Duration::from_nanos(m.0)),
+        );
+        let mut config = base.clone().with_nodes(nodes).with_retry(retry);
+        if let Some(ttl) = self.ttl_ms {
+            config = config.with_ttl(Duration::from_nanos(ttl.0));
+        }
+        if let Some(timeout) = self.node_timeout_ms {
+            config = config.with_node_timeout(Duration::from_nanos(timeout.0));
+        }
+        config
+            .validate()
+            .map_err(|e| at.at(&self.name, format!("{field}.{}", e.field()), e.reason()))?;
+        Ok(config)
+    }
+
     /// The keep-alive policy and the supervisor's grace period, checked against the rest of
     /// the client: a kept-alive lease is extended by the keep-alive alone, with the script.
     fn lease_keeping(
@@ -611,46 +631,12 @@ impl RawClient {
         config: &LockConfig,
         at: &Locator<'_>,
     ) -> Result<(Option<KeepAlive>, Option<Duration>), ScenarioError> {
-        let ms = |m: Millis| Duration::from_nanos(m.0);
-        let mut keep_alive = self.keep_alive.as_ref().map(|raw| {
-            let raw = raw.get_ref();
-            let mut policy = KeepAlive::default();
-            if let Some(before) = raw.extend_before_ms {
-                policy = policy.extend_before(ms(before));
-            }
-            if let Some(margin) = raw.margin_ms {
-                policy = policy.loss_margin(ms(margin));
-            }
-            policy
-        });
-        let supervisor = match &self.supervisor {
-            None => None,
-            Some(raw) => {
-                let quarter = config.ttl() / 4;
-                let grace = raw
-                    .get_ref()
-                    .kill_after_ms
-                    .map_or_else(|| quarter.min(Duration::from_secs(10)), ms);
-                if grace > quarter {
-                    return Err(at.at(
-                        raw,
-                        format!("{field}.supervisor.kill_after_ms"),
-                        "more than a quarter of the ttl (as `redlock run` refuses it)",
-                    ));
-                }
-                if self.clock.freeze_during_pauses {
-                    return Err(at.at(
-                        raw,
-                        format!("{field}.supervisor"),
-                        "a supervised client's pauses stop the supervisor alone, not the host's clock; drop `freeze_during_pauses`",
-                    ));
-                }
-                // As `redlock run`: extend at half-life.
-                keep_alive
-                    .get_or_insert_with(|| KeepAlive::default().extend_before(config.ttl() / 2));
-                Some(grace)
-            }
-        };
+        let mut keep_alive = self.keep_alive.as_ref().map(|raw| raw.get_ref().policy());
+        let supervisor = self.supervisor_grace(field, config, at)?;
+        if supervisor.is_some() {
+            // As `redlock run`: extend at half-life.
+            keep_alive.get_or_insert_with(|| KeepAlive::default().extend_before(config.ttl() / 2));
+        }
         if keep_alive.is_some() {
             let spanned = self
                 .keep_alive
@@ -672,6 +658,53 @@ impl RawClient {
             }
         }
         Ok((keep_alive, supervisor))
+    }
+
+    /// How long a supervised command has to stop before it is killed: at most a quarter of
+    /// the TTL, and by default that or 10 s, whichever is shorter (as `redlock run`).
+    fn supervisor_grace(
+        &self,
+        field: &str,
+        config: &LockConfig,
+        at: &Locator<'_>,
+    ) -> Result<Option<Duration>, ScenarioError> {
+        let Some(raw) = &self.supervisor else {
+            return Ok(None);
+        };
+        let quarter = config.ttl() / 4;
+        let grace = raw.get_ref().kill_after_ms.map_or_else(
+            || quarter.min(Duration::from_secs(10)),
+            |m| Duration::from_nanos(m.0),
+        );
+        if grace > quarter {
+            return Err(at.at(
+                raw,
+                format!("{field}.supervisor.kill_after_ms"),
+                "more than a quarter of the ttl (as `redlock run` refuses it)",
+            ));
+        }
+        if self.clock.freeze_during_pauses {
+            return Err(at.at(
+                raw,
+                format!("{field}.supervisor"),
+                "a supervised client's pauses stop the supervisor alone, not the host's clock; drop `freeze_during_pauses`",
+            ));
+        }
+        Ok(Some(grace))
+    }
+}
+
+impl RawKeepAlive {
+    /// The core's default keep-alive, with whatever the table sets instead.
+    fn policy(&self) -> KeepAlive {
+        let mut policy = KeepAlive::default();
+        if let Some(before) = self.extend_before_ms {
+            policy = policy.extend_before(Duration::from_nanos(before.0));
+        }
+        if let Some(margin) = self.margin_ms {
+            policy = policy.loss_margin(Duration::from_nanos(margin.0));
+        }
+        policy
     }
 }
 
