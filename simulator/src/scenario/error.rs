@@ -95,3 +95,25 @@ impl Locator<'_> {
         self.error(spanned.span().start, field, message)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_become_one_based_lines_and_columns() {
+        let at = Locator {
+            file: "f.toml",
+            text: "ab\ncd\n",
+        };
+        let place = |offset| match at.error(offset, "x", "y") {
+            ScenarioError::Invalid { line, column, .. } => (line, column),
+            ScenarioError::Io { .. } => (0, 0),
+        };
+        assert_eq!(place(0), (1, 1));
+        assert_eq!(place(1), (1, 2));
+        assert_eq!(place(3), (2, 1));
+        // An offset past the end (a span toml could not give) points just after the text.
+        assert_eq!(place(99), (3, 1));
+    }
+}

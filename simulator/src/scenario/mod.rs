@@ -1,5 +1,9 @@
 //! Scenarios: what runs (nodes, clients, workloads), what goes wrong (faults), and what the
 //! checker is expected to say. Read from TOML files (see [`file`]) or built in code.
+//!
+//! A file is read in three steps, each in its own file: `raw.rs` mirrors the TOML format,
+//! `file.rs` translates it into a checked [`Scenario`], and `error.rs` points each error at
+//! its line, column and field.
 
 mod error;
 mod file;
