@@ -1,113 +1,30 @@
-//! The TOML scenario format, and its translation into a checked [`Scenario`].
+//! Reading a scenario file: [`parse`] the TOML into its serde mirror (`raw.rs`), then
+//! translate that into a checked [`Scenario`].
 //!
-//! Unknown fields are refused, and every error names the file, the line, the column and
-//! the field (`client[1].steps[2]`), so a typo never silently changes what runs.
+//! The translation checks what no single field can: names that must resolve to a process,
+//! a failover that needs a replica, the lock configuration the client would accept, and
+//! expectations that name their cause. Each error points at the offending field
+//! (`error.rs`). Each `Raw*` table has its translation here, beside the others, as
+//! `RawNode::into_server` beside `RawClient::into_spec`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 use redlock::core::{DriftFactor, KeepAlive, LockConfig, RestartPolicy, RetryPolicy};
-use serde::Deserialize;
 use toml::Spanned;
 
+use super::error::Locator;
+use super::raw::{
+    Quarantine, RawClient, RawDelay, RawExpect, RawKeepAlive, RawLink, RawLock, RawNetwork,
+    RawNode, RawNotifications, RawPartition, RawScenario,
+};
 use super::{
-    ClientSpec, ClockKind, Crash, DEFAULT_UPTIME, Delay, Endpoint, Expectation, ExtendImpl,
-    Failover, LinkSpec, LossOrder, NetworkSpec, NotificationSpec, Partition, PartitionKind,
-    Persistence, ReleaseImpl, Replication, Scenario, ServerSpec, Spoof, SpoofPayload, Step,
-    TimingImpl, TokenSource, Verdict,
+    Cause, ClientSpec, Crash, DEFAULT_UPTIME, Delay, Endpoint, Expectation, ExtendImpl, Failover,
+    LinkSpec, NetworkSpec, NotificationSpec, Partition, PartitionKind, Persistence, Replication,
+    Scenario, ScenarioError, ServerSpec, Spoof, Step, TokenSource, Verdict,
 };
 use crate::clock::ClockModel;
-use crate::scenario::Cause;
-use crate::time::{Nanos, from_ms};
-
-/// A scenario that cannot be read or makes no sense.
-#[derive(Debug, thiserror::Error)]
-pub enum ScenarioError {
-    /// The file could not be read.
-    #[error("{file}: {message}")]
-    Io {
-        /// The file.
-        file: String,
-        /// The system's message.
-        message: String,
-    },
-    /// The file is malformed or inconsistent.
-    #[error("{file}:{line}:{column}: `{field}`: {message}")]
-    Invalid {
-        /// The file.
-        file: String,
-        /// 1-based line.
-        line: usize,
-        /// 1-based column.
-        column: usize,
-        /// The field's path, such as `client[1].steps[2]`.
-        field: String,
-        /// What is wrong.
-        message: String,
-    },
-}
-
-impl ScenarioError {
-    pub(crate) fn io(path: &Path, e: &std::io::Error) -> Self {
-        Self::Io {
-            file: path.display().to_string(),
-            message: e.to_string(),
-        }
-    }
-
-    /// The offending field's path, for an invalid file.
-    pub fn field(&self) -> Option<&str> {
-        match self {
-            Self::Invalid { field, .. } => Some(field),
-            Self::Io { .. } => None,
-        }
-    }
-
-    /// The 1-based line, for an invalid file.
-    pub fn line(&self) -> Option<usize> {
-        match self {
-            Self::Invalid { line, .. } => Some(*line),
-            Self::Io { .. } => None,
-        }
-    }
-}
-
-/// Where in the text an error points.
-struct Locator<'a> {
-    file: &'a str,
-    text: &'a str,
-}
-
-impl Locator<'_> {
-    fn error(
-        &self,
-        offset: usize,
-        field: impl Into<String>,
-        message: impl Into<String>,
-    ) -> ScenarioError {
-        let offset = offset.min(self.text.len());
-        let before = &self.text[..offset];
-        let line = before.matches('\n').count() + 1;
-        let column = before.rfind('\n').map_or(offset, |nl| offset - nl - 1) + 1;
-        ScenarioError::Invalid {
-            file: self.file.to_owned(),
-            line,
-            column,
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-
-    fn at<T>(
-        &self,
-        spanned: &Spanned<T>,
-        field: impl Into<String>,
-        message: impl Into<String>,
-    ) -> ScenarioError {
-        self.error(spanned.span().start, field, message)
-    }
-}
+use crate::time::Nanos;
 
 /// Parses and checks the text of a scenario file; `file` names it in errors.
 ///
@@ -126,609 +43,435 @@ pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     raw.into_scenario(&locator)
 }
 
-/// Milliseconds: a finite, non-negative number (fractions allowed), kept as nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "f64")]
-struct Millis(Nanos);
-
-impl TryFrom<f64> for Millis {
-    type Error = String;
-    fn try_from(ms: f64) -> Result<Self, String> {
-        if !ms.is_finite() || ms < 0.0 {
-            return Err(format!("{ms} is not a non-negative number of milliseconds"));
-        }
-        if ms > 1e12 {
-            return Err(format!("{ms} ms is absurdly long"));
-        }
-        Ok(Self(from_ms(ms)))
-    }
-}
-
-/// Signed milliseconds (clock offsets and steps).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "f64")]
-struct SignedMillis(i64);
-
-impl TryFrom<f64> for SignedMillis {
-    type Error = String;
-    fn try_from(ms: f64) -> Result<Self, String> {
-        if !ms.is_finite() || ms.abs() > 1e12 {
-            return Err(format!("{ms} is not a usable number of milliseconds"));
-        }
-        Ok(Self((ms * 1e6).round() as i64))
-    }
-}
-
-/// A probability in `[0, 1]`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
-#[serde(try_from = "f64")]
-struct Probability(f64);
-
-impl TryFrom<f64> for Probability {
-    type Error = String;
-    fn try_from(p: f64) -> Result<Self, String> {
-        if (0.0..=1.0).contains(&p) {
-            Ok(Self(p))
-        } else {
-            Err(format!("{p} is not a probability in [0, 1]"))
-        }
-    }
-}
-
-impl TryFrom<String> for Step {
-    type Error = String;
-    fn try_from(text: String) -> Result<Self, String> {
-        let mut words = text.split_whitespace();
-        let verb = words.next().unwrap_or_default();
-        let argument = words.next();
-        let millis = |what: &str| -> Result<Nanos, String> {
-            let arg = argument.ok_or_else(|| {
-                format!("`{what}` needs a duration in milliseconds, e.g. `{what} 500`")
-            })?;
-            let ms: f64 = arg
-                .parse()
-                .map_err(|_| format!("`{arg}` is not a number of milliseconds"))?;
-            Millis::try_from(ms).map(|m| m.0)
-        };
-        let step = match verb {
-            "read" => Self::Read,
-            "write" => Self::Write,
-            "rmw" => Self::ReadModifyWrite,
-            "check" => Self::Check,
-            "extend" => Self::Extend,
-            "crash" => Self::Crash,
-            "sleep" => Self::Sleep(millis("sleep")?),
-            "pause" => Self::Pause(millis("pause")?),
-            other => {
-                return Err(format!(
-                    "unknown step `{other}`; expected read, write, rmw, check, extend, crash, `sleep <ms>` or `pause <ms>`"
-                ));
-            }
-        };
-        let takes_argument = matches!(step, Self::Sleep(_) | Self::Pause(_));
-        if words.next().is_some() || (!takes_argument && argument.is_some()) {
-            return Err(format!("unexpected words in step `{text}`"));
-        }
-        Ok(step)
-    }
-}
-
-impl<'de> Deserialize<'de> for Step {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Self::try_from(text).map_err(serde::de::Error::custom)
-    }
-}
-
-fn default_seed() -> u64 {
-    1
-}
-
-fn default_duration() -> Millis {
-    Millis(60_000 * crate::time::MS)
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawScenario {
-    name: String,
-    #[serde(default)]
-    description: String,
-    #[serde(default = "default_seed")]
-    seed: u64,
-    #[serde(default = "default_duration")]
-    duration_ms: Millis,
-    #[serde(default)]
-    max_events: Option<u64>,
-    #[serde(default)]
-    tokens: TokenSource,
-    expect: RawExpect,
-    #[serde(default)]
-    lock: RawLock,
-    #[serde(default)]
-    network: RawNetwork,
-    #[serde(default, rename = "partition")]
-    partitions: Vec<RawPartition>,
-    #[serde(default, rename = "delay")]
-    delays: Vec<RawDelay>,
-    #[serde(default)]
-    notifications: RawNotifications,
-    #[serde(default, rename = "node")]
-    nodes: Vec<RawNode>,
-    #[serde(rename = "client")]
-    clients: Vec<RawClient>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawExpect {
-    exclusion: Spanned<Verdict>,
-    plain: Verdict,
-    fenced: Verdict,
-    strict: Verdict,
-    #[serde(default)]
-    cause: Option<Spanned<Cause>>,
-    fences_increase: Option<bool>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLock {
-    #[serde(default = "RawLock::default_nodes")]
-    nodes: usize,
-    #[serde(default = "RawLock::default_resource")]
-    resource: String,
-    ttl_ms: Option<Spanned<Millis>>,
-    drift_factor: Option<Spanned<f64>>,
-    node_timeout_ms: Option<Millis>,
-    #[serde(default)]
-    retries: u32,
-    retry_delay_ms: Option<Millis>,
-    retry_jitter_ms: Option<Millis>,
-    max_hold_ms: Option<Millis>,
-    restart_quarantine_ms: Option<Quarantine>,
-}
-
-impl RawLock {
-    fn default_nodes() -> usize {
-        5
-    }
-    fn default_resource() -> String {
-        "resource".into()
-    }
-}
-
-impl Default for RawLock {
-    fn default() -> Self {
-        Self {
-            nodes: Self::default_nodes(),
-            resource: Self::default_resource(),
-            ttl_ms: None,
-            drift_factor: None,
-            node_timeout_ms: None,
-            retries: 0,
-            retry_delay_ms: None,
-            retry_jitter_ms: None,
-            max_hold_ms: None,
-            restart_quarantine_ms: None,
-        }
-    }
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawLink {
-    latency_ms: Option<[Millis; 2]>,
-    loss: Option<Probability>,
-    duplicate: Option<Probability>,
-    spike_probability: Option<Probability>,
-    spike_ms: Option<Millis>,
-}
-
-/// `[notifications]`: the release notifications' faults, and `[[notifications.spoof]]`.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawNotifications {
-    loss: Option<Probability>,
-    duplicate: Option<Probability>,
-    #[serde(default)]
-    extra_delay_ms: Millis,
-    #[serde(default)]
-    spoof: Vec<Spanned<RawSpoof>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawSpoof {
-    #[serde(default)]
-    start_ms: Millis,
-    end_ms: Millis,
-    every_ms: Millis,
-    #[serde(default)]
-    payload: SpoofPayload,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawNetwork {
-    #[serde(flatten)]
-    default: RawLink,
-    #[serde(default, rename = "link")]
-    links: Vec<RawLinkOverride>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLinkOverride {
-    from: Spanned<String>,
-    to: Spanned<String>,
-    #[serde(flatten)]
-    link: RawLink,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPartition {
-    #[serde(default)]
-    start_ms: Millis,
-    end_ms: Option<Millis>,
-    #[serde(default)]
-    groups: Vec<Vec<Spanned<String>>>,
-    #[serde(default)]
-    cut: Vec<[Spanned<String>; 2]>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDelay {
-    from: Spanned<String>,
-    to: Spanned<String>,
-    #[serde(default)]
-    start_ms: Millis,
-    end_ms: Option<Millis>,
-    extra_ms: Millis,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawStep {
-    at_ms: Millis,
-    by_ms: SignedMillis,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawNodeClock {
-    #[serde(default)]
-    offset_ms: SignedMillis,
-    rate_ppm: Option<Spanned<i64>>,
-    #[serde(default)]
-    steps: Vec<RawStep>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawCrash {
-    at_ms: Millis,
-    restart_after_ms: Option<Millis>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawReplica {
-    lag_ms: Millis,
-    #[serde(default)]
-    wait: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawFailover {
-    at_ms: Millis,
-    #[serde(default)]
-    promote_after_ms: Millis,
-    #[serde(default = "yes")]
-    crash_master: bool,
-    clients: Option<Vec<Spanned<String>>>,
-}
-
-fn yes() -> bool {
-    true
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawNode {
-    name: Spanned<String>,
-    #[serde(default)]
-    persistence: Persistence,
-    #[serde(default)]
-    clock: RawNodeClock,
-    #[serde(default)]
-    crash: Vec<RawCrash>,
-    replica: Option<RawReplica>,
-    failover: Option<Spanned<RawFailover>>,
-    /// How long the node has run when the scenario starts.
-    uptime_ms: Option<Millis>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawClientClock {
-    #[serde(default)]
-    kind: ClockKind,
-    #[serde(default)]
-    offset_ms: SignedMillis,
-    rate_ppm: Option<Spanned<i64>>,
-    #[serde(default)]
-    steps: Vec<Spanned<RawStep>>,
-    #[serde(default)]
-    freeze_during_pauses: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPause {
-    at_ms: Millis,
-    for_ms: Millis,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawClient {
-    name: Spanned<String>,
-    #[serde(default)]
-    start_ms: Millis,
-    #[serde(default = "one")]
-    iterations: u32,
-    #[serde(default)]
-    gap_ms: Millis,
-    #[serde(default)]
-    steps: Vec<Step>,
-    access_timeout_ms: Option<Millis>,
-    #[serde(default)]
-    pauses: Vec<RawPause>,
-    crash_at_ms: Option<Millis>,
-    #[serde(default)]
-    clock: RawClientClock,
-    #[serde(default)]
-    release: ReleaseImpl,
-    #[serde(default)]
-    extend: ExtendImpl,
-    #[serde(default)]
-    loss_order: LossOrder,
-    #[serde(default)]
-    timing: TimingImpl,
-    nodes: Option<Spanned<Vec<usize>>>,
-    retries: Option<u32>,
-    retry_delay_ms: Option<Millis>,
-    retry_jitter_ms: Option<Millis>,
-    node_timeout_ms: Option<Millis>,
-    ttl_ms: Option<Millis>,
-    restart_quarantine_ms: Option<Quarantine>,
-    keep_alive: Option<Spanned<RawKeepAlive>>,
-    supervisor: Option<Spanned<RawSupervisor>>,
-}
-
-/// `keep_alive = {}`: the lease is extended while the work runs (`with_lock`).
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawKeepAlive {
-    extend_before_ms: Option<Millis>,
-    margin_ms: Option<Millis>,
-}
-
-/// `supervisor = {}`: the work is a command supervised as `redlock run` does.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct RawSupervisor {
-    kill_after_ms: Option<Millis>,
-}
-
-/// `restart_quarantine_ms`: a number of milliseconds, or `"off"` (the nodes are declared
-/// persistent: no quarantine).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "NumberOrWord")]
-struct Quarantine(Option<Nanos>);
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum NumberOrWord {
-    Number(f64),
-    Word(String),
-}
-
-impl TryFrom<NumberOrWord> for Quarantine {
-    type Error = String;
-    fn try_from(value: NumberOrWord) -> Result<Self, String> {
-        match value {
-            NumberOrWord::Number(ms) => Millis::try_from(ms).map(|m| Self(Some(m.0))),
-            NumberOrWord::Word(word) if word == "off" => Ok(Self(None)),
-            NumberOrWord::Word(word) => Err(format!(
-                "`{word}`: give a number of milliseconds, or \"off\" for nodes that persist every write"
-            )),
-        }
-    }
-}
-
-fn one() -> u32 {
-    1
-}
-
 impl RawScenario {
+    /// Only the first error is reported, so the order of these checks is part of what a bad
+    /// file prints: the lock, the client names, the nodes, the network, the notifications,
+    /// the clients, the expectations.
     fn into_scenario(self, at: &Locator<'_>) -> Result<Scenario, ScenarioError> {
         let nodes = self.lock.nodes;
         if nodes == 0 || nodes > 64 {
             return Err(at.error(0, "lock.nodes", format!("{nodes} nodes; use 1 to 64")));
         }
-        let base = self.lock_config(at)?;
+        let base = self.lock.to_config(at)?;
+        let client_names = client_names(&self.clients, at)?;
+        let servers = servers(self.nodes, nodes, &client_names, at)?;
+        let names = Names {
+            nodes,
+            servers: &servers,
+            clients: &client_names,
+        };
+        let network = network(&self.network, &self.partitions, &self.delays, &names, at)?;
+        let notifications = self.notifications.to_spec(at)?;
 
-        // Servers: primaries first, replicas after, so names resolve in one table.
-        let mut servers: Vec<ServerSpec> = (0..nodes)
-            .map(|i| ServerSpec {
-                name: format!("n{i}"),
-                clock: ClockModel::ideal(),
-                persistence: Persistence::None,
-                uptime: DEFAULT_UPTIME,
-                crashes: Vec::new(),
-                replica: None,
-                failover: None,
-            })
-            .collect();
-        let client_names: BTreeMap<String, usize> = self
+        let base = base.with_fencing(self.tokens == TokenSource::QuorumMinted);
+        let quarantine = self.lock.restart_quarantine_ms;
+        let clients = self
             .clients
-            .iter()
+            .into_iter()
             .enumerate()
-            .map(|(i, c)| (c.name.get_ref().clone(), i))
-            .collect();
-        for (i, client) in self.clients.iter().enumerate() {
-            let name = client.name.get_ref();
-            if name.is_empty()
-                || name.starts_with('n')
-                    && name[1..].chars().next().is_some_and(|c| c.is_ascii_digit())
-                || name == "resource"
-            {
-                return Err(at.at(
-                    &client.name,
-                    format!("client[{i}].name"),
-                    format!("`{name}` is reserved or empty; name clients like `c1`"),
-                ));
-            }
-            if client_names[name] != i {
-                return Err(at.at(
-                    &client.name,
-                    format!("client[{i}].name"),
-                    format!("`{name}` is used by two clients"),
-                ));
-            }
+            .map(|(i, raw)| raw.into_spec(i, &base, nodes, quarantine, at))
+            .collect::<Result<Vec<_>, _>>()?;
+        if clients.is_empty() {
+            return Err(at.error(0, "client", "at least one [[client]] is required"));
         }
-        let mut seen_nodes = BTreeMap::new();
-        for (k, node) in self.nodes.iter().enumerate() {
-            let field = format!("node[{k}]");
-            let index = parse_node_name(node.name.get_ref(), nodes).ok_or_else(|| {
+        let expect = self.expect.into_expectation(at)?;
+
+        Ok(Scenario {
+            name: self.name,
+            description: self.description,
+            source: at.file.to_owned(),
+            seed: self.seed,
+            duration: self.duration_ms.0,
+            max_events: self.max_events.unwrap_or(20_000_000),
+            tokens: self.tokens,
+            expect,
+            resource: self.lock.resource,
+            nodes,
+            network,
+            notifications,
+            servers,
+            clients,
+        })
+    }
+}
+
+impl RawLock {
+    /// The `[lock]` table as the configuration every client starts from.
+    fn to_config(&self, at: &Locator<'_>) -> Result<LockConfig, ScenarioError> {
+        let mut config = LockConfig::new(self.nodes).with_retry(RetryPolicy::new(
+            self.retries,
+            self.retry_delay_ms
+                .map_or(Duration::from_millis(50), |m| Duration::from_nanos(m.0)),
+            self.retry_jitter_ms
+                .map_or(Duration::from_millis(10), |m| Duration::from_nanos(m.0)),
+        ));
+        if let Some(ttl) = &self.ttl_ms {
+            config = config.with_ttl(Duration::from_nanos(ttl.get_ref().0));
+        }
+        if let Some(factor) = &self.drift_factor {
+            let drift = DriftFactor::from_f64(*factor.get_ref()).ok_or_else(|| {
                 at.at(
-                    &node.name,
-                    format!("{field}.name"),
-                    format!(
-                        "`{}` is not a node; nodes are n0..n{}",
-                        node.name.get_ref(),
-                        nodes - 1
-                    ),
+                    factor,
+                    "lock.drift_factor",
+                    "must be a finite number in [0, 1)",
                 )
             })?;
-            if seen_nodes.insert(index, k).is_some() {
-                return Err(at.at(
-                    &node.name,
-                    format!("{field}.name"),
-                    "this node is configured twice",
-                ));
-            }
-            let rate = node.clock.rate_ppm.as_ref().map_or(0, |r| *r.get_ref());
-            if let Some(spanned) = &node.clock.rate_ppm {
-                check_rate(rate)
-                    .map_err(|m| at.at(spanned, format!("{field}.clock.rate_ppm"), m))?;
-            }
-            let steps = node
-                .clock
-                .steps
-                .iter()
-                .map(|s| (s.at_ms.0, s.by_ms.0))
-                .collect();
-            servers[index].clock = ClockModel::new(node.clock.offset_ms.0, rate, steps);
-            servers[index].persistence = node.persistence;
-            if let Some(uptime) = node.uptime_ms {
-                servers[index].uptime = uptime.0;
-            }
-            servers[index].crashes = node
+            config = config.with_drift_factor(drift);
+        }
+        if let Some(timeout) = self.node_timeout_ms {
+            config = config.with_node_timeout(Duration::from_nanos(timeout.0));
+        }
+        if let Some(max_hold) = self.max_hold_ms {
+            config = config.with_max_hold(Duration::from_nanos(max_hold.0));
+        }
+        // The simulator runs the configurations the client accepts: the same validation.
+        config.validate().map_err(|e| {
+            let offset = self.ttl_ms.as_ref().map_or(0, |t| t.span().start);
+            at.error(offset, format!("lock.{}", e.field()), e.reason())
+        })?;
+        Ok(config)
+    }
+}
+
+/// Each client's index by its name, once every name is checked: a client may not take a
+/// name that `Names` gives a node or the resource, and no two clients share one.
+fn client_names(
+    clients: &[RawClient],
+    at: &Locator<'_>,
+) -> Result<BTreeMap<String, usize>, ScenarioError> {
+    let client_names: BTreeMap<String, usize> = clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name.get_ref().clone(), i))
+        .collect();
+    for (i, client) in clients.iter().enumerate() {
+        let name = client.name.get_ref();
+        if name.is_empty()
+            || name.starts_with('n') && name[1..].chars().next().is_some_and(|c| c.is_ascii_digit())
+            || name == "resource"
+        {
+            return Err(at.at(
+                &client.name,
+                format!("client[{i}].name"),
+                format!("`{name}` is reserved or empty; name clients like `c1`"),
+            ));
+        }
+        if client_names[name] != i {
+            return Err(at.at(
+                &client.name,
+                format!("client[{i}].name"),
+                format!("`{name}` is used by two clients"),
+            ));
+        }
+    }
+    Ok(client_names)
+}
+
+/// Every server: the primaries first, so that `nX` is server X, then the replicas in the
+/// order of their `[[node]]` tables, so that one table resolves every name.
+fn servers(
+    raw: Vec<RawNode>,
+    nodes: usize,
+    clients: &BTreeMap<String, usize>,
+    at: &Locator<'_>,
+) -> Result<Vec<ServerSpec>, ScenarioError> {
+    let mut servers: Vec<ServerSpec> = (0..nodes)
+        .map(|i| unconfigured_server(format!("n{i}")))
+        .collect();
+    let mut seen_nodes = BTreeMap::new();
+    for (k, node) in raw.into_iter().enumerate() {
+        let field = format!("node[{k}]");
+        let index = node.index(nodes, &field, at)?;
+        if seen_nodes.insert(index, k).is_some() {
+            return Err(at.at(
+                &node.name,
+                format!("{field}.name"),
+                "this node is configured twice",
+            ));
+        }
+        let replica_index = servers.len();
+        let has_replica = node.replica.is_some();
+        servers[index] = node.into_server(index, replica_index, &field, clients, at)?;
+        if has_replica {
+            servers.push(unconfigured_server(format!("n{index}.replica")));
+        }
+    }
+    Ok(servers)
+}
+
+/// A server no `[[node]]` table configures (and every replica): ideal clock, no persistence.
+fn unconfigured_server(name: String) -> ServerSpec {
+    ServerSpec {
+        name,
+        clock: ClockModel::ideal(),
+        persistence: Persistence::None,
+        uptime: DEFAULT_UPTIME,
+        crashes: Vec::new(),
+        replica: None,
+        failover: None,
+    }
+}
+
+impl RawNode {
+    /// The node's number, from its name `nX`.
+    fn index(&self, nodes: usize, field: &str, at: &Locator<'_>) -> Result<usize, ScenarioError> {
+        parse_node_name(self.name.get_ref(), nodes).ok_or_else(|| {
+            at.at(
+                &self.name,
+                format!("{field}.name"),
+                format!(
+                    "`{}` is not a node; nodes are n0..n{}",
+                    self.name.get_ref(),
+                    nodes - 1
+                ),
+            )
+        })
+    }
+
+    /// Node `index`'s server; its replica, if it has one, is server `replica_index`.
+    fn into_server(
+        self,
+        index: usize,
+        replica_index: usize,
+        field: &str,
+        clients: &BTreeMap<String, usize>,
+        at: &Locator<'_>,
+    ) -> Result<ServerSpec, ScenarioError> {
+        let rate = self.clock.rate_ppm.as_ref().map_or(0, |r| *r.get_ref());
+        if let Some(spanned) = &self.clock.rate_ppm {
+            check_rate(rate).map_err(|m| at.at(spanned, format!("{field}.clock.rate_ppm"), m))?;
+        }
+        let steps = self
+            .clock
+            .steps
+            .iter()
+            .map(|s| (s.at_ms.0, s.by_ms.0))
+            .collect();
+        let failover = self.failover(field, clients, at)?;
+        Ok(ServerSpec {
+            name: format!("n{index}"),
+            clock: ClockModel::new(self.clock.offset_ms.0, rate, steps),
+            persistence: self.persistence,
+            uptime: self.uptime_ms.map_or(DEFAULT_UPTIME, |m| m.0),
+            crashes: self
                 .crash
                 .iter()
                 .map(|c| Crash {
                     at: c.at_ms.0,
                     restart_after: c.restart_after_ms.map(|m| m.0),
                 })
-                .collect();
-            if let Some(replica) = &node.replica {
-                let replica_index = servers.len();
-                servers.push(ServerSpec {
-                    name: format!("n{index}.replica"),
-                    clock: ClockModel::ideal(),
-                    persistence: Persistence::None,
-                    uptime: DEFAULT_UPTIME,
-                    crashes: Vec::new(),
-                    replica: None,
-                    failover: None,
-                });
-                servers[index].replica = Some(Replication {
-                    replica: replica_index,
-                    lag: replica.lag_ms.0,
-                    wait: replica.wait,
-                });
-            }
-            if let Some(failover) = &node.failover {
-                if node.replica.is_none() {
-                    return Err(at.at(
-                        failover,
-                        format!("{field}.failover"),
-                        "a failover needs a `replica`",
-                    ));
-                }
-                let raw = failover.get_ref();
-                let clients = match &raw.clients {
-                    None => None,
-                    Some(names) => Some(
-                        names
+                .collect(),
+            replica: self.replica.map(|replica| Replication {
+                replica: replica_index,
+                lag: replica.lag_ms.0,
+                wait: replica.wait,
+            }),
+            failover,
+        })
+    }
+
+    /// The failover to the node's replica, which it needs; the clients it moves must exist.
+    fn failover(
+        &self,
+        field: &str,
+        clients: &BTreeMap<String, usize>,
+        at: &Locator<'_>,
+    ) -> Result<Option<Failover>, ScenarioError> {
+        let Some(failover) = &self.failover else {
+            return Ok(None);
+        };
+        if self.replica.is_none() {
+            return Err(at.at(
+                failover,
+                format!("{field}.failover"),
+                "a failover needs a `replica`",
+            ));
+        }
+        let raw = failover.get_ref();
+        let moved = match &raw.clients {
+            None => None,
+            Some(names) => Some(
+                names
+                    .iter()
+                    .enumerate()
+                    .map(|(j, n)| {
+                        clients.get(n.get_ref()).copied().ok_or_else(|| {
+                            at.at(
+                                n,
+                                format!("{field}.failover.clients[{j}]"),
+                                format!("no client named `{}`", n.get_ref()),
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
+        Ok(Some(Failover {
+            at: raw.at_ms.0,
+            promote_after: raw.promote_after_ms.0,
+            crash_master: raw.crash_master,
+            clients: moved,
+        }))
+    }
+}
+
+/// The network: the default link, the links that override it, then the partitions and the
+/// delays, each of whose ends must name a process.
+fn network(
+    raw: &RawNetwork,
+    partitions: &[RawPartition],
+    delays: &[RawDelay],
+    names: &Names<'_>,
+    at: &Locator<'_>,
+) -> Result<NetworkSpec, ScenarioError> {
+    let mut network = NetworkSpec {
+        default: raw.default.to_spec(&LinkSpec::default()),
+        ..NetworkSpec::default()
+    };
+    for (k, link) in raw.links.iter().enumerate() {
+        let field = format!("network.link[{k}]");
+        let from = names.resolve(&link.from, at, &format!("{field}.from"))?;
+        let to = names.resolve(&link.to, at, &format!("{field}.to"))?;
+        network
+            .links
+            .push((from, to, link.link.to_spec(&network.default)));
+    }
+    for (k, partition) in partitions.iter().enumerate() {
+        network
+            .partitions
+            .push(partition.to_partition(&format!("partition[{k}]"), names, at)?);
+    }
+    for (k, delay) in delays.iter().enumerate() {
+        let field = format!("delay[{k}]");
+        network.delays.push(Delay {
+            from: names.resolve(&delay.from, at, &format!("{field}.from"))?,
+            to: names.resolve(&delay.to, at, &format!("{field}.to"))?,
+            start: delay.start_ms.0,
+            end: delay.end_ms.map_or(Nanos::MAX, |m| m.0),
+            extra: delay.extra_ms.0,
+        });
+    }
+    Ok(network)
+}
+
+impl RawLink {
+    /// `base`, with whatever this link sets instead.
+    fn to_spec(&self, base: &LinkSpec) -> LinkSpec {
+        let mut spec = base.clone();
+        if let Some([min, max]) = self.latency_ms {
+            spec.latency = (min.0.min(max.0), min.0.max(max.0));
+        }
+        if let Some(p) = self.loss {
+            spec.loss = p.0;
+        }
+        if let Some(p) = self.duplicate {
+            spec.duplicate = p.0;
+        }
+        if let Some(p) = self.spike_probability {
+            spec.spike_probability = p.0;
+        }
+        if let Some(ms) = self.spike_ms {
+            spec.spike = ms.0;
+        }
+        spec
+    }
+}
+
+impl RawPartition {
+    /// Either `groups` or `cut`, never both: they are two ways to say who cannot reach whom.
+    fn to_partition(
+        &self,
+        field: &str,
+        names: &Names<'_>,
+        at: &Locator<'_>,
+    ) -> Result<Partition, ScenarioError> {
+        let kind = match (self.groups.is_empty(), self.cut.is_empty()) {
+            (false, true) => PartitionKind::Groups(
+                self.groups
+                    .iter()
+                    .enumerate()
+                    .map(|(g, group)| {
+                        group
                             .iter()
                             .enumerate()
-                            .map(|(j, n)| {
-                                client_names.get(n.get_ref()).copied().ok_or_else(|| {
-                                    at.at(
-                                        n,
-                                        format!("{field}.failover.clients[{j}]"),
-                                        format!("no client named `{}`", n.get_ref()),
-                                    )
-                                })
+                            .map(|(m, name)| {
+                                names.resolve(name, at, &format!("{field}.groups[{g}][{m}]"))
                             })
-                            .collect::<Result<Vec<_>, _>>()?,
-                    ),
-                };
-                servers[index].failover = Some(Failover {
-                    at: raw.at_ms.0,
-                    promote_after: raw.promote_after_ms.0,
-                    crash_master: raw.crash_master,
-                    clients,
-                });
-            }
-        }
-
-        let names = Names {
-            nodes,
-            servers: &servers,
-            clients: &client_names,
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+            (true, false) => PartitionKind::Cut(
+                self.cut
+                    .iter()
+                    .enumerate()
+                    .map(|(c, [from, to])| {
+                        Ok((
+                            names.resolve(from, at, &format!("{field}.cut[{c}][0]"))?,
+                            names.resolve(to, at, &format!("{field}.cut[{c}][1]"))?,
+                        ))
+                    })
+                    .collect::<Result<Vec<_>, ScenarioError>>()?,
+            ),
+            _ => return Err(at.error(0, field, "give either `groups` or `cut`")),
         };
-        let network = self.network(at, &names)?;
-        let notifications = self.notifications(at)?;
+        Ok(Partition {
+            start: self.start_ms.0,
+            end: self.end_ms.map_or(Nanos::MAX, |m| m.0),
+            kind,
+        })
+    }
+}
 
-        let base = base.with_fencing(self.tokens == TokenSource::QuorumMinted);
-        let mut clients = Vec::with_capacity(self.clients.len());
-        let quarantine = self.lock.restart_quarantine_ms;
-        for (i, raw) in self.clients.into_iter().enumerate() {
-            clients.push(raw.into_spec(i, &base, nodes, quarantine, at)?);
+impl RawNotifications {
+    /// The notifications' faults; each spoofer's period is above zero and its span not empty.
+    fn to_spec(&self, at: &Locator<'_>) -> Result<NotificationSpec, ScenarioError> {
+        let mut spoofs = Vec::with_capacity(self.spoof.len());
+        for (k, spoof) in self.spoof.iter().enumerate() {
+            let field = format!("notifications.spoof[{k}]");
+            let span = spoof.span();
+            let spoof = spoof.get_ref();
+            if spoof.every_ms.0 == 0 {
+                return Err(at.error(span.start, format!("{field}.every_ms"), "must be above 0"));
+            }
+            if spoof.end_ms.0 <= spoof.start_ms.0 {
+                return Err(at.error(
+                    span.start,
+                    format!("{field}.end_ms"),
+                    "must be after start_ms",
+                ));
+            }
+            spoofs.push(Spoof {
+                start: spoof.start_ms.0,
+                end: spoof.end_ms.0,
+                every: spoof.every_ms.0,
+                payload: spoof.payload,
+            });
         }
-        if clients.is_empty() {
-            return Err(at.error(0, "client", "at least one [[client]] is required"));
-        }
+        Ok(NotificationSpec {
+            loss: self.loss.map_or(0.0, |p| p.0),
+            duplicate: self.duplicate.map_or(0.0, |p| p.0),
+            extra_delay: self.extra_delay_ms.0,
+            spoofs,
+        })
+    }
+}
 
+impl RawExpect {
+    /// The expectation, which must make sense: mutual exclusion is never "prevented by
+    /// fencing", and anything but SAFE everywhere names a cause that can explain it.
+    fn into_expectation(self, at: &Locator<'_>) -> Result<Expectation, ScenarioError> {
         let expect = Expectation {
-            exclusion: *self.expect.exclusion.get_ref(),
-            plain: self.expect.plain,
-            fenced: self.expect.fenced,
-            strict: self.expect.strict,
-            cause: self.expect.cause.as_ref().map(|c| *c.get_ref()),
-            fences_increase: self.expect.fences_increase,
+            exclusion: *self.exclusion.get_ref(),
+            plain: self.plain,
+            fenced: self.fenced,
+            strict: self.strict,
+            cause: self.cause.as_ref().map(|c| *c.get_ref()),
+            fences_increase: self.fences_increase,
         };
         if expect.exclusion == Verdict::PreventedByFencing {
             return Err(at.at(
-                &self.expect.exclusion,
+                &self.exclusion,
                 "expect.exclusion",
                 "mutual exclusion is SAFE or VIOLATED: fencing protects the resource, not the lock",
             ));
@@ -736,7 +479,7 @@ impl RawScenario {
         let all_safe = [expect.exclusion, expect.plain, expect.fenced, expect.strict]
             .iter()
             .all(|v| *v == Verdict::Safe);
-        match (&self.expect.cause, all_safe) {
+        match (&self.cause, all_safe) {
             (None, false) => {
                 return Err(at.error(
                     0,
@@ -762,184 +505,13 @@ impl RawScenario {
             }
             _ => {}
         }
-
-        Ok(Scenario {
-            name: self.name,
-            description: self.description,
-            source: at.file.to_owned(),
-            seed: self.seed,
-            duration: self.duration_ms.0,
-            max_events: self.max_events.unwrap_or(20_000_000),
-            tokens: self.tokens,
-            expect,
-            resource: self.lock.resource,
-            nodes,
-            network,
-            notifications,
-            servers,
-            clients,
-        })
-    }
-
-    fn notifications(&self, at: &Locator<'_>) -> Result<NotificationSpec, ScenarioError> {
-        let raw = &self.notifications;
-        let mut spoofs = Vec::with_capacity(raw.spoof.len());
-        for (k, spoof) in raw.spoof.iter().enumerate() {
-            let field = format!("notifications.spoof[{k}]");
-            let span = spoof.span();
-            let spoof = spoof.get_ref();
-            if spoof.every_ms.0 == 0 {
-                return Err(at.error(span.start, format!("{field}.every_ms"), "must be above 0"));
-            }
-            if spoof.end_ms.0 <= spoof.start_ms.0 {
-                return Err(at.error(
-                    span.start,
-                    format!("{field}.end_ms"),
-                    "must be after start_ms",
-                ));
-            }
-            spoofs.push(Spoof {
-                start: spoof.start_ms.0,
-                end: spoof.end_ms.0,
-                every: spoof.every_ms.0,
-                payload: spoof.payload,
-            });
-        }
-        Ok(NotificationSpec {
-            loss: raw.loss.map_or(0.0, |p| p.0),
-            duplicate: raw.duplicate.map_or(0.0, |p| p.0),
-            extra_delay: raw.extra_delay_ms.0,
-            spoofs,
-        })
-    }
-
-    fn lock_config(&self, at: &Locator<'_>) -> Result<LockConfig, ScenarioError> {
-        let lock = &self.lock;
-        let mut config = LockConfig::new(lock.nodes).with_retry(RetryPolicy::new(
-            lock.retries,
-            lock.retry_delay_ms
-                .map_or(Duration::from_millis(50), |m| Duration::from_nanos(m.0)),
-            lock.retry_jitter_ms
-                .map_or(Duration::from_millis(10), |m| Duration::from_nanos(m.0)),
-        ));
-        if let Some(ttl) = &lock.ttl_ms {
-            config = config.with_ttl(Duration::from_nanos(ttl.get_ref().0));
-        }
-        if let Some(factor) = &lock.drift_factor {
-            let drift = DriftFactor::from_f64(*factor.get_ref()).ok_or_else(|| {
-                at.at(
-                    factor,
-                    "lock.drift_factor",
-                    "must be a finite number in [0, 1)",
-                )
-            })?;
-            config = config.with_drift_factor(drift);
-        }
-        if let Some(timeout) = lock.node_timeout_ms {
-            config = config.with_node_timeout(Duration::from_nanos(timeout.0));
-        }
-        if let Some(max_hold) = lock.max_hold_ms {
-            config = config.with_max_hold(Duration::from_nanos(max_hold.0));
-        }
-        // The simulator runs the configurations the client accepts: the same validation.
-        config.validate().map_err(|e| {
-            let offset = lock.ttl_ms.as_ref().map_or(0, |t| t.span().start);
-            at.error(offset, format!("lock.{}", e.field()), e.reason())
-        })?;
-        Ok(config)
-    }
-
-    fn network(&self, at: &Locator<'_>, names: &Names<'_>) -> Result<NetworkSpec, ScenarioError> {
-        let mut network = NetworkSpec {
-            default: self.network.default.to_spec(&LinkSpec::default()),
-            ..NetworkSpec::default()
-        };
-        for (k, link) in self.network.links.iter().enumerate() {
-            let field = format!("network.link[{k}]");
-            let from = names.resolve(&link.from, at, &format!("{field}.from"))?;
-            let to = names.resolve(&link.to, at, &format!("{field}.to"))?;
-            network
-                .links
-                .push((from, to, link.link.to_spec(&network.default)));
-        }
-        for (k, partition) in self.partitions.iter().enumerate() {
-            let field = format!("partition[{k}]");
-            let end = partition.end_ms.map_or(Nanos::MAX, |m| m.0);
-            let kind = match (partition.groups.is_empty(), partition.cut.is_empty()) {
-                (false, true) => PartitionKind::Groups(
-                    partition
-                        .groups
-                        .iter()
-                        .enumerate()
-                        .map(|(g, group)| {
-                            group
-                                .iter()
-                                .enumerate()
-                                .map(|(m, name)| {
-                                    names.resolve(name, at, &format!("{field}.groups[{g}][{m}]"))
-                                })
-                                .collect::<Result<Vec<_>, _>>()
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
-                ),
-                (true, false) => PartitionKind::Cut(
-                    partition
-                        .cut
-                        .iter()
-                        .enumerate()
-                        .map(|(c, [from, to])| {
-                            Ok((
-                                names.resolve(from, at, &format!("{field}.cut[{c}][0]"))?,
-                                names.resolve(to, at, &format!("{field}.cut[{c}][1]"))?,
-                            ))
-                        })
-                        .collect::<Result<Vec<_>, ScenarioError>>()?,
-                ),
-                _ => return Err(at.error(0, field, "give either `groups` or `cut`")),
-            };
-            network.partitions.push(Partition {
-                start: partition.start_ms.0,
-                end,
-                kind,
-            });
-        }
-        for (k, delay) in self.delays.iter().enumerate() {
-            let field = format!("delay[{k}]");
-            network.delays.push(Delay {
-                from: names.resolve(&delay.from, at, &format!("{field}.from"))?,
-                to: names.resolve(&delay.to, at, &format!("{field}.to"))?,
-                start: delay.start_ms.0,
-                end: delay.end_ms.map_or(Nanos::MAX, |m| m.0),
-                extra: delay.extra_ms.0,
-            });
-        }
-        Ok(network)
-    }
-}
-
-impl RawLink {
-    fn to_spec(&self, base: &LinkSpec) -> LinkSpec {
-        let mut spec = base.clone();
-        if let Some([min, max]) = self.latency_ms {
-            spec.latency = (min.0.min(max.0), min.0.max(max.0));
-        }
-        if let Some(p) = self.loss {
-            spec.loss = p.0;
-        }
-        if let Some(p) = self.duplicate {
-            spec.duplicate = p.0;
-        }
-        if let Some(p) = self.spike_probability {
-            spec.spike_probability = p.0;
-        }
-        if let Some(ms) = self.spike_ms {
-            spec.spike = ms.0;
-        }
-        spec
+        Ok(expect)
     }
 }
 
 impl RawClient {
+    /// Client `i`, on `nodes` nodes unless it names its own; `base` and `quarantine` are the
+    /// file's `[lock]`, which the client's own fields override.
     fn into_spec(
         self,
         i: usize,
@@ -959,43 +531,8 @@ impl RawClient {
             .iter()
             .map(|s| (s.get_ref().at_ms.0, s.get_ref().by_ms.0))
             .collect();
-        let subset: Vec<usize> = match &self.nodes {
-            None => (0..nodes).collect(),
-            Some(list) => {
-                let subset = list.get_ref().clone();
-                let mut sorted = subset.clone();
-                sorted.sort_unstable();
-                sorted.dedup();
-                if subset.is_empty()
-                    || sorted.len() != subset.len()
-                    || subset.iter().any(|&n| n >= nodes)
-                {
-                    return Err(at.at(
-                        list,
-                        format!("{field}.nodes"),
-                        format!("must list distinct node indices below {nodes}"),
-                    ));
-                }
-                subset
-            }
-        };
-        let retry = RetryPolicy::new(
-            self.retries.unwrap_or(base.retry().retries()),
-            self.retry_delay_ms
-                .map_or(base.retry().delay(), |m| Duration::from_nanos(m.0)),
-            self.retry_jitter_ms
-                .map_or(base.retry().jitter(), |m| Duration::from_nanos(m.0)),
-        );
-        let mut config = base.clone().with_nodes(subset.len()).with_retry(retry);
-        if let Some(ttl) = self.ttl_ms {
-            config = config.with_ttl(Duration::from_nanos(ttl.0));
-        }
-        if let Some(timeout) = self.node_timeout_ms {
-            config = config.with_node_timeout(Duration::from_nanos(timeout.0));
-        }
-        config
-            .validate()
-            .map_err(|e| at.at(&self.name, format!("{field}.{}", e.field()), e.reason()))?;
+        let subset = self.node_subset(&field, nodes, at)?;
+        let config = self.lock_config(&field, base, subset.len(), at)?;
         // As the client's builder: a quarantine as long as the TTL unless set.
         let restart = match self.restart_quarantine_ms.or(quarantine) {
             None => RestartPolicy::Quarantine(config.ttl()),
@@ -1033,6 +570,59 @@ impl RawClient {
         })
     }
 
+    /// The nodes the client uses: all of them, or its `nodes` list of distinct indices.
+    fn node_subset(
+        &self,
+        field: &str,
+        nodes: usize,
+        at: &Locator<'_>,
+    ) -> Result<Vec<usize>, ScenarioError> {
+        let Some(list) = &self.nodes else {
+            return Ok((0..nodes).collect());
+        };
+        let subset = list.get_ref().clone();
+        let mut sorted = subset.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        if subset.is_empty() || sorted.len() != subset.len() || subset.iter().any(|&n| n >= nodes) {
+            return Err(at.at(
+                list,
+                format!("{field}.nodes"),
+                format!("must list distinct node indices below {nodes}"),
+            ));
+        }
+        Ok(subset)
+    }
+
+    /// The file's lock configuration for the client's `nodes`, with the client's own
+    /// overrides, checked as the client's builder checks it.
+    fn lock_config(
+        &self,
+        field: &str,
+        base: &LockConfig,
+        nodes: usize,
+        at: &Locator<'_>,
+    ) -> Result<LockConfig, ScenarioError> {
+        let retry = RetryPolicy::new(
+            self.retries.unwrap_or(base.retry().retries()),
+            self.retry_delay_ms
+                .map_or(base.retry().delay(), |m| Duration::from_nanos(m.0)),
+            self.retry_jitter_ms
+                .map_or(base.retry().jitter(), |m| Duration::from_nanos(m.0)),
+        );
+        let mut config = base.clone().with_nodes(nodes).with_retry(retry);
+        if let Some(ttl) = self.ttl_ms {
+            config = config.with_ttl(Duration::from_nanos(ttl.0));
+        }
+        if let Some(timeout) = self.node_timeout_ms {
+            config = config.with_node_timeout(Duration::from_nanos(timeout.0));
+        }
+        config
+            .validate()
+            .map_err(|e| at.at(&self.name, format!("{field}.{}", e.field()), e.reason()))?;
+        Ok(config)
+    }
+
     /// The keep-alive policy and the supervisor's grace period, checked against the rest of
     /// the client: a kept-alive lease is extended by the keep-alive alone, with the script.
     fn lease_keeping(
@@ -1041,46 +631,12 @@ impl RawClient {
         config: &LockConfig,
         at: &Locator<'_>,
     ) -> Result<(Option<KeepAlive>, Option<Duration>), ScenarioError> {
-        let ms = |m: Millis| Duration::from_nanos(m.0);
-        let mut keep_alive = self.keep_alive.as_ref().map(|raw| {
-            let raw = raw.get_ref();
-            let mut policy = KeepAlive::default();
-            if let Some(before) = raw.extend_before_ms {
-                policy = policy.extend_before(ms(before));
-            }
-            if let Some(margin) = raw.margin_ms {
-                policy = policy.loss_margin(ms(margin));
-            }
-            policy
-        });
-        let supervisor = match &self.supervisor {
-            None => None,
-            Some(raw) => {
-                let quarter = config.ttl() / 4;
-                let grace = raw
-                    .get_ref()
-                    .kill_after_ms
-                    .map_or_else(|| quarter.min(Duration::from_secs(10)), ms);
-                if grace > quarter {
-                    return Err(at.at(
-                        raw,
-                        format!("{field}.supervisor.kill_after_ms"),
-                        "more than a quarter of the ttl (as `redlock run` refuses it)",
-                    ));
-                }
-                if self.clock.freeze_during_pauses {
-                    return Err(at.at(
-                        raw,
-                        format!("{field}.supervisor"),
-                        "a supervised client's pauses stop the supervisor alone, not the host's clock; drop `freeze_during_pauses`",
-                    ));
-                }
-                // As `redlock run`: extend at half-life.
-                keep_alive
-                    .get_or_insert_with(|| KeepAlive::default().extend_before(config.ttl() / 2));
-                Some(grace)
-            }
-        };
+        let mut keep_alive = self.keep_alive.as_ref().map(|raw| raw.get_ref().policy());
+        let supervisor = self.supervisor_grace(field, config, at)?;
+        if supervisor.is_some() {
+            // As `redlock run`: extend at half-life.
+            keep_alive.get_or_insert_with(|| KeepAlive::default().extend_before(config.ttl() / 2));
+        }
         if keep_alive.is_some() {
             let spanned = self
                 .keep_alive
@@ -1102,6 +658,53 @@ impl RawClient {
             }
         }
         Ok((keep_alive, supervisor))
+    }
+
+    /// How long a supervised command has to stop before it is killed: at most a quarter of
+    /// the TTL, and by default that or 10 s, whichever is shorter (as `redlock run`).
+    fn supervisor_grace(
+        &self,
+        field: &str,
+        config: &LockConfig,
+        at: &Locator<'_>,
+    ) -> Result<Option<Duration>, ScenarioError> {
+        let Some(raw) = &self.supervisor else {
+            return Ok(None);
+        };
+        let quarter = config.ttl() / 4;
+        let grace = raw.get_ref().kill_after_ms.map_or_else(
+            || quarter.min(Duration::from_secs(10)),
+            |m| Duration::from_nanos(m.0),
+        );
+        if grace > quarter {
+            return Err(at.at(
+                raw,
+                format!("{field}.supervisor.kill_after_ms"),
+                "more than a quarter of the ttl (as `redlock run` refuses it)",
+            ));
+        }
+        if self.clock.freeze_during_pauses {
+            return Err(at.at(
+                raw,
+                format!("{field}.supervisor"),
+                "a supervised client's pauses stop the supervisor alone, not the host's clock; drop `freeze_during_pauses`",
+            ));
+        }
+        Ok(Some(grace))
+    }
+}
+
+impl RawKeepAlive {
+    /// The core's default keep-alive, with whatever the table sets instead.
+    fn policy(&self) -> KeepAlive {
+        let mut policy = KeepAlive::default();
+        if let Some(before) = self.extend_before_ms {
+            policy = policy.extend_before(Duration::from_nanos(before.0));
+        }
+        if let Some(margin) = self.margin_ms {
+            policy = policy.loss_margin(Duration::from_nanos(margin.0));
+        }
+        policy
     }
 }
 

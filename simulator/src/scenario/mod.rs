@@ -1,7 +1,13 @@
 //! Scenarios: what runs (nodes, clients, workloads), what goes wrong (faults), and what the
 //! checker is expected to say. Read from TOML files (see [`file`]) or built in code.
+//!
+//! A file is read in three steps, each in its own file: `raw.rs` mirrors the TOML format,
+//! `file.rs` translates it into a checked [`Scenario`], and `error.rs` points each error at
+//! its line, column and field.
 
+mod error;
 mod file;
+mod raw;
 
 use std::fmt;
 use std::path::Path;
@@ -14,7 +20,8 @@ use serde::{Deserialize, Serialize};
 use crate::clock::ClockModel;
 use crate::time::Nanos;
 
-pub use file::{ScenarioError, parse};
+pub use error::ScenarioError;
+pub use file::parse;
 
 /// One process of the simulated world.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
