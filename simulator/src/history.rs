@@ -1,6 +1,6 @@
 //! What happened, in true time: the record the checker judges and the diagrams draw.
 
-use redlock::core::Token;
+use redlock_core::Token;
 use serde::Serialize;
 
 use crate::time::Nanos;

@@ -17,7 +17,7 @@
 //!   (none, everysec, always), crashes and delayed restarts, asynchronous replicas and
 //!   failovers (with `WAIT 1` as an option).
 //! - **Clients**: a workload loop (acquire, a critical section of reads, writes, sleeps,
-//!   checks, extensions, pauses, release) driving the very same [`redlock::core`] machines
+//!   checks, extensions, pauses, release) driving the very same [`redlock_core`] machines
 //!   as the tokio client. Implementation faults (plain `DEL`, extend as re-acquire, wall
 //!   clock, no elapsed check, late start time) are switches of the driver, never changes to
 //!   the core.

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use redlock::core::{ConnectionId, NodeFailure, Reply, RequestId, Token};
+use redlock_core::{ConnectionId, NodeFailure, Reply, RequestId, Token};
 
 /// An operation a Redis server performs. The first six are exactly what the client's
 /// `SET NX GET PX` and single-key Lua scripts do; `Identify` is the `INFO` the client reads on

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use redlock::core::{Reply, Token};
+use redlock_core::{Reply, Token};
 
 use crate::clock::ClockModel;
 use crate::message::{NodeOp, NodeReply, ServerId};

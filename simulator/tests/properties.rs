@@ -18,7 +18,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
-use redlock::core::{LockConfig, RestartPolicy, RetryPolicy};
+use redlock_core::{LockConfig, RestartPolicy, RetryPolicy};
 use redlock_sim::History;
 use redlock_sim::clock::ClockModel;
 use redlock_sim::scenario::{

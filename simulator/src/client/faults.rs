@@ -18,7 +18,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use redlock::core::{Command, Extend, Grant, Held, LockConfig, NodeFailure, Timestamp};
+use redlock_core::{Command, Extend, Grant, Held, LockConfig, NodeFailure, Timestamp};
 
 use crate::message::NodeOp;
 use crate::scenario::{ClientSpec, ExtendImpl, LossOrder, ReleaseImpl, TimingImpl};

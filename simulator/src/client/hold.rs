@@ -7,7 +7,7 @@
 //! lease (or the keys' expiry, when the stop never comes). The `loss_order = "release-first"`
 //! fault releases at the loss instead, as the client did before.
 
-use redlock::core::{
+use redlock_core::{
     Extend, ExtendOutcome, Held, Keeper, KeeperEvent, Machine, NodeFailure, Reply, RequestId,
     Supervisor, SupervisorAction, Timestamp,
 };

@@ -20,7 +20,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use redlock::core::{
+use redlock_core::{
     Admission, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId, NodeIdentity,
     RequestId, RestartPolicy, Timestamp, Transmit,
 };
@@ -380,7 +380,7 @@ impl Links {
 mod tests {
     use std::sync::Arc;
 
-    use redlock::core::{Acquire, LockConfig, LockKey, Machine, Token};
+    use redlock_core::{Acquire, LockConfig, LockKey, Machine, Token};
 
     use super::*;
 
@@ -471,7 +471,7 @@ mod tests {
         // The node catches up: the two SETs' answers, then the probe's. The SETs that waited
         // go out.
         for _ in 0..2 {
-            let reply = NodeReply::Core(redlock::core::Reply::Acquired);
+            let reply = NodeReply::Core(redlock_core::Reply::Acquired);
             links.answered(0, conn, server, &reply, ms(120));
         }
         links.answered(0, conn, server, &NodeReply::Pong, ms(120));

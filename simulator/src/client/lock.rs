@@ -1,7 +1,7 @@
 //! The lease's life in a simulated client: acquire (with retries), mint a token, hold (see
 //! [`super::hold`]), release.
 
-use redlock::core::{
+use redlock_core::{
     Acquire, AcquireEvent, Grant, Held, Machine, NodeFailure, NodeId, Release, Reply, RequestId,
     Timestamp, Token, Waiting,
 };

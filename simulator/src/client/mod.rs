@@ -1,4 +1,4 @@
-//! A simulated client: a workload that drives the very same `redlock::core` machines as the
+//! A simulated client: a workload that drives the very same `redlock_core` machines as the
 //! tokio client and the `redlock` command, over the simulated network and the client's own
 //! clock.
 //!
@@ -30,7 +30,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
-use redlock::core::{LockKey, NodeFailure, RequestId, Timestamp, Transmit};
+use redlock_core::{LockKey, NodeFailure, RequestId, Timestamp, Transmit};
 
 use self::faults::{Faults, Keys};
 use self::links::{Links, Out};
@@ -248,7 +248,7 @@ impl Client {
         ctx: &mut Ctx<'_>,
         op: u64,
         tag: Tag,
-        conn: redlock::core::ConnectionId,
+        conn: redlock_core::ConnectionId,
         server: ServerId,
         reply: NodeReply,
     ) {

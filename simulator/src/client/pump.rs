@@ -4,7 +4,7 @@
 //! outcome, otherwise report when the machine wants its timer. Every machine the simulated
 //! client runs (acquire, extend, keep-alive, release) goes through here.
 
-use redlock::core::{Machine, Timestamp, Transmit};
+use redlock_core::{Machine, Timestamp, Transmit};
 
 /// Where a machine stands after a pump.
 #[derive(Debug)]

@@ -2,13 +2,13 @@
 //!
 //! - **Linearizable**: an idealized counter (a consensus system) that numbers leases in
 //!   grant order; minted at the grant, and attached under the core's rule
-//!   ([`Held::set_fence`](redlock::core::Held::set_fence)).
+//!   ([`Held::set_fence`](redlock_core::Held::set_fence)).
 //! - **Quorum-minted**: the core's own two-phase fenced acquisition; the grant carries it.
 //! - **Redis-counter**: a strawman of peer clients, modelled here and nowhere else: after the
 //!   grant, `INCR` on every node, the largest value of a quorum of answers. It is as
 //!   forgetful as the nodes (RL-16).
 
-use redlock::core::{Grant, Timestamp, quorum};
+use redlock_core::{Grant, Timestamp, quorum};
 
 use crate::time::Nanos;
 

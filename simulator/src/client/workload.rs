@@ -13,7 +13,7 @@
 
 use std::time::Duration;
 
-use redlock::core::Timestamp;
+use redlock_core::Timestamp;
 
 use super::lock::Lock;
 use super::{Client, Ctx, Outgoing, Timer};

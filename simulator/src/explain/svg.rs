@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use redlock::core::Token;
+use redlock_core::Token;
 
 use super::fate_word;
 use crate::Run;

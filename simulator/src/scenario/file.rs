@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use redlock::core::{DriftFactor, KeepAlive, LockConfig, RestartPolicy, RetryPolicy};
+use redlock_core::{DriftFactor, KeepAlive, LockConfig, RestartPolicy, RetryPolicy, Supervisor};
 use toml::Spanned;
 
 use super::error::Locator;
@@ -533,9 +533,8 @@ impl RawClient {
             .collect();
         let subset = self.node_subset(&field, nodes, at)?;
         let config = self.lock_config(&field, base, subset.len(), at)?;
-        // As the client's builder: a quarantine as long as the TTL unless set.
         let restart = match self.restart_quarantine_ms.or(quarantine) {
-            None => RestartPolicy::Quarantine(config.ttl()),
+            None => RestartPolicy::default_for(config.ttl()),
             Some(Quarantine(Some(ms))) => RestartPolicy::Quarantine(Duration::from_nanos(ms)),
             Some(Quarantine(None)) => RestartPolicy::Persistent,
         };
@@ -635,7 +634,7 @@ impl RawClient {
         let supervisor = self.supervisor_grace(field, config, at)?;
         if supervisor.is_some() {
             // As `redlock run`: extend at half-life.
-            keep_alive.get_or_insert_with(|| KeepAlive::default().extend_before(config.ttl() / 2));
+            keep_alive.get_or_insert_with(|| KeepAlive::at_half_life(config.ttl()));
         }
         if keep_alive.is_some() {
             let spanned = self
@@ -671,9 +670,10 @@ impl RawClient {
         let Some(raw) = &self.supervisor else {
             return Ok(None);
         };
-        let quarter = config.ttl() / 4;
+        // `redlock run`'s rules, from the core.
+        let quarter = Supervisor::longest_grace(config.ttl());
         let grace = raw.get_ref().kill_after_ms.map_or_else(
-            || quarter.min(Duration::from_secs(10)),
+            || Supervisor::default_grace(config.ttl()),
             |m| Duration::from_nanos(m.0),
         );
         if grace > quarter {

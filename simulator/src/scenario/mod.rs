@@ -14,7 +14,7 @@ use std::path::Path;
 
 use std::time::Duration;
 
-use redlock::core::{KeepAlive, LockConfig, RestartPolicy};
+use redlock_core::{KeepAlive, LockConfig, RestartPolicy};
 use serde::{Deserialize, Serialize};
 
 use crate::clock::ClockModel;

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use redlock::core::{NodeFailure, Reply};
+use redlock_core::{NodeFailure, Reply};
 
 use super::{Event, World};
 use crate::message::{Msg, NodeOp, NodeReply, ServerId};

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use redlock::core::{Reply, Token};
+use redlock_core::{Reply, Token};
 
 use super::World;
 use crate::history::{KeyEnd, KeySpan};
