@@ -16,6 +16,7 @@ mod quarantine;
 mod run;
 mod settings;
 mod signals;
+mod sources;
 mod status;
 
 use std::process::ExitCode;

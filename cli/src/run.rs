@@ -20,8 +20,9 @@ use crate::args::RunArgs;
 use crate::child::{self, Child};
 use crate::duration::show;
 use crate::exit::{self, Failure, LEASE_LOST, OS_ERROR};
-use crate::settings::{self, Flags, Setting, Settings};
+use crate::settings::{Flags, Setting, Settings};
 use crate::signals::Incoming;
+use crate::sources;
 
 /// The job's timing, checked against the lease's TTL.
 #[derive(Debug)]
@@ -72,7 +73,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, Failure> {
         max_hold: args.max_hold,
         ..Flags::from_node_args(&args.nodes)
     };
-    let settings = settings::from_sources(&args.nodes, flags)?;
+    let settings = sources::from_sources(&args.nodes, flags)?;
     let mut redlock = settings.client()?;
     let plan = Plan::new(&settings, &redlock)?;
     if let Some(name) = &args.fence_env {

@@ -14,7 +14,8 @@ use redlock::core::{LockKey, Token};
 use crate::args::StatusArgs;
 use crate::duration::show;
 use crate::exit::{Failure, NOT_HELD, UNAVAILABLE, USAGE};
-use crate::settings::{self, Flags};
+use crate::settings::Flags;
+use crate::sources;
 
 /// How long one node may take to connect and answer. Generous: `status` is for people and
 /// scripts, not on a lease's clock.
@@ -34,7 +35,7 @@ struct Held {
 /// Shows the resource's state; returns 0 when a quorum holds it, 1 when not, 69 when too
 /// few nodes answered to tell.
 pub(crate) async fn status(args: StatusArgs) -> Result<u8, Failure> {
-    let settings = settings::from_sources(&args.nodes, Flags::from_node_args(&args.nodes))?;
+    let settings = sources::from_sources(&args.nodes, Flags::from_node_args(&args.nodes))?;
     // Building the client checks the URLs and the prefix, and yields the addresses without
     // credentials that everything below prints.
     let redlock = settings.client()?;

@@ -36,7 +36,8 @@ use self::collect::Target;
 use self::observe::Limits;
 use crate::args::DoctorArgs;
 use crate::exit::Failure;
-use crate::settings::{self, Flags};
+use crate::settings::Flags;
+use crate::sources;
 
 /// The clock window when `--clock-window` is not given.
 pub(crate) const DEFAULT_CLOCK_WINDOW: Duration = Duration::from_secs(2);
@@ -51,7 +52,7 @@ pub(crate) async fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
         ttl: args.ttl,
         ..Flags::from_node_args(&args.nodes)
     };
-    let settings = settings::from_sources(&args.nodes, flags)?;
+    let settings = sources::from_sources(&args.nodes, flags)?;
     // Building the client checks every setting as `redlock run` would, and yields the
     // addresses without credentials that the report shows.
     let redlock = settings.client()?;

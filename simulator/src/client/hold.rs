@@ -8,65 +8,14 @@
 //! fault releases at the loss instead, as the client did before.
 
 use redlock_core::{
-    Extend, ExtendOutcome, Held, Keeper, KeeperEvent, Machine, NodeFailure, Reply, RequestId,
-    Supervisor, SupervisorAction, Timestamp,
+    ExtendOutcome, Held, Keeper, KeeperEvent, Machine, Supervisor, SupervisorAction, Timestamp,
 };
 
+use super::holding::Holding;
 use super::lock::Lock;
 use super::pump::{Pumped, pump};
 use super::{Client, Ctx, Timer};
 use crate::history::{ClientOutcome, LeaseRecord};
-
-/// A lease the client holds, and what runs while it does.
-#[derive(Debug)]
-pub(super) struct Holding {
-    /// Its record in the history.
-    pub(super) record: usize,
-    pub(super) epoch: u64,
-    pub(super) held: Held,
-    keeper: Option<Keeper>,
-    supervisor: Option<Supervisor>,
-    /// A manual extension (an `extend` step) in progress.
-    extending: Option<Extend>,
-}
-
-impl Holding {
-    /// Its machines' timers may have fired.
-    pub(super) fn handle_timeout(&mut self, now: Timestamp) {
-        if let Some(keeper) = &mut self.keeper {
-            keeper.handle_timeout(now);
-        }
-        if let Some(extend) = &mut self.extending {
-            extend.handle_timeout(now);
-        }
-        if let Some(supervisor) = &mut self.supervisor {
-            supervisor.handle_timeout(now);
-        }
-    }
-
-    /// A reply for the running extension (manual, or the keep-alive's).
-    pub(super) fn handle_reply(
-        &mut self,
-        request: RequestId,
-        result: Result<Reply, NodeFailure>,
-        now: Timestamp,
-    ) {
-        if let Some(extend) = &mut self.extending {
-            extend.handle_reply(request, result, now);
-        } else if let Some(keeper) = &mut self.keeper {
-            keeper.handle_reply(request, result, now);
-        }
-    }
-
-    /// Whether the work may still act under the lease at `now`: before the keep-alive's loss
-    /// deadline when one runs, else before the end of validity.
-    pub(super) fn is_valid(&self, now: Timestamp) -> bool {
-        match &self.keeper {
-            Some(keeper) => keeper.is_valid(now),
-            None => self.held.is_valid(now),
-        }
-    }
-}
 
 impl Client {
     pub(super) fn hold(

@@ -7,7 +7,7 @@ use redlock_core::{
 };
 
 use super::faults::RoundClock;
-use super::hold::Holding;
+use super::holding::Holding;
 use super::pump::{Pumped, pump};
 use super::tokens::Minting;
 use super::{Client, Ctx, Timer};

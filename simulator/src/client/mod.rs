@@ -7,6 +7,7 @@
 //! | `mod.rs` | the client's state, the world's events, routing replies |
 //! | [`lock`] | the lease's life: acquire (with retries), mint a token, release |
 //! | [`hold`] | holding the lease: keep-alive, supervisor, manual extensions |
+//! | [`holding`] | what a held lease is: the lease and the machines that run while it is held |
 //! | [`workload`] | the critical section (reads, writes, sleeps, checks, extensions, pauses) |
 //! | [`pump`] | the one loop that runs any core machine |
 //! | [`links`] | connections, their identification, and the core's restart quarantine |
@@ -20,6 +21,7 @@
 
 mod faults;
 mod hold;
+mod holding;
 mod links;
 mod lock;
 mod pump;
