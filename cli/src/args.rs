@@ -23,7 +23,10 @@ Exit codes of `redlock status`: 0 held by a quorum, 1 not held, 69 too few nodes
 Exit codes of `redlock doctor`: 0 every condition holds, 1 one does not, 2 the fleet cannot be
 checked (fewer than a quorum of nodes answered).
 
-Nodes come from --node, else REDLOCK_NODES (comma-separated URLs), else the config file.
+Each setting comes from its flag, else its environment variable (REDLOCK_NODES with
+comma-separated URLs, REDLOCK_TTL, …), else the config file, else its default. The config
+file is --config, else REDLOCK_CONFIG, else the first that exists of
+$XDG_CONFIG_HOME/redlock/redlock.toml (~/.config/…) and /etc/redlock/redlock.toml.
 See docs/cli.md for the config file and more.";
 
 /// Run a command only while holding a Redlock lease on independent Redis nodes (flock(1)
@@ -65,22 +68,25 @@ See docs/operations.md for what each finding means.";
 #[derive(Debug, Args)]
 pub(crate) struct NodeArgs {
     /// A Redis node URL (redis://[:password@]host:port[/db]); repeat it, or separate URLs
-    /// with commas. Overrides REDLOCK_NODES and the config file.
+    /// with commas. Overrides REDLOCK_NODES and the config file [env: REDLOCK_NODES].
     #[arg(long = "node", value_name = "URL", value_delimiter = ',')]
     pub(crate) nodes: Vec<String>,
-    /// A TOML config file (nodes, ttl, key_prefix, …); flags and REDLOCK_NODES override it.
+    /// A TOML config file (nodes, ttl, key_prefix, …); flags and environment variables
+    /// override it [env: REDLOCK_CONFIG] [default: $XDG_CONFIG_HOME/redlock/redlock.toml,
+    /// else /etc/redlock/redlock.toml, the first that exists].
     #[arg(long, value_name = "PATH")]
     pub(crate) config: Option<PathBuf>,
-    /// The prefix of lock keys [default: redlock:].
+    /// The prefix of lock keys [env: REDLOCK_KEY_PREFIX] [default: redlock:].
     #[arg(long, value_name = "PREFIX")]
     pub(crate) key_prefix: Option<String>,
-    /// How long to wait for one node's reply [default: 50ms, or ttl/20 when shorter].
+    /// How long to wait for one node's reply [env: REDLOCK_NODE_TIMEOUT] [default: 50ms, or
+    /// ttl/20 when shorter].
     #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) node_timeout: Option<Duration>,
     /// How long after it started a node is left out of quorums when this process first meets
     /// it or sees it restart: it may have lost its keys. Must cover the longest TTL any client
     /// of these nodes uses; `off` declares that every node persists each write (appendfsync
-    /// always) [default: the ttl].
+    /// always) [env: REDLOCK_RESTART_QUARANTINE] [default: the ttl].
     #[arg(long, value_name = "DURATION|off", value_parser = quarantine::parse)]
     pub(crate) restart_quarantine: Option<Quarantine>,
 }
@@ -93,21 +99,22 @@ pub(crate) struct RunArgs {
     #[arg(long, short = 'r', value_name = "RESOURCE")]
     pub(crate) resource: String,
     /// The lease's time-to-live: how long the resource stays locked if redlock dies
-    /// [default: 10s]. The lease is extended while CMD runs.
+    /// [env: REDLOCK_TTL] [default: 10s]. The lease is extended while CMD runs.
     #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) ttl: Option<Duration>,
     /// Keep trying for this long while the resource is held elsewhere or nodes are
-    /// unavailable [default: 0s: one acquisition, up to 4 rounds in about half a second].
+    /// unavailable [env: REDLOCK_WAIT] [default: 0s: one acquisition, up to 4 rounds in about
+    /// half a second].
     #[arg(long, short = 'w', value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) wait: Option<Duration>,
     /// The grace period between SIGTERM and SIGKILL when the lease is lost. SIGKILL goes to
     /// CMD's whole process group just before the lease's validity ends (at once if redlock
     /// notices late), and SIGTERM this long before that. At most a quarter of the ttl
-    /// [default: ttl/4, at most 10s].
+    /// [env: REDLOCK_KILL_AFTER] [default: ttl/4, at most 10s].
     #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) kill_after: Option<Duration>,
     /// Stop extending after CMD has held the lease this long; CMD is then stopped before the
-    /// lease runs out, as if it were lost [default: 1h].
+    /// lease runs out, as if it were lost [env: REDLOCK_MAX_HOLD] [default: 1h].
     #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) max_hold: Option<Duration>,
     /// Print nothing when another owner holds the resource (the exit code is still 75), so
@@ -128,7 +135,8 @@ pub(crate) struct RunArgs {
 pub(crate) struct DoctorArgs {
     #[command(flatten)]
     pub(crate) nodes: NodeArgs,
-    /// The TTL of the leases taken on these nodes [default: 10s]: the round trips, the
+    /// The TTL of the leases taken on these nodes [env: REDLOCK_TTL] [default: 10s]: the
+    /// round trips, the
     /// per-node timeout and the restart quarantine are judged against it.
     #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) ttl: Option<Duration>,

@@ -1,7 +1,7 @@
-//! Where each setting comes from: a flag, else `REDLOCK_NODES` (nodes only), else the config
-//! file (read by `config_file`, into the [`Settings`] defined here), else the library's
-//! default. Every value remembers its origin, so
-//! that a refused value is reported where it was written (`--ttl`, `REDLOCK_NODES`,
+//! Where each setting comes from: a flag, else its environment variable (`REDLOCK_TTL`,
+//! `REDLOCK_NODES`, …), else the config file (read by `config_file`, into the [`Settings`]
+//! defined here), else the library's default. Every value remembers its origin, so that a
+//! refused value is reported where it was written (`--ttl`, `REDLOCK_TTL`,
 //! `redlock.toml:3:7`). Node URLs are never printed with their passwords: the library
 //! redacts them in its errors, and nothing here repeats a URL.
 
@@ -12,11 +12,22 @@ use std::time::Duration;
 use redlock::{Error, Redlock};
 
 use crate::args::NodeArgs;
+use crate::duration;
 use crate::exit::Failure;
-use crate::quarantine::Quarantine;
+use crate::quarantine::{self, Quarantine};
 
 /// The environment variable listing the nodes, comma-separated.
 pub(crate) const NODES_ENV: &str = "REDLOCK_NODES";
+/// The environment variables of the other settings a flag can give, each the flag's name in
+/// capitals after `REDLOCK_` (as `--ttl` and `REDLOCK_TTL`), so that a unit's `Environment=`
+/// or a CI job sets them without a config file.
+pub(crate) const KEY_PREFIX_ENV: &str = "REDLOCK_KEY_PREFIX";
+pub(crate) const NODE_TIMEOUT_ENV: &str = "REDLOCK_NODE_TIMEOUT";
+pub(crate) const RESTART_QUARANTINE_ENV: &str = "REDLOCK_RESTART_QUARANTINE";
+pub(crate) const TTL_ENV: &str = "REDLOCK_TTL";
+pub(crate) const WAIT_ENV: &str = "REDLOCK_WAIT";
+pub(crate) const KILL_AFTER_ENV: &str = "REDLOCK_KILL_AFTER";
+pub(crate) const MAX_HOLD_ENV: &str = "REDLOCK_MAX_HOLD";
 
 /// Where a value was written.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,33 +113,18 @@ pub(crate) struct Settings {
     pub(crate) restart_quarantine: Option<Setting<Quarantine>>,
 }
 
-/// Merges the sources: `flags` over `env_nodes` (the value of `REDLOCK_NODES`) over `file`
-/// (the config file's settings, or none).
+/// Merges the sources: `flags` over `env` (the settings of the environment, [`from_env`])
+/// over `file` (the config file's settings, or none). The node list is taken whole from
+/// the first source that has one, never merged.
 ///
 /// # Errors
 ///
-/// A usage failure when `REDLOCK_NODES` is malformed or no source names any node.
-pub(crate) fn gather(
-    flags: Flags,
-    env_nodes: Option<OsString>,
-    file: Settings,
-) -> Result<Settings, Failure> {
-    let mut settings = file;
+/// A usage failure when a `--node` URL is empty.
+pub(crate) fn gather(flags: Flags, env: Settings, file: Settings) -> Result<Settings, Failure> {
+    let mut settings = file.under(env);
     if !flags.nodes.is_empty() {
         settings.nodes = from_flag("--node", flags.nodes)?;
         settings.nodes_origin = Some(Origin::Flag("--node"));
-    } else if let Some(list) = env_nodes {
-        let list = list
-            .into_string()
-            .map_err(|_| Failure::usage(format!("{NODES_ENV} is not valid UTF-8")))?;
-        settings.nodes = from_env(&list)?;
-        settings.nodes_origin = Some(Origin::Env(NODES_ENV));
-    }
-    if settings.nodes_origin.is_none() {
-        return Err(Failure::usage(format!(
-            "no nodes: give --node URL (repeatable), set {NODES_ENV}=URL,URL,… or write \
-             `nodes = [\"redis://…\", …]` in a --config file"
-        )));
     }
     let flag = |name: &'static str, value: Option<Duration>| {
         value.map(|value| Setting {
@@ -156,6 +152,84 @@ pub(crate) fn gather(
     Ok(settings)
 }
 
+/// Refuses settings without nodes; `file` says which config file was read, or where none
+/// was found, so that a user whose default file is not the one they expected sees why.
+///
+/// # Errors
+///
+/// A usage failure when no source names any node.
+pub(crate) fn require_nodes(settings: &Settings, file: &str) -> Result<(), Failure> {
+    if settings.nodes_origin.is_some() {
+        return Ok(());
+    }
+    Err(Failure::usage(format!(
+        "no nodes: give --node URL (repeatable), set {NODES_ENV}=URL,URL,… or write \
+         `nodes = [\"redis://…\", …]` in a config file ({file})"
+    )))
+}
+
+/// The settings the environment gives, each with the variable's name as its origin;
+/// `lookup` reads one variable (the process environment, or a test's map).
+///
+/// # Errors
+///
+/// A usage failure naming the variable when a value is empty, not UTF-8 or malformed.
+pub(crate) fn from_env(lookup: &dyn Fn(&str) -> Option<OsString>) -> Result<Settings, Failure> {
+    // An empty variable is refused rather than ignored, as `REDLOCK_NODES=` always was: a
+    // variable set by a unit or a CI job whose value went missing is a mistake to report.
+    let text = |name: &'static str| -> Result<Option<String>, Failure> {
+        let Some(value) = lookup(name) else {
+            return Ok(None);
+        };
+        let value = value
+            .into_string()
+            .map_err(|_| Failure::usage(format!("{name} is not valid UTF-8")))?;
+        if value.trim().is_empty() {
+            return Err(Failure::usage(format!(
+                "{name} is set but empty (unset it to use the next source)"
+            )));
+        }
+        Ok(Some(value))
+    };
+    let parsed = |name: &'static str, parse: fn(&str) -> Result<Duration, String>| {
+        text(name)?
+            .map(|value| {
+                parse(&value)
+                    .map(|value| Setting {
+                        value,
+                        origin: Origin::Env(name),
+                    })
+                    .map_err(|e| Failure::usage(format!("{name}: {e}")))
+            })
+            .transpose()
+    };
+    let mut settings = Settings::default();
+    if let Some(list) = text(NODES_ENV)? {
+        settings.nodes = nodes_from_env(&list)?;
+        settings.nodes_origin = Some(Origin::Env(NODES_ENV));
+    }
+    settings.key_prefix = text(KEY_PREFIX_ENV)?.map(|value| Setting {
+        value,
+        origin: Origin::Env(KEY_PREFIX_ENV),
+    });
+    settings.node_timeout = parsed(NODE_TIMEOUT_ENV, duration::parse)?;
+    settings.ttl = parsed(TTL_ENV, duration::parse)?;
+    settings.wait = parsed(WAIT_ENV, duration::parse)?;
+    settings.kill_after = parsed(KILL_AFTER_ENV, duration::parse)?;
+    settings.max_hold = parsed(MAX_HOLD_ENV, duration::parse)?;
+    settings.restart_quarantine = text(RESTART_QUARANTINE_ENV)?
+        .map(|value| {
+            quarantine::parse(&value)
+                .map(|value| Setting {
+                    value,
+                    origin: Origin::Env(RESTART_QUARANTINE_ENV),
+                })
+                .map_err(|e| Failure::usage(format!("{RESTART_QUARANTINE_ENV}: {e}")))
+        })
+        .transpose()?;
+    Ok(settings)
+}
+
 fn from_flag(flag: &'static str, urls: Vec<String>) -> Result<Vec<Setting<String>>, Failure> {
     urls.into_iter()
         .enumerate()
@@ -175,10 +249,7 @@ fn from_flag(flag: &'static str, urls: Vec<String>) -> Result<Vec<Setting<String
         .collect()
 }
 
-fn from_env(list: &str) -> Result<Vec<Setting<String>>, Failure> {
-    if list.trim().is_empty() {
-        return Err(Failure::usage(format!("{NODES_ENV} is set but empty")));
-    }
+fn nodes_from_env(list: &str) -> Result<Vec<Setting<String>>, Failure> {
     list.split(',')
         .enumerate()
         .map(|(index, url)| {
@@ -198,6 +269,29 @@ fn from_env(list: &str) -> Result<Vec<Setting<String>>, Failure> {
 }
 
 impl Settings {
+    /// These settings with every value `upper` has put over them; the node list is taken
+    /// whole from `upper` when it has one.
+    fn under(self, upper: Self) -> Self {
+        let (nodes, nodes_origin) = if upper.nodes_origin.is_some() {
+            (upper.nodes, upper.nodes_origin)
+        } else {
+            (self.nodes, self.nodes_origin)
+        };
+        Self {
+            nodes,
+            nodes_origin,
+            key_prefix: upper.key_prefix.or(self.key_prefix),
+            ttl: upper.ttl.or(self.ttl),
+            node_timeout: upper.node_timeout.or(self.node_timeout),
+            retry_delay: upper.retry_delay.or(self.retry_delay),
+            retry_jitter: upper.retry_jitter.or(self.retry_jitter),
+            wait: upper.wait.or(self.wait),
+            kill_after: upper.kill_after.or(self.kill_after),
+            max_hold: upper.max_hold.or(self.max_hold),
+            restart_quarantine: upper.restart_quarantine.or(self.restart_quarantine),
+        }
+    }
+
     /// Builds the client.
     ///
     /// # Errors

@@ -27,12 +27,37 @@ pub fn fleet_with(n: usize, options: FleetOptions) -> RedisFleet {
     RedisFleet::start_with(n, options).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Every environment variable `redlock` reads its settings from.
+pub const SETTING_VARIABLES: [&str; 9] = [
+    "REDLOCK_NODES",
+    "REDLOCK_CONFIG",
+    "REDLOCK_KEY_PREFIX",
+    "REDLOCK_NODE_TIMEOUT",
+    "REDLOCK_RESTART_QUARANTINE",
+    "REDLOCK_TTL",
+    "REDLOCK_WAIT",
+    "REDLOCK_KILL_AFTER",
+    "REDLOCK_MAX_HOLD",
+];
+
+/// Where a test's `redlock` looks for its default config files: nowhere that exists, so
+/// that neither a developer's `~/.config/redlock/redlock.toml` nor the machine's
+/// `/etc/redlock/redlock.toml` can change what a test sees.
+pub const NO_CONFIG_HOME: &str = "/nonexistent/redlock-tests/config";
+
 /// The `redlock` binary with a clean environment for its own variables, so that a
-/// developer's `REDLOCK_NODES` or `RUST_LOG` cannot change what a test sees.
+/// developer's `REDLOCK_NODES`, config files or `RUST_LOG` cannot change what a test sees.
 pub fn redlock() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_redlock"));
+    for name in SETTING_VARIABLES {
+        command.env_remove(name);
+    }
     command
-        .env_remove("REDLOCK_NODES")
+        .env("XDG_CONFIG_HOME", NO_CONFIG_HOME)
+        .env(
+            "REDLOCK_SYSTEM_CONFIG",
+            format!("{NO_CONFIG_HOME}/system/redlock.toml"),
+        )
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
