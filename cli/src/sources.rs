@@ -332,7 +332,7 @@ mod tests {
         std::fs::write(&user, "").unwrap();
         assert_eq!(
             config_path(None, &env(&base)).unwrap(),
-            ConfigPath::Found(user.clone())
+            ConfigPath::Found(user)
         );
         // A named file is taken even when it does not exist (reading it then fails).
         let mut named = base.to_vec();
