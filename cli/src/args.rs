@@ -52,6 +52,12 @@ pub(crate) enum Command {
     /// eviction, clock offset and rate, and the permissions the client needs.
     #[command(after_help = DOCTOR_HELP)]
     Doctor(DoctorArgs),
+    /// Print a completion script for SHELL on stdout, e.g. `redlock completions bash >
+    /// ~/.local/share/bash-completion/completions/redlock` (see docs/cli.md).
+    Completions(CompletionsArgs),
+    /// Print a man page (roff) on stdout: redlock(1), or redlock-COMMAND(1) for COMMAND,
+    /// e.g. `redlock man run > ~/.local/share/man/man1/redlock-run.1`.
+    Man(ManArgs),
 }
 
 const DOCTOR_HELP: &str = "\
@@ -155,6 +161,20 @@ pub(crate) struct StatusArgs {
     pub(crate) nodes: NodeArgs,
     /// The resource, e.g. nightly-report.
     pub(crate) resource: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum, value_name = "SHELL")]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ManArgs {
+    /// The command whose page to print [default: redlock(1), the overview].
+    #[arg(value_name = "COMMAND", value_parser = ["run", "status", "doctor", "completions", "man"])]
+    pub(crate) command: Option<String>,
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ mod duration;
 mod exit;
 #[cfg(test)]
 mod fuzz_tests;
+mod generate;
 mod numbers;
 mod quarantine;
 mod run;
@@ -54,6 +55,8 @@ fn main() -> ExitCode {
             Command::Run(args) => run::run(args).await,
             Command::Status(args) => status::status(args).await,
             Command::Doctor(args) => doctor::doctor(args).await,
+            Command::Completions(args) => generate::completions(&args),
+            Command::Man(args) => generate::man(&args),
         }
     });
     match outcome {
