@@ -132,6 +132,11 @@ pub(crate) struct RunArgs {
     /// docs/fencing.md).
     #[arg(long, value_name = "NAME")]
     pub(crate) fence_env: Option<String>,
+    /// Write the run's final report (exit code, outcome, resource, fencing token, rounds,
+    /// time waited and held, the release) as one JSON document to PATH when redlock exits.
+    /// PATH is created or emptied at the start; stdout and stderr are CMD's.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) json: Option<PathBuf>,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<OsString>,

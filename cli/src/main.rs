@@ -15,6 +15,7 @@ mod generate;
 mod numbers;
 mod quarantine;
 mod run;
+mod run_report;
 mod settings;
 mod signals;
 mod sources;

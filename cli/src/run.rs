@@ -20,6 +20,7 @@ use crate::args::RunArgs;
 use crate::child::{self, Child};
 use crate::duration::show;
 use crate::exit::{self, Failure, LEASE_LOST, OS_ERROR};
+use crate::run_report::{self, Outcome, ReportFile, RunReport, Stop};
 use crate::settings::{Flags, Setting, Settings};
 use crate::signals::Incoming;
 use crate::sources;
@@ -64,8 +65,26 @@ impl Plan {
     }
 }
 
-/// Runs the command line's job; returns the exit code.
+/// Runs the command line's job; returns the exit code. With `--json PATH`, the final report
+/// goes to PATH, whatever the outcome.
 pub(crate) async fn run(args: RunArgs) -> Result<u8, Failure> {
+    let file = match &args.json {
+        Some(path) => Some(ReportFile::create(path)?),
+        None => None,
+    };
+    let mut report = RunReport {
+        resource: args.resource.clone(),
+        ..RunReport::default()
+    };
+    let result = run_reporting(&args, &mut report).await;
+    if let Some(file) = file {
+        report.conclude(&result);
+        file.write(&report);
+    }
+    result
+}
+
+async fn run_reporting(args: &RunArgs, report: &mut RunReport) -> Result<u8, Failure> {
     let flags = Flags {
         ttl: args.ttl,
         wait: args.wait,
@@ -88,7 +107,7 @@ pub(crate) async fn run(args: RunArgs) -> Result<u8, Failure> {
     // Connections open (and are identified) now rather than inside the first round's
     // per-node timeout.
     redlock.connect().await;
-    let outcome = hold(&redlock, &args, &plan, &mut incoming).await;
+    let outcome = hold(&redlock, args, &plan, &mut incoming, report).await;
     // Released leases and failed acquisitions leave their slower nodes' requests running in
     // the background: let them land before the process exits, or their keys stay until the
     // TTL.
@@ -102,9 +121,17 @@ async fn hold(
     args: &RunArgs,
     plan: &Plan,
     incoming: &mut Incoming,
+    report: &mut RunReport,
 ) -> Result<u8, Failure> {
-    let lease = match acquire(redlock, &args.resource, plan.wait, incoming).await {
-        Ok(lease) => lease,
+    let asked = Instant::now();
+    let acquired = acquire(redlock, &args.resource, plan.wait, incoming, report).await;
+    report.waited_ms = Some(run_report::ms(asked.elapsed()));
+    let granted = Instant::now();
+    let lease = match acquired {
+        Ok(lease) => {
+            report.rounds = Some(lease.attempts());
+            lease
+        }
         Err(refused) if args.quiet && refused.code == exit::TEMP_FAIL => {
             return Err(Failure::silent(refused.code));
         }
@@ -112,6 +139,7 @@ async fn hold(
     };
     let kept = lease.keep_alive(plan.keep_alive());
     let signal = kept.signal();
+    report.fence = signal.fence();
     // The owner token goes with the fencing token: a fenced resource that checks for a
     // repeated token (docs/fencing.md) needs both.
     let env: Vec<(String, String)> = args
@@ -130,7 +158,10 @@ async fn hold(
     let mut child = match child::spawn(&args.command, &env) {
         Ok(child) => child,
         Err(failure) => {
-            kept.release().await;
+            report.outcome = Outcome::NotStarted;
+            let released = kept.release().await;
+            report.release = Some((&released).into());
+            report.held_ms = Some(run_report::ms(granted.elapsed()));
             return Err(failure);
         }
     };
@@ -144,46 +175,79 @@ async fn hold(
     // The command's whole group is dead before the lease is released: the core's keeper
     // releases a lease only once the work is confirmed stopped, or when its keys have
     // expired.
-    let report = if group_gone(redlock, &mut child, &signal).await {
+    let released = if group_gone(redlock, &mut child, &signal).await {
         kept.release().await
     } else {
-        eprintln!(
-            "redlock: warning: processes of the command's group did not die after SIGKILL; \
-             the lease on `{}` is released when its keys have expired",
-            args.resource
+        warn(
+            report,
+            format!(
+                "processes of the command's group did not die after SIGKILL; the lease on \
+                 `{}` is released when its keys have expired",
+                args.resource
+            ),
         );
         kept.release_unconfirmed().await
     };
+    report.release = Some((&released).into());
+    report.held_ms = Some(run_report::ms(granted.elapsed()));
     let resource = &args.resource;
     let (ending, status) = ended?;
+    report.command = Some(status.into());
     match ending {
         Ending::Finished => {
-            if !report.is_quorum_free() {
-                eprintln!(
-                    "redlock: warning: the release of `{resource}` was not confirmed by a quorum \
-                     of nodes; their keys expire within {}",
-                    show(plan.ttl)
+            report.outcome = Outcome::Finished;
+            if !released.is_quorum_free() {
+                warn(
+                    report,
+                    format!(
+                        "the release of `{resource}` was not confirmed by a quorum of nodes; \
+                         their keys expire within {}",
+                        show(plan.ttl)
+                    ),
                 );
             }
             Ok(exit::for_status(status))
         }
         Ending::Late => {
-            eprintln!(
-                "redlock: the command ended ({status}) after the lease on `{resource}` had run \
-                 out (was redlock paused?); another holder may have run meanwhile"
+            report.outcome = Outcome::Late;
+            say(
+                report,
+                format!(
+                    "the command ended ({status}) after the lease on `{resource}` had run out \
+                     (was redlock paused?); another holder may have run meanwhile"
+                ),
             );
             Ok(LEASE_LOST)
         }
         Ending::Stopped(cause) => {
-            eprintln!(
-                "redlock: the command was terminated ({status}) because the lease on \
-                 `{resource}` {}",
-                describe(&cause, plan)
+            report.outcome = Outcome::Stopped;
+            report.stop = Stop::of(&cause);
+            say(
+                report,
+                format!(
+                    "the command was terminated ({status}) because the lease on `{resource}` {}",
+                    describe(&cause, plan)
+                ),
             );
             Ok(LEASE_LOST)
         }
-        _ => Ok(LEASE_LOST),
+        _ => {
+            report.outcome = Outcome::Stopped;
+            Ok(LEASE_LOST)
+        }
     }
+}
+
+/// Prints why the run ends on stderr, and keeps it for the report.
+fn say(report: &mut RunReport, message: String) {
+    eprintln!("redlock: {message}");
+    report.message = Some(message);
+}
+
+/// Prints a warning on stderr, and keeps it for the report.
+fn warn(report: &mut RunReport, warning: String) {
+    eprintln!("redlock: warning: {warning}");
+    report.warnings.push(warning);
 }
 
 /// Waits until the command's killed process group is confirmed gone, for as long as the
@@ -229,6 +293,7 @@ async fn acquire(
     resource: &str,
     wait: Duration,
     incoming: &mut Incoming,
+    report: &mut RunReport,
 ) -> Result<redlock::Lease, Failure> {
     let started = Instant::now();
     let policy = redlock.config().retry().max_wait();
@@ -243,14 +308,19 @@ async fn acquire(
     tokio::select! {
         acquired = acquired => acquired.map_err(|error| {
             let rounds = error.attempts().unwrap_or(1);
+            report.outcome = Outcome::Refused;
+            report.rounds = Some(rounds);
             refusal(&error, rounds, started.elapsed())
         }),
         // Dropping the acquisition releases the round in flight from a background task,
         // which `settle` lets finish before the process exits.
-        received = incoming.recv() => Err(Failure::new(
-            128 + exit_signal_number(received),
-            format!("interrupted by {received} while waiting for `{resource}`; the command did not run"),
-        )),
+        received = incoming.recv() => {
+            report.outcome = Outcome::Interrupted;
+            Err(Failure::new(
+                128 + exit_signal_number(received),
+                format!("interrupted by {received} while waiting for `{resource}`; the command did not run"),
+            ))
+        }
     }
 }
 
