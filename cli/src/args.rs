@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueHint};
 
 use crate::duration;
 use crate::quarantine::{self, Quarantine};
@@ -80,7 +80,8 @@ pub(crate) struct NodeArgs {
     /// A TOML config file (nodes, ttl, key_prefix, …); flags and environment variables
     /// override it [env: REDLOCK_CONFIG] [default: $XDG_CONFIG_HOME/redlock/redlock.toml,
     /// else /etc/redlock/redlock.toml, the first that exists].
-    #[arg(long, value_name = "PATH")]
+    // The hints let the shells' completions offer files, and commands for CMD.
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub(crate) config: Option<PathBuf>,
     /// The prefix of lock keys [env: REDLOCK_KEY_PREFIX] [default: redlock:].
     #[arg(long, value_name = "PREFIX")]
@@ -135,10 +136,15 @@ pub(crate) struct RunArgs {
     /// Write the run's final report (exit code, outcome, resource, fencing token, rounds,
     /// time waited and held, the release) as one JSON document to PATH when redlock exits.
     /// PATH is created or emptied at the start; stdout and stderr are CMD's.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub(crate) json: Option<PathBuf>,
     /// The command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(
+        last = true,
+        required = true,
+        value_name = "CMD",
+        value_hint = ValueHint::CommandWithArguments
+    )]
     pub(crate) command: Vec<OsString>,
 }
 

@@ -114,6 +114,22 @@ mod tests {
     }
 
     #[test]
+    fn paths_complete_as_files_and_cmd_as_a_command() {
+        let zsh = String::from_utf8(completion_script(Shell::Zsh)).unwrap();
+        assert!(
+            zsh.contains("--config=[") && zsh.contains(":PATH:_files"),
+            "{zsh}"
+        );
+        assert!(zsh.contains("_cmdambivalent"), "{zsh}");
+        let fish = String::from_utf8(completion_script(Shell::Fish)).unwrap();
+        assert!(
+            fish.lines()
+                .any(|line| line.contains("-l json") && line.contains("-r -F")),
+            "{fish}"
+        );
+    }
+
+    #[test]
     fn the_man_pages_describe_every_command_and_flag() {
         let main = String::from_utf8(man_page(None).unwrap()).unwrap();
         assert!(main.starts_with(".ie"), "not roff: {}", &main[..40]);
