@@ -199,11 +199,9 @@ impl ReportFile {
     pub(crate) fn write(mut self, report: &RunReport) {
         let mut text = report.render();
         text.push('\n');
-        if let Err(e) = self
-            .file
-            .write_all(text.as_bytes())
-            .and_then(|()| self.file.sync_all())
-        {
+        // One write, no fsync: readers see the whole document once redlock has exited, and a
+        // PATH that is a pipe or a terminal (`/dev/fd/3`) cannot be synced.
+        if let Err(e) = self.file.write_all(text.as_bytes()) {
             eprintln!(
                 "redlock: warning: --json: cannot write the report to {}: {e}",
                 self.path.display()
