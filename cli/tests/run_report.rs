@@ -207,3 +207,68 @@ fn a_configuration_error_is_reported_too() {
         "{json}"
     );
 }
+
+#[test]
+fn a_wait_ended_by_a_signal_and_a_missing_command_are_reported() {
+    let fleet = fleet(3);
+    let files = Files::new();
+    let dir = scratch();
+    let mut holder = run_sh(&fleet, &["--resource", "report"], WAIT_FOR_GO);
+    files.env(&mut holder);
+    let holder = Running::start(&mut holder);
+    assert!(eventually(HANG, || lock_keys(&fleet, PREFIX).len() == 3));
+
+    // The waiting run's connections open after its signal handlers are installed: a new
+    // client on a node says that the wait has begun.
+    let mut inspector = fleet.connect(0).unwrap();
+    let before = connected_clients(&mut inspector);
+    let waiting_report = dir.path().join("waiting.json");
+    let waiting = Running::start(&mut run_sh(
+        &fleet,
+        &[
+            "--resource",
+            "report",
+            "--wait",
+            "20s",
+            "--json",
+            waiting_report.to_str().unwrap(),
+        ],
+        "echo ran",
+    ));
+    assert!(eventually(HANG, || connected_clients(&mut inspector) > before));
+    waiting.signal(nix::sys::signal::Signal::SIGTERM);
+    let done = waiting.finish();
+    files.go();
+    assert_eq!(holder.finish().code, Some(0));
+    assert_eq!(done.code, Some(128 + 15), "{}", done.text());
+    let json = report(&waiting_report);
+    assert_eq!(json["outcome"], "interrupted", "{json}");
+    assert_eq!(json["exit_code"], 143, "{json}");
+    assert_eq!(json["rounds"], Value::Null, "{json}");
+    assert_eq!(json["command"], Value::Null, "{json}");
+
+    // A command that does not exist: the lease was granted and released, CMD never ran.
+    let missing = dir.path().join("missing.json");
+    let mut command = redlock();
+    command.arg("run");
+    for url in fleet.urls() {
+        command.args(["--node", &url]);
+    }
+    command
+        .args(FRESH_NODES)
+        .args(["--resource", "report", "--json", missing.to_str().unwrap()])
+        .args(["--", "/nonexistent/command"]);
+    let done = finish(&mut command);
+    assert_eq!(done.code, Some(127), "{}", done.text());
+    let json = report(&missing);
+    assert_eq!(json["outcome"], "not-started", "{json}");
+    assert_eq!(json["command"], Value::Null, "{json}");
+    assert_eq!(json["release"]["quorum_free"], true, "{json}");
+    assert!(
+        json["message"]
+            .as_str()
+            .unwrap()
+            .contains("/nonexistent/command"),
+        "{json}"
+    );
+}
