@@ -191,10 +191,10 @@ pub(crate) fn from_env(lookup: &dyn Fn(&str) -> Option<OsString>) -> Result<Sett
         }
         Ok(Some(value))
     };
-    let parsed = |name: &'static str, parse: fn(&str) -> Result<Duration, String>| {
+    let parsed = |name: &'static str| {
         text(name)?
             .map(|value| {
-                parse(&value)
+                duration::parse(&value)
                     .map(|value| Setting {
                         value,
                         origin: Origin::Env(name),
@@ -212,11 +212,11 @@ pub(crate) fn from_env(lookup: &dyn Fn(&str) -> Option<OsString>) -> Result<Sett
         value,
         origin: Origin::Env(KEY_PREFIX_ENV),
     });
-    settings.node_timeout = parsed(NODE_TIMEOUT_ENV, duration::parse)?;
-    settings.ttl = parsed(TTL_ENV, duration::parse)?;
-    settings.wait = parsed(WAIT_ENV, duration::parse)?;
-    settings.kill_after = parsed(KILL_AFTER_ENV, duration::parse)?;
-    settings.max_hold = parsed(MAX_HOLD_ENV, duration::parse)?;
+    settings.node_timeout = parsed(NODE_TIMEOUT_ENV)?;
+    settings.ttl = parsed(TTL_ENV)?;
+    settings.wait = parsed(WAIT_ENV)?;
+    settings.kill_after = parsed(KILL_AFTER_ENV)?;
+    settings.max_hold = parsed(MAX_HOLD_ENV)?;
     settings.restart_quarantine = text(RESTART_QUARANTINE_ENV)?
         .map(|value| {
             quarantine::parse(&value)
