@@ -21,6 +21,9 @@ fn waiter(urls: Vec<String>) -> Redlock {
     fresh(Redlock::builder().nodes(urls))
         .retry_delay(LONG)
         .retry_jitter(Duration::ZERO)
+        // A round that a loaded machine answers late is lost, and the next one waits for the
+        // long timer: these tests are about waking, not about the per-node timeout.
+        .node_timeout(Duration::from_millis(500))
         .build()
         .unwrap()
 }
@@ -82,8 +85,7 @@ async fn another_clients_release_wakes_the_waiter(protocol: &str) {
         took < Duration::from_secs(2),
         "granted {took:?} after the release"
     );
-    // Woken by the first node's notification, a round can still find the holder's key on
-    // nodes its release has not reached yet; the later notifications wake it again.
+    // Woken once a quorum of nodes announced the release, the waiter runs one early round.
     assert!(
         attempts >= 2,
         "one lost round at least, then the granted one"
