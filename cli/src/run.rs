@@ -273,6 +273,12 @@ fn refusal(error: &redlock::Error, rounds: u32, waited: Duration) -> Failure {
             "`{resource}` is held by another owner{tried}; the command did not run. Last round: {nodes}"
         ),
         redlock::Error::NoQuorum {
+            resource,
+            nodes,
+            quarantine_wait: Some(wait),
+            ..
+        } => quarantine_refusal(resource, nodes, *wait, &tried),
+        redlock::Error::NoQuorum {
             resource, nodes, ..
         } => format!(
             "too few nodes answered to lock `{resource}`{tried}; the command did not run. Last round: {nodes}"
@@ -280,6 +286,52 @@ fn refusal(error: &redlock::Error, rounds: u32, waited: Duration) -> Failure {
         other => format!("{other}{tried}; the command did not run"),
     };
     Failure::new(code, message)
+}
+
+/// The refusal when the restart quarantine left out so many nodes that no quorum could form:
+/// those nodes answered, so "too few nodes answered" would send the reader after a network
+/// fault. Names the nodes, the time left, and both ways out.
+fn quarantine_refusal(
+    resource: &str,
+    nodes: &redlock::client::NodeReport,
+    wait: Duration,
+    tried: &str,
+) -> String {
+    let left_out: Vec<String> = nodes
+        .quarantined()
+        .map(|(address, remaining)| format!("{address} for another {}", show(remaining)))
+        .collect();
+    let others: Vec<String> = nodes
+        .nodes()
+        .iter()
+        .filter(|node| {
+            nodes
+                .quarantined()
+                .all(|(address, _)| address != &*node.address)
+        })
+        .map(|node| format!("{} {}", node.address, node.status))
+        .collect();
+    let others = if others.is_empty() {
+        String::new()
+    } else {
+        format!(" Other nodes in the last round: {}.", others.join(", "))
+    };
+    // `--wait` in whole seconds, rounded up: a wait a little short of the quarantine fails.
+    let whole_seconds = Duration::from_secs(wait.as_secs() + u64::from(wait.subsec_nanos() > 0));
+    format!(
+        "the restart quarantine leaves out {count} of {total} nodes to lock `{resource}`{tried}; \
+         the command did not run. They answered, but started or restarted less than the \
+         quarantine ago and may have lost their keys: {list}. A quorum can form in {wait} at \
+         the earliest: wait for it (`--wait {whole}`), or, if every node persists each write \
+         before acknowledging it (appendfsync always), declare that with \
+         `--restart-quarantine off`; see \"Persistence and restarts\" in docs/operations.md.\
+         {others}",
+        count = left_out.len(),
+        total = nodes.nodes().len(),
+        list = left_out.join(", "),
+        wait = show(wait),
+        whole = show(whole_seconds),
+    )
 }
 
 /// Why the command was stopped, as the rest of `redlock run`'s messages write durations.
