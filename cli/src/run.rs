@@ -316,13 +316,11 @@ fn quarantine_refusal(
     } else {
         format!(" Other nodes in the last round: {}.", others.join(", "))
     };
-    // `--wait` in whole seconds, rounded up: a wait a little short of the quarantine fails.
-    let whole_seconds = Duration::from_secs(wait.as_secs() + u64::from(wait.subsec_nanos() > 0));
     format!(
         "the restart quarantine leaves out {count} of {total} nodes to lock `{resource}`{tried}; \
          the command did not run. They answered, but started or restarted less than the \
          quarantine ago and may have lost their keys: {list}. A quorum can form in {wait} at \
-         the earliest: wait for it (`--wait {whole}`), or, if every node persists each write \
+         the earliest: wait for it (`{wait_flag}`), or, if every node persists each write \
          before acknowledging it (appendfsync always), declare that with \
          `--restart-quarantine off`; see \"Persistence and restarts\" in docs/operations.md.\
          {others}",
@@ -330,8 +328,15 @@ fn quarantine_refusal(
         total = nodes.nodes().len(),
         list = left_out.join(", "),
         wait = show(wait),
-        whole = show(whole_seconds),
+        wait_flag = wait_flag(wait),
     )
+}
+
+/// The `--wait` that covers `wait`: whole seconds, rounded up (a wait a little short of the
+/// quarantine fails), written as one shell word (`1m30s`, not `1m 30s`).
+fn wait_flag(wait: Duration) -> String {
+    let whole_seconds = Duration::from_secs(wait.as_secs() + u64::from(wait.subsec_nanos() > 0));
+    format!("--wait {}", show(whole_seconds).replace(' ', ""))
 }
 
 /// Why the command was stopped, as the rest of `redlock run`'s messages write durations.
@@ -484,6 +489,21 @@ mod tests {
             .build()
             .unwrap();
         Plan::new(&settings, &redlock)
+    }
+
+    #[test]
+    fn the_suggested_wait_covers_the_quarantine_in_one_shell_word() {
+        for (wait, expected) in [
+            (Duration::from_millis(29_542), "--wait 30s"),
+            (Duration::from_secs(30), "--wait 30s"),
+            (Duration::from_millis(89_001), "--wait 1m30s"),
+            (Duration::from_nanos(1), "--wait 1s"),
+        ] {
+            let flag = super::wait_flag(wait);
+            assert_eq!(flag, expected);
+            let parsed = crate::duration::parse(flag.trim_start_matches("--wait ")).unwrap();
+            assert!(parsed >= wait, "{flag} is shorter than {wait:?}");
+        }
     }
 
     #[test]

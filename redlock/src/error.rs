@@ -59,8 +59,8 @@ pub enum Error {
         /// What each node did in the last round.
         nodes: NodeReport,
         /// When the restart quarantine left out so many nodes that the others could not
-        /// make a quorum: how long, from the end of the last round, until enough of them are
-        /// counted again for one. `None` when the quarantine is not why the round failed.
+        /// make a quorum: how long, as of the last round, until enough of them are counted
+        /// again for one. `None` when the quarantine is not why the round failed.
         quarantine_wait: Option<Duration>,
     },
 
