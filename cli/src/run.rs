@@ -499,7 +499,7 @@ mod tests {
             (Duration::from_millis(89_001), "--wait 1m30s"),
             (Duration::from_nanos(1), "--wait 1s"),
         ] {
-            let flag = super::wait_flag(wait);
+            let flag = wait_flag(wait);
             assert_eq!(flag, expected);
             let parsed = crate::duration::parse(flag.trim_start_matches("--wait ")).unwrap();
             assert!(parsed >= wait, "{flag} is shorter than {wait:?}");
