@@ -270,3 +270,81 @@ async fn the_quarantine_can_be_turned_off() {
         }
     }
 }
+
+/// The README's first lease on a fleet started a moment ago, with the default quarantine:
+/// every node answers, and the error says that the quarantine left them out, which nodes,
+/// how long is left and how to decide; declaring the nodes persistent gives the lease at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_lease_on_fresh_nodes_names_the_quarantine_and_the_time_left() {
+    let fleet = fleet(3);
+    let ttl = Duration::from_secs(30);
+    let redlock = redlock::Redlock::builder()
+        .nodes(fleet.urls())
+        .ttl(ttl)
+        .retry_count(0)
+        .build()
+        .unwrap();
+    let err = redlock
+        .acquire("stock-sync:warehouse-42")
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    let Error::NoQuorum {
+        quarantine_wait: Some(wait),
+        nodes,
+        ..
+    } = &err
+    else {
+        panic!("expected NoQuorum held back by the quarantine, got {err:?}")
+    };
+    // Nodes up for at most a few seconds: almost a whole TTL is left.
+    assert!(
+        *wait > ttl - Duration::from_secs(10) && *wait <= ttl,
+        "{wait:?}: {text}"
+    );
+    assert!(text.contains("the restart quarantine leaves out"), "{text}");
+    let left_out: Vec<&str> = nodes.quarantined().map(|(address, _)| address).collect();
+    assert!(left_out.len() >= 2, "{text}");
+    for address in left_out {
+        assert!(text.contains(&format!("{address} for another ")), "{text}");
+    }
+    assert!(text.contains("a quorum can form in "), "{text}");
+    assert!(
+        text.contains("nodes_persist_every_write")
+            && text.contains("\"Persistence and restarts\" in docs/operations.md"),
+        "{text}"
+    );
+    assert_at_most_three_decimals(&text);
+    assert!(err.is_retryable());
+    assert_eq!(lock_keys(&fleet), 0, "nothing written on quarantined nodes");
+
+    let persistent = redlock::Redlock::builder()
+        .nodes(fleet.urls())
+        .ttl(ttl)
+        .retry_count(0)
+        .nodes_persist_every_write()
+        .build()
+        .unwrap();
+    persistent
+        .acquire("stock-sync:warehouse-42")
+        .await
+        .unwrap()
+        .release()
+        .await;
+}
+
+/// Every decimal number in `text` followed by a unit has at most three decimals.
+fn assert_at_most_three_decimals(text: &str) {
+    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == 'µ')) {
+        if let Some((whole, fraction)) = word.split_once('.') {
+            let digits = fraction.trim_end_matches(|c: char| c.is_alphabetic());
+            if !whole.is_empty()
+                && whole.chars().all(|c| c.is_ascii_digit())
+                && digits.chars().all(|c| c.is_ascii_digit())
+                && digits.len() < fraction.len()
+            {
+                assert!(digits.len() <= 3, "`{word}` in: {text}");
+            }
+        }
+    }
+}

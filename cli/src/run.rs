@@ -343,6 +343,12 @@ fn refusal(error: &redlock::Error, rounds: u32, waited: Duration) -> Failure {
             "`{resource}` is held by another owner{tried}; the command did not run. Last round: {nodes}"
         ),
         redlock::Error::NoQuorum {
+            resource,
+            nodes,
+            quarantine_wait: Some(wait),
+            ..
+        } => quarantine_refusal(resource, nodes, *wait, &tried),
+        redlock::Error::NoQuorum {
             resource, nodes, ..
         } => format!(
             "too few nodes answered to lock `{resource}`{tried}; the command did not run. Last round: {nodes}"
@@ -350,6 +356,57 @@ fn refusal(error: &redlock::Error, rounds: u32, waited: Duration) -> Failure {
         other => format!("{other}{tried}; the command did not run"),
     };
     Failure::new(code, message)
+}
+
+/// The refusal when the restart quarantine left out so many nodes that no quorum could form:
+/// those nodes answered, so "too few nodes answered" would send the reader after a network
+/// fault. Names the nodes, the time left, and both ways out.
+fn quarantine_refusal(
+    resource: &str,
+    nodes: &redlock::client::NodeReport,
+    wait: Duration,
+    tried: &str,
+) -> String {
+    let left_out: Vec<String> = nodes
+        .quarantined()
+        .map(|(address, remaining)| format!("{address} for another {}", show(remaining)))
+        .collect();
+    let others: Vec<String> = nodes
+        .nodes()
+        .iter()
+        .filter(|node| {
+            nodes
+                .quarantined()
+                .all(|(address, _)| address != &*node.address)
+        })
+        .map(|node| format!("{} {}", node.address, node.status))
+        .collect();
+    let others = if others.is_empty() {
+        String::new()
+    } else {
+        format!(" Other nodes in the last round: {}.", others.join(", "))
+    };
+    format!(
+        "the restart quarantine leaves out {count} of {total} nodes to lock `{resource}`{tried}; \
+         the command did not run. They answered, but started or restarted less than the \
+         quarantine ago and may have lost their keys: {list}. A quorum can form in {wait} at \
+         the earliest: wait for it (`{wait_flag}`), or, if every node persists each write \
+         before acknowledging it (appendfsync always), declare that with \
+         `--restart-quarantine off`; see \"Persistence and restarts\" in docs/operations.md.\
+         {others}",
+        count = left_out.len(),
+        total = nodes.nodes().len(),
+        list = left_out.join(", "),
+        wait = show(wait),
+        wait_flag = wait_flag(wait),
+    )
+}
+
+/// The `--wait` that covers `wait`: whole seconds, rounded up (a wait a little short of the
+/// quarantine fails), written as one shell word (`1m30s`, not `1m 30s`).
+fn wait_flag(wait: Duration) -> String {
+    let whole_seconds = Duration::from_secs(wait.as_secs() + u64::from(wait.subsec_nanos() > 0));
+    format!("--wait {}", show(whole_seconds).replace(' ', ""))
 }
 
 /// Why the command was stopped, as the rest of `redlock run`'s messages write durations.
@@ -502,6 +559,21 @@ mod tests {
             .build()
             .unwrap();
         Plan::new(&settings, &redlock)
+    }
+
+    #[test]
+    fn the_suggested_wait_covers_the_quarantine_in_one_shell_word() {
+        for (wait, expected) in [
+            (Duration::from_millis(29_542), "--wait 30s"),
+            (Duration::from_secs(30), "--wait 30s"),
+            (Duration::from_millis(89_001), "--wait 1m30s"),
+            (Duration::from_nanos(1), "--wait 1s"),
+        ] {
+            let flag = wait_flag(wait);
+            assert_eq!(flag, expected);
+            let parsed = crate::duration::parse(flag.trim_start_matches("--wait ")).unwrap();
+            assert!(parsed >= wait, "{flag} is shorter than {wait:?}");
+        }
     }
 
     #[test]

@@ -87,3 +87,71 @@ fn a_fleet_younger_than_the_ttl_is_refused_until_it_is_old_enough() {
     ));
     assert_eq!(waited.code, Some(0), "{}", waited.text());
 }
+
+/// The README's first lease from the shell, on a fleet started a moment ago, with the default
+/// quarantine (the TTL): every node answers, and the refusal says that the quarantine left
+/// them out, which nodes, how long is left and both ways out, with durations a person reads.
+#[test]
+fn a_first_run_on_fresh_nodes_names_the_quarantine_and_the_time_left() {
+    let fleet = fleet(3);
+    let mut command = redlock();
+    command.arg("run");
+    for url in fleet.urls() {
+        command.args(["--node", &url]);
+    }
+    command.args(["--resource", "nightly-report", "--ttl", "30s", "--", "true"]);
+    let done = finish(&mut command);
+    let text = done.text();
+    assert_eq!(done.code, Some(69), "{text}");
+    assert!(
+        done.stderr.contains("the restart quarantine leaves out")
+            && done.stderr.contains("the command did not run"),
+        "{text}"
+    );
+    assert!(!done.stderr.contains("too few nodes answered"), "{text}");
+    let named = fleet
+        .urls()
+        .iter()
+        .filter(|url| {
+            let address = url.trim_start_matches("redis://");
+            done.stderr.contains(&format!("{address} for another "))
+        })
+        .count();
+    assert!(named >= 2, "{text}");
+    assert!(done.stderr.contains("A quorum can form in "), "{text}");
+    assert!(
+        done.stderr.contains("`--wait ")
+            && done.stderr.contains("`--restart-quarantine off`")
+            && done
+                .stderr
+                .contains("\"Persistence and restarts\" in docs/operations.md"),
+        "{text}"
+    );
+    assert_at_most_three_decimals(&done.stderr);
+
+    // The declared way out works at once.
+    let mut off = redlock();
+    off.arg("run").args(FRESH_NODES);
+    for url in fleet.urls() {
+        off.args(["--node", &url]);
+    }
+    off.args(["--resource", "nightly-report", "--ttl", "30s", "--", "true"]);
+    let done = finish(&mut off);
+    assert_eq!(done.code, Some(0), "{}", done.text());
+}
+
+/// Every decimal number in `text` followed by a unit has at most three decimals.
+fn assert_at_most_three_decimals(text: &str) {
+    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == 'µ')) {
+        if let Some((whole, fraction)) = word.split_once('.') {
+            let digits = fraction.trim_end_matches(|c: char| c.is_alphabetic());
+            if !whole.is_empty()
+                && whole.chars().all(|c| c.is_ascii_digit())
+                && digits.chars().all(|c| c.is_ascii_digit())
+                && digits.len() < fraction.len()
+            {
+                assert!(digits.len() <= 3, "`{word}` in: {text}");
+            }
+        }
+    }
+}

@@ -4,7 +4,10 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::core::{ConfigError, FailureReason, LeaseLost, NodeStatus, ResourceError, RoundFailure};
+use crate::core::{
+    ConfigError, FailureReason, LeaseLost, NodeFailure, NodeStatus, Readable, ResourceError,
+    RoundFailure, quarantine_wait,
+};
 
 /// Everything the client can fail with.
 ///
@@ -33,10 +36,21 @@ pub enum Error {
         nodes: NodeReport,
     },
 
-    /// Too few nodes answered for a quorum: they are down, unreachable, paused or failing.
-    #[error(
-        "no quorum for `{resource}`: too few nodes answered ({attempts} attempt(s); last round: {nodes})"
-    )]
+    /// Too few nodes were counted for a quorum. The causes:
+    ///
+    /// - nodes that did not answer: down, unreachable, paused, slow past the per-node
+    ///   timeout, or failing with a server error;
+    /// - nodes left out by the **restart quarantine**: nodes that answer, but started or
+    ///   restarted less than the quarantine ago (by default as long as the TTL) and may have
+    ///   lost the keys they held, so they are not counted until the quarantine has passed
+    ///   since they started ([`RedlockBuilder::restart_quarantine`](crate::RedlockBuilder::restart_quarantine)).
+    ///   A fleet started less than one TTL ago gives no lease until then. `quarantine_wait`
+    ///   says how long is left, and the message names the nodes; when every node persists
+    ///   each write before acknowledging it (`appendfsync always`), declare it with
+    ///   [`RedlockBuilder::nodes_persist_every_write`](crate::RedlockBuilder::nodes_persist_every_write)
+    ///   and no node is left out (the operations guide, `docs/operations.md`, "Persistence
+    ///   and restarts", says how to decide).
+    #[error("{}", no_quorum_message(resource, *attempts, nodes, *quarantine_wait))]
     NoQuorum {
         /// The resource.
         resource: String,
@@ -44,6 +58,10 @@ pub enum Error {
         attempts: u32,
         /// What each node did in the last round.
         nodes: NodeReport,
+        /// When the restart quarantine left out so many nodes that the others could not
+        /// make a quorum: how long, as of the last round, until enough of them are counted
+        /// again for one. `None` when the quarantine is not why the round failed.
+        quarantine_wait: Option<Duration>,
     },
 
     /// The nodes refused this client: a wrong or missing password, or an ACL that forbids a
@@ -64,7 +82,8 @@ pub enum Error {
     /// A quorum agreed, but so slowly that no validity was left (the nodes are too slow
     /// for this TTL).
     #[error(
-        "`{resource}`: a quorum agreed only after {elapsed:?}, leaving no validity ({attempts} attempt(s); last round: {nodes})"
+        "`{resource}`: a quorum agreed only after {}, leaving no validity ({attempts} attempt(s); last round: {nodes})",
+        Readable(*elapsed)
     )]
     ValidityExhausted {
         /// The resource.
@@ -87,7 +106,10 @@ pub enum Error {
 
     /// The lease has been held for as long as allowed
     /// ([`max_hold`](crate::RedlockBuilder::max_hold)); it can no longer be extended.
-    #[error("the lease on `{resource}` reached its longest hold ({max_hold:?})")]
+    #[error(
+        "the lease on `{resource}` reached its longest hold ({})",
+        Readable(*max_hold)
+    )]
     HoldLimit {
         /// The resource.
         resource: String,
@@ -206,10 +228,69 @@ impl Error {
             _ => Self::NoQuorum {
                 resource,
                 attempts,
+                quarantine_wait: quarantine_wait(nodes.0.iter().map(|n| &n.status)),
                 nodes,
             },
         }
     }
+}
+
+/// The text of [`Error::NoQuorum`]: when the restart quarantine is why, it says so first,
+/// with the nodes it left out, the time left and the way out, since those nodes answered and
+/// "too few nodes answered" alone would send the reader looking for a network fault.
+fn no_quorum_message(
+    resource: &str,
+    attempts: u32,
+    nodes: &NodeReport,
+    quarantine_wait: Option<Duration>,
+) -> String {
+    let left_out: Vec<String> = nodes
+        .quarantined()
+        .map(|(address, remaining)| format!("{address} for another {}", Readable(remaining)))
+        .collect();
+    let Some(wait) = quarantine_wait else {
+        let also = if left_out.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", and the restart quarantine left out {} of {}",
+                left_out.len(),
+                nodes.0.len()
+            )
+        };
+        return format!(
+            "no quorum for `{resource}`: too few nodes answered{also} ({attempts} attempt(s); \
+             last round: {nodes})"
+        );
+    };
+    let others: Vec<String> = nodes
+        .0
+        .iter()
+        .filter(|n| {
+            !matches!(
+                n.status,
+                NodeStatus::Failed(NodeFailure::Quarantined { .. })
+            )
+        })
+        .map(|n| format!("{} {}", n.address, n.status))
+        .collect();
+    let others = if others.is_empty() {
+        String::new()
+    } else {
+        format!("; the other nodes: {}", others.join(", "))
+    };
+    format!(
+        "no quorum for `{resource}`: the restart quarantine leaves out {count} of {total} nodes, \
+         which started or restarted less than the quarantine ago and may have lost their keys \
+         ({list}); a quorum can form in {wait} at the earliest. Wait for it, or, if every node \
+         persists each write before acknowledging it (appendfsync always), declare that \
+         (RedlockBuilder::nodes_persist_every_write) and no node is left out; see \
+         \"Persistence and restarts\" in docs/operations.md ({attempts} attempt(s){others})",
+        count = left_out.len(),
+        total = nodes.0.len(),
+        list = left_out.join(", "),
+        wait = Readable(wait),
+    )
 }
 
 /// What each node did in one round, with the node's address (never its credentials).
@@ -248,6 +329,17 @@ impl NodeReport {
         crate::core::denies_quorum(self.0.iter().map(|n| &n.status))
     }
 
+    /// The nodes the restart quarantine left out, each with how long it has left
+    /// ([`NodeFailure::Quarantined`]), in configuration order.
+    pub fn quarantined(&self) -> impl Iterator<Item = (&str, Duration)> {
+        self.0.iter().filter_map(|node| match node.status {
+            NodeStatus::Failed(NodeFailure::Quarantined { remaining }) => {
+                Some((&*node.address, remaining))
+            }
+            _ => None,
+        })
+    }
+
     /// How many nodes have a status matching `predicate`.
     pub fn count(&self, predicate: impl Fn(&NodeStatus) -> bool) -> usize {
         self.0.iter().filter(|n| predicate(&n.status)).count()
@@ -263,5 +355,127 @@ impl fmt::Display for NodeReport {
             write!(f, "{} {}", node.address, node.status)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::Reply;
+
+    fn report(statuses: Vec<NodeStatus>) -> NodeReport {
+        let addresses: Vec<Arc<str>> = (1..=statuses.len())
+            .map(|i| Arc::from(format!("10.0.0.{i}:6379")))
+            .collect();
+        NodeReport::new(&addresses, statuses)
+    }
+
+    fn out(millis: u64) -> NodeStatus {
+        NodeStatus::Failed(NodeFailure::Quarantined {
+            remaining: Duration::from_millis(millis),
+        })
+    }
+
+    fn no_quorum(statuses: Vec<NodeStatus>) -> Error {
+        let nodes = report(statuses);
+        Error::NoQuorum {
+            resource: "job".into(),
+            attempts: 1,
+            quarantine_wait: quarantine_wait(nodes.0.iter().map(|n| &n.status)),
+            nodes,
+        }
+    }
+
+    #[test]
+    fn a_quorum_held_back_by_the_quarantine_says_so_with_the_nodes_and_the_time_left() {
+        let err = no_quorum(vec![
+            NodeStatus::Failed(NodeFailure::Quarantined {
+                remaining: Duration::from_nanos(29_511_217_237),
+            }),
+            out(28_000),
+            NodeStatus::Pending,
+        ]);
+        let Error::NoQuorum {
+            quarantine_wait, ..
+        } = &err
+        else {
+            unreachable!()
+        };
+        assert_eq!(*quarantine_wait, Some(Duration::from_millis(28_000)));
+        assert_eq!(
+            err.to_string(),
+            "no quorum for `job`: the restart quarantine leaves out 2 of 3 nodes, which started \
+             or restarted less than the quarantine ago and may have lost their keys \
+             (10.0.0.1:6379 for another 29.511s, 10.0.0.2:6379 for another 28s); a quorum can \
+             form in 28s at the earliest. Wait for it, or, if every node persists each write \
+             before acknowledging it (appendfsync always), declare that \
+             (RedlockBuilder::nodes_persist_every_write) and no node is left out; see \
+             \"Persistence and restarts\" in docs/operations.md (1 attempt(s); the other \
+             nodes: 10.0.0.3:6379 no answer yet)"
+        );
+        assert!(err.is_retryable());
+        let left: Vec<_> = err.nodes().unwrap().quarantined().map(|(a, _)| a).collect();
+        assert_eq!(left, ["10.0.0.1:6379", "10.0.0.2:6379"]);
+    }
+
+    #[test]
+    fn nodes_that_did_not_answer_are_the_cause_when_the_others_make_a_quorum() {
+        let timed_out = NodeStatus::Failed(NodeFailure::TimedOut);
+        let err = no_quorum(vec![out(5_000), timed_out.clone(), timed_out]);
+        assert!(
+            matches!(
+                err,
+                Error::NoQuorum {
+                    quarantine_wait: None,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.starts_with(
+                "no quorum for `job`: too few nodes answered, and the restart quarantine left \
+                 out 1 of 3 (1 attempt(s); last round: 10.0.0.1:6379 started or restarted"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("not counted for another 5s"), "{text}");
+        let plain = no_quorum(vec![
+            NodeStatus::Failed(NodeFailure::Refused),
+            NodeStatus::Failed(NodeFailure::Refused),
+            NodeStatus::Replied(Reply::Acquired),
+        ]);
+        assert_eq!(
+            plain.to_string(),
+            "no quorum for `job`: too few nodes answered (1 attempt(s); last round: \
+             10.0.0.1:6379 connection refused, 10.0.0.2:6379 connection refused, \
+             10.0.0.3:6379 acquired)"
+        );
+    }
+
+    #[test]
+    fn durations_in_messages_have_at_most_three_decimals() {
+        let exhausted = Error::ValidityExhausted {
+            resource: "job".into(),
+            attempts: 1,
+            elapsed: Duration::from_nanos(29_511_217_237),
+            nodes: report(vec![NodeStatus::Replied(Reply::TakenFor {
+                remaining: Duration::from_nanos(1_234_567_891),
+            })]),
+        };
+        assert_eq!(
+            exhausted.to_string(),
+            "`job`: a quorum agreed only after 29.511s, leaving no validity (1 attempt(s); last \
+             round: 10.0.0.1:6379 taken by another owner for 1.235s)"
+        );
+        let held = Error::HoldLimit {
+            resource: "job".into(),
+            max_hold: Duration::from_nanos(3_600_000_400_000),
+        };
+        assert_eq!(
+            held.to_string(),
+            "the lease on `job` reached its longest hold (3600s)"
+        );
     }
 }

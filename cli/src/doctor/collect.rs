@@ -15,6 +15,8 @@ use redlock::Redlock;
 use redlock::client::Fencing;
 use redlock::core::{LockKey, NodeFailure, NodeStatus, Reply, RetryPolicy};
 
+use crate::duration::show;
+
 use super::clock::TimeSample;
 use super::observe::{Limits, NodeObservation, parse_info};
 use super::permissions::{Operation, Outcome, Probe, SCRIPT_COMMANDS, WAIT_COMMANDS};
@@ -98,7 +100,7 @@ async fn connect(url: &str) -> Result<MultiplexedConnection, String> {
     match tokio::time::timeout(REPLY_DEADLINE + REPLY_DEADLINE, connecting).await {
         Ok(Ok(connection)) => Ok(connection),
         Ok(Err(e)) => Err(one_line(&e.to_string())),
-        Err(_) => Err(format!("no connection within {REPLY_DEADLINE:?}")),
+        Err(_) => Err(format!("no connection within {}", show(REPLY_DEADLINE))),
     }
 }
 
@@ -110,7 +112,7 @@ async fn ask<T: redis::FromRedisValue>(
     match tokio::time::timeout(REPLY_DEADLINE, command.query_async::<T>(connection)).await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(e)) => Err(one_line(&e.to_string())),
-        Err(_) => Err(format!("no answer within {REPLY_DEADLINE:?}")),
+        Err(_) => Err(format!("no answer within {}", show(REPLY_DEADLINE))),
     }
 }
 
@@ -378,7 +380,7 @@ async fn subscribe_once(url: &str, channel: &str) -> Result<(), String> {
     match tokio::time::timeout(REPLY_DEADLINE, subscribed).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(e)) => Err(one_line(&e.to_string())),
-        Err(_) => Err(format!("no answer within {REPLY_DEADLINE:?}")),
+        Err(_) => Err(format!("no answer within {}", show(REPLY_DEADLINE))),
     }
 }
 

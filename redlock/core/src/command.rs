@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{LockKey, Target, Token};
+use super::{LockKey, Readable, Target, Token};
 
 /// The position of a node in the configured list, from 0.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -418,7 +418,8 @@ impl fmt::Display for NodeFailure {
             Self::Quarantined { remaining } => {
                 write!(
                     f,
-                    "started or restarted within the restart quarantine (it may have lost keys); not counted for another {remaining:?}"
+                    "started or restarted within the restart quarantine (it may have lost keys); not counted for another {}",
+                    Readable(*remaining)
                 )
             }
             Self::Duplicate { of } => write!(
@@ -547,7 +548,7 @@ impl fmt::Display for NodeStatus {
                     remaining: Some(remaining),
                     ..
                 },
-            ) => write!(f, "taken by another owner for {remaining:?}"),
+            ) => write!(f, "taken by another owner for {}", Readable(*remaining)),
             Self::Replied(Reply::Released) => f.write_str("released"),
             Self::Replied(Reply::Extended) => f.write_str("extended"),
             Self::Replied(Reply::NotHeld) => f.write_str("not held"),

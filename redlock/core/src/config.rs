@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::validity::{DriftFactor, drift_allowance};
-use super::{RetryPolicy, quorum};
+use super::{Readable, RetryPolicy, quorum};
 
 /// The longest TTL accepted. A lease this long costs a full day of unavailability when its
 /// holder dies; longer work should extend a shorter lease instead.
@@ -218,13 +218,16 @@ impl LockConfig {
             return Err(ConfigError::new(
                 "ttl",
                 format!(
-                    "is {ttl:?}, above the maximum of {MAX_TTL:?}; extend a shorter lease instead"
+                    "is {}, above the maximum of {}; extend a shorter lease instead",
+                    Readable(ttl),
+                    Readable(MAX_TTL)
                 ),
             ));
         }
         if !ttl.subsec_nanos().is_multiple_of(1_000_000) {
             return Err(ConfigError::new(
                 "ttl",
+                // Every digit, on purpose: the fraction of a millisecond is what is wrong.
                 format!(
                     "is {ttl:?}; Redis expires keys in whole milliseconds, so it must be a whole number of milliseconds"
                 ),
@@ -241,8 +244,9 @@ impl LockConfig {
             return Err(ConfigError::new(
                 "node_timeout",
                 format!(
-                    "is {node_timeout:?}, not below a tenth of the ttl ({:?}); a slow node would eat the validity",
-                    ttl / 10
+                    "is {}, not below a tenth of the ttl ({}); a slow node would eat the validity",
+                    Readable(node_timeout),
+                    Readable(ttl / 10)
                 ),
             ));
         }
@@ -251,7 +255,10 @@ impl LockConfig {
             return Err(ConfigError::new(
                 "ttl",
                 format!(
-                    "is {ttl:?}, not above the drift allowance ({drift:?}) plus the per-node timeout ({node_timeout:?}); no lease could ever be valid"
+                    "is {}, not above the drift allowance ({}) plus the per-node timeout ({}); no lease could ever be valid",
+                    Readable(ttl),
+                    Readable(drift),
+                    Readable(node_timeout)
                 ),
             ));
         }
@@ -262,7 +269,11 @@ impl LockConfig {
             if value > MAX_RETRY_DELAY {
                 return Err(ConfigError::new(
                     field,
-                    format!("is {value:?}, above the maximum of {MAX_RETRY_DELAY:?}"),
+                    format!(
+                        "is {}, above the maximum of {}",
+                        Readable(value),
+                        Readable(MAX_RETRY_DELAY)
+                    ),
                 ));
             }
         }

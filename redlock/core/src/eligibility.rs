@@ -38,7 +38,9 @@ use std::fmt;
 use std::time::Duration;
 
 use super::responsive::{Responsiveness, WriteGate};
-use super::{Command, ConnectionId, NodeFailure, NodeId, Reply, RoundFailure, Timestamp};
+use super::{
+    Command, ConnectionId, NodeFailure, NodeId, NodeStatus, Reply, RoundFailure, Timestamp,
+};
 
 /// How restarted nodes are treated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +116,45 @@ pub const UPTIME_SLACK: Duration = Duration::from_secs(1);
 /// ```
 pub fn quarantine_left(quarantine: Duration, uptime: Duration) -> Duration {
     quarantine.saturating_sub(uptime.saturating_sub(UPTIME_SLACK))
+}
+
+/// How long the restart quarantine keeps a quorum out of reach, from one round's
+/// `statuses`: when so many nodes were left out ([`NodeFailure::Quarantined`]) that the
+/// others cannot make a quorum, the time until enough of them are counted again for one;
+/// `None` when the nodes outside the quarantine could make a quorum (something else failed
+/// the round) or when no end of the quarantine would be enough (duplicates).
+///
+/// This is the wait a fresh fleet imposes: nodes started less than the quarantine ago are
+/// left out, although they answer, until the quarantine has passed since they started.
+///
+/// ```
+/// use std::time::Duration;
+/// use redlock_core::{NodeFailure, NodeStatus, Reply, quarantine_wait};
+///
+/// let out = |ms| NodeStatus::Failed(NodeFailure::Quarantined { remaining: Duration::from_millis(ms) });
+/// // Three nodes, all just started: a quorum of two once the second-soonest is counted.
+/// assert_eq!(quarantine_wait([out(900), out(300), out(500)].iter()), Some(Duration::from_millis(500)));
+/// // Two nodes outside the quarantine are a quorum: the quarantine is not why a round failed.
+/// let taken = NodeStatus::Replied(Reply::Taken);
+/// assert_eq!(quarantine_wait([out(900), taken.clone(), taken].iter()), None);
+/// ```
+pub fn quarantine_wait<'a>(
+    statuses: impl ExactSizeIterator<Item = &'a NodeStatus>,
+) -> Option<Duration> {
+    let quorum = super::quorum(statuses.len());
+    let mut left_out = Vec::new();
+    let mut voters = 0;
+    for status in statuses {
+        match status {
+            NodeStatus::Failed(NodeFailure::Quarantined { remaining }) => left_out.push(*remaining),
+            // A duplicate never votes, however long one waits.
+            NodeStatus::Failed(NodeFailure::Duplicate { .. }) => {}
+            _ => voters += 1,
+        }
+    }
+    let missing = quorum.checked_sub(voters).filter(|n| *n > 0)?;
+    left_out.sort_unstable();
+    left_out.get(missing - 1).copied()
 }
 
 impl NodeIdentity {
@@ -572,6 +613,34 @@ fn quarantine_until(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_quarantine_wait_is_until_enough_nodes_are_counted_for_a_quorum() {
+        let out = |ms| {
+            NodeStatus::Failed(NodeFailure::Quarantined {
+                remaining: Duration::from_millis(ms),
+            })
+        };
+        let wait = |statuses: &[NodeStatus]| quarantine_wait(statuses.iter());
+        let timed_out = NodeStatus::Failed(NodeFailure::TimedOut);
+        let duplicate = NodeStatus::Failed(NodeFailure::Duplicate { of: NodeId::new(0) });
+        // Five fresh nodes: a quorum of three once the third-soonest is counted.
+        assert_eq!(
+            wait(&[out(50), out(10), out(40), out(20), out(30)]),
+            Some(Duration::from_millis(30))
+        );
+        // One node counted already (even one that timed out: it may answer next time).
+        assert_eq!(
+            wait(&[out(50), timed_out.clone(), out(40)]),
+            Some(Duration::from_millis(40))
+        );
+        // A quorum outside the quarantine: something else failed the round.
+        assert_eq!(wait(&[out(50), timed_out.clone(), timed_out]), None);
+        assert_eq!(wait(&[NodeStatus::Pending, NodeStatus::Pending]), None);
+        // A duplicate never votes: with it, the quarantine is not enough for a quorum.
+        assert_eq!(wait(&[out(50), duplicate.clone(), duplicate]), None);
+        assert_eq!(wait(&[]), None);
+    }
 
     #[test]
     fn the_default_quarantine_is_the_ttl() {

@@ -67,7 +67,11 @@ impl fmt::Display for ExtendFailure {
         match self {
             Self::Expired => f.write_str("the lease's validity had ended"),
             Self::HoldLimit { max_hold } => {
-                write!(f, "the lease reached its longest hold ({max_hold:?})")
+                write!(
+                    f,
+                    "the lease reached its longest hold ({})",
+                    super::Readable(*max_hold)
+                )
             }
             Self::Round(round) => fmt::Display::fmt(&round.reason, f),
         }

@@ -49,7 +49,10 @@ pub struct Held {
 /// A fencing token that arrived after the lease's validity had ended: the lease must not be
 /// used with it (release it instead).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("the fencing token arrived {late_by:?} after the lease's validity ended")]
+#[error(
+    "the fencing token arrived {} after the lease's validity ended",
+    super::Readable(*.late_by)
+)]
 pub struct FenceTooLate {
     /// How late.
     pub late_by: Duration,

@@ -108,6 +108,7 @@ mod keep_alive;
 mod key;
 mod lease;
 mod machine;
+mod readable;
 mod release;
 mod responsive;
 mod retry;
@@ -131,7 +132,7 @@ pub use config::{
 };
 pub use eligibility::{
     Admission, Eligibility, EligibilityEvent, NodeIdentity, QuarantineReason, RestartPolicy,
-    UPTIME_SLACK, info_field, quarantine_left,
+    UPTIME_SLACK, info_field, quarantine_left, quarantine_wait,
 };
 pub use extend::{Extend, ExtendFailure, ExtendOutcome, Extension};
 pub use keep_alive::{KeepAlive, Keeper, KeeperEvent, LeaseLost, ReleaseWhen};
@@ -141,6 +142,7 @@ pub use key::{
 };
 pub use lease::{FenceTooLate, Held};
 pub use machine::Machine;
+pub use readable::Readable;
 pub use release::{Release, ReleaseReport};
 pub use retry::{RetryPolicy, RetryWindow};
 pub use round::{FailureReason, RoundFailure, denies_quorum};

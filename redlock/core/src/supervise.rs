@@ -50,10 +50,15 @@ impl fmt::Display for StopCause {
         match self {
             Self::NotExtended { left } => write!(
                 f,
-                "was not extended in time (nodes unreachable, or the supervisor paused) with {left:?} of validity left"
+                "was not extended in time (nodes unreachable, or the supervisor paused) with {} of validity left",
+                super::Readable(*left)
             ),
             Self::HoldLimit { left } => {
-                write!(f, "reached its longest hold with {left:?} of validity left")
+                write!(
+                    f,
+                    "reached its longest hold with {} of validity left",
+                    super::Readable(*left)
+                )
             }
             Self::Lost(reason) => write!(f, "was lost: {reason}"),
         }

@@ -77,6 +77,17 @@ enum Quarantine {
     Persistent,
 }
 
+impl Quarantine {
+    /// The core's policy for leases of `ttl`.
+    fn policy(self, ttl: Duration) -> RestartPolicy {
+        match self {
+            Self::Ttl => RestartPolicy::default_for(ttl),
+            Self::Fixed(duration) => RestartPolicy::Quarantine(duration),
+            Self::Persistent => RestartPolicy::Persistent,
+        }
+    }
+}
+
 impl std::fmt::Debug for RedlockBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let nodes: Vec<String> = self
@@ -236,11 +247,44 @@ impl RedlockBuilder {
     /// handles ([`ttl`](Self::ttl), raised by [`Redlock::with_ttl`]); set it when other
     /// clients use longer leases.
     ///
-    /// `None` declares that every node persists each write before acknowledging it
-    /// (`appendfsync always`): a restart then loses nothing, and no node is left out.
+    /// Its cost: nodes started less than the quarantine ago answer but are not counted, so
+    /// a fleet started less than one TTL ago gives no lease until the quarantine has passed
+    /// ([`Error::NoQuorum`] says so, with the nodes and the time left).
+    ///
+    /// `None` turns the quarantine **off**; it is not the default. It declares that every
+    /// node persists each write before acknowledging it (`appendfsync always`), and is the
+    /// same as [`nodes_persist_every_write`](Self::nodes_persist_every_write), which says so
+    /// by its name.
     #[must_use]
     pub fn restart_quarantine(mut self, quarantine: Option<Duration>) -> Self {
         self.restart_quarantine = quarantine.map_or(Quarantine::Persistent, Quarantine::Fixed);
+        self
+    }
+
+    /// Declares that every node persists each write before acknowledging it (`appendonly
+    /// yes` with `appendfsync always`): a restart then loses no key, so the restart
+    /// quarantine is off and no node is left out of quorums, however recently it started.
+    ///
+    /// Declare it only when it holds on every node: a node that restarts without a key it
+    /// acknowledged can hand a second client a majority at once (`redlock doctor` checks
+    /// each node's persistence). Without it, the default quarantine (the TTL) applies; see
+    /// [`restart_quarantine`](Self::restart_quarantine).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock::Redlock;
+    ///
+    /// let redlock = Redlock::builder()
+    ///     .nodes(["redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"])
+    ///     .ttl(Duration::from_secs(30))
+    ///     .nodes_persist_every_write()
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(redlock);
+    /// ```
+    #[must_use]
+    pub fn nodes_persist_every_write(mut self) -> Self {
+        self.restart_quarantine = Quarantine::Persistent;
         self
     }
 
@@ -277,11 +321,7 @@ impl RedlockBuilder {
         LockKey::new(&self.key_prefix, "resource")
             .map_err(|e| ConfigError::new("key_prefix", e.to_string()))?;
 
-        let policy = match self.restart_quarantine {
-            Quarantine::Ttl => RestartPolicy::default_for(config.ttl()),
-            Quarantine::Fixed(duration) => RestartPolicy::Quarantine(duration),
-            Quarantine::Persistent => RestartPolicy::Persistent,
-        };
+        let policy = self.restart_quarantine.policy(config.ttl());
         let addresses = nodes.iter().map(|n| n.address().clone()).collect();
         let waiting = super::waiting::Waiting::default();
         let notifications = super::notifications::Notifications::new(
@@ -451,6 +491,35 @@ mod tests {
             ))
             .with_max_hold(Duration::from_secs(60));
         assert_eq!(*redlock.config(), expected);
+    }
+
+    #[test]
+    fn the_quarantine_is_the_ttl_unless_set_and_off_when_the_nodes_persist() {
+        let ttl = Duration::from_secs(30);
+        let policy = |builder: RedlockBuilder| builder.restart_quarantine.policy(ttl);
+        assert_eq!(policy(three()), RestartPolicy::Quarantine(ttl));
+        assert_eq!(
+            policy(three().restart_quarantine(Some(Duration::from_secs(90)))),
+            RestartPolicy::Quarantine(Duration::from_secs(90))
+        );
+        assert_eq!(
+            policy(three().nodes_persist_every_write()),
+            RestartPolicy::Persistent
+        );
+        // The old spelling of the same declaration.
+        assert_eq!(
+            policy(three().restart_quarantine(None)),
+            RestartPolicy::Persistent
+        );
+        // The last word wins.
+        assert_eq!(
+            policy(
+                three()
+                    .nodes_persist_every_write()
+                    .restart_quarantine(Some(ttl))
+            ),
+            RestartPolicy::Quarantine(ttl)
+        );
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub(super) fn judge_uptime(limits: &Limits, server: &ServerInfo) -> Option<Findi
                 ),
             )
             .shown_by(catalogue::RL06_SHORT)
-            .remedy("nothing, if the node was just started: the quarantine ends by itself"),
+            .remedy(quarantine_remedy(left)),
         );
     }
     Some(
@@ -49,6 +49,19 @@ pub(super) fn judge_uptime(limits: &Limits, server: &ServerInfo) -> Option<Findi
             ),
         )
         .shown_by(catalogue::RL06_LONG),
+    )
+}
+
+/// What to do about a node within the quarantine: the README's sentence about a first lease
+/// on fresh nodes, said for this node, so that the doctor and the documentation agree.
+fn quarantine_remedy(left: Duration) -> String {
+    format!(
+        "wait {}: a node started less than the quarantine ago is left out until it has been \
+         up that long, since it may have restarted without its keys; or, if every node \
+         persists each write before acknowledging it (appendfsync always), declare it with \
+         --restart-quarantine off (nodes_persist_every_write() in the library); see \
+         \"Persistence and restarts\" in operations.md",
+        show(left)
     )
 }
 
@@ -125,6 +138,39 @@ mod tests {
     use super::super::judge;
     use crate::doctor::finding::{Check, Level};
     use crate::doctor::observe::ServerInfo;
+
+    #[test]
+    fn a_node_within_the_quarantine_says_how_long_is_left_and_how_to_decide() {
+        let mut nodes = fleet();
+        nodes[0].info = Some(Ok(ServerInfo {
+            uptime: Duration::from_secs(4),
+            ..server("a")
+        }));
+        let report = judge(&limits(), &nodes, &[]);
+        let warning = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::Uptime && f.level == Level::Warning)
+            .unwrap();
+        let remedy = warning.remedy.as_deref().unwrap();
+        let quarantine = limits().quarantine.unwrap();
+        let left = super::show(redlock::core::quarantine_left(
+            quarantine,
+            Duration::from_secs(4),
+        ));
+        assert!(
+            warning.summary.contains(&format!("for another {left}")),
+            "{}",
+            warning.summary
+        );
+        assert!(remedy.starts_with(&format!("wait {left}: ")), "{remedy}");
+        assert!(
+            remedy.contains("--restart-quarantine off")
+                && remedy.contains("appendfsync always")
+                && remedy.contains("\"Persistence and restarts\" in operations.md"),
+            "{remedy}"
+        );
+    }
 
     #[test]
     fn a_local_node_whose_clock_was_stepped_since_it_started_is_warned_about() {
