@@ -44,6 +44,7 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, Failure> {
         .map_err(|e| Failure::new(crate::exit::for_error(&e), e.to_string()))?;
 
     let view = View {
+        node_timeout,
         resource: &args.resource,
         key: key.as_str(),
         addresses: redlock.node_addresses().collect(),
@@ -59,6 +60,8 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, Failure> {
 
 /// What `status` prints, from the query's answer.
 struct View<'a> {
+    /// The per-node timeout, to say what a node that timed out missed.
+    node_timeout: std::time::Duration,
     resource: &'a str,
     key: &'a str,
     addresses: Vec<&'a str>,
@@ -164,7 +167,7 @@ impl View<'_> {
                 Err(failure) => {
                     out.push_str(&format!(
                         "{address:width$}  {}\n",
-                        describe_failure(failure)
+                        describe_failure(failure, self.node_timeout)
                     ));
                 }
             }
@@ -235,14 +238,16 @@ impl View<'_> {
 }
 
 /// A node that gave no reading, for its row.
-fn describe_failure(failure: &NodeFailure) -> String {
+fn describe_failure(failure: &NodeFailure, node_timeout: std::time::Duration) -> String {
     match failure {
         NodeFailure::Quarantined { remaining } => format!(
             "quarantined: started or restarted recently (it may have lost keys); not counted \
              for another {}",
             show(*remaining)
         ),
-        NodeFailure::TimedOut => "unreachable: no answer in time (--node-timeout)".to_owned(),
+        NodeFailure::TimedOut => {
+            format!("unreachable: no answer within {}", show(node_timeout))
+        }
         other => format!("unreachable: {other}"),
     }
 }
@@ -384,6 +389,7 @@ mod tests {
 
     fn view(holder: &Holder) -> View<'_> {
         View {
+            node_timeout: Duration::from_millis(200),
             resource: "report",
             key: "redlock:report",
             addresses: vec!["127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"],
@@ -406,7 +412,7 @@ mod tests {
             "{table}"
         );
         assert!(
-            table.contains("127.0.0.1:7003  unreachable: no answer in time (--node-timeout)"),
+            table.contains("127.0.0.1:7003  unreachable: no answer within 200ms"),
             "{table}"
         );
         assert!(

@@ -334,7 +334,7 @@ fn status_with_a_paused_node_returns_within_its_node_timeout() {
     );
     let down = format!("127.0.0.1:{}", fleet.port(2));
     assert!(
-        row(&paused.stdout, &down)[1].starts_with("unreachable: no answer in time"),
+        row(&paused.stdout, &down)[1].starts_with("unreachable: no answer within 200ms"),
         "{}",
         paused.text()
     );
