@@ -594,6 +594,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_reading_is_shown_without_its_token() {
+        use crate::{KeyReading, KeyValue};
+        let token = Token::from_bytes([0xab; 16]);
+        let held = KeyReading {
+            value: Some(KeyValue::Token(token)),
+            expires_in: Some(Duration::from_secs(1)),
+            fence: Some(3),
+        };
+        let show = |reading| NodeStatus::Replied(Reply::Read(reading)).to_string();
+        assert_eq!(show(held), "held (fence counter 3)");
+        assert_eq!(
+            show(KeyReading {
+                fence: None,
+                ..held
+            }),
+            "held"
+        );
+        assert_eq!(show(KeyReading::FREE), "free");
+        assert_eq!(
+            show(KeyReading {
+                fence: Some(2),
+                ..KeyReading::FREE
+            }),
+            "free (fence counter 2)"
+        );
+        assert!(!show(held).contains("abab"));
+    }
+
+    #[test]
     fn request_ids_round_trip() {
         for kind in [RequestKind::Main, RequestKind::Fence, RequestKind::Cleanup] {
             let id = RequestId::new(7, NodeId::new(4), kind);
