@@ -9,19 +9,25 @@
 
 use redlock::Redlock;
 use redlock::client::DEFAULT_CONNECT_TIMEOUT;
-use redlock::core::{Holder, KeyReading, KeyValue, NodeFailure, RestartPolicy, Verdict};
+use redlock::core::{
+    DEFAULT_TTL, Holder, KeyReading, KeyValue, MAX_TTL, NodeFailure, RestartPolicy, Verdict,
+};
 use serde::Serialize;
 
 use crate::args::StatusArgs;
 use crate::duration::show;
 use crate::exit::{Failure, NOT_HELD, UNAVAILABLE, USAGE};
-use crate::settings::{Flags, Settings};
+use crate::quarantine::Quarantine;
+use crate::settings::{Flags, Setting, Settings};
 use crate::sources;
 
 /// Shows the resource's state; returns 0 when a quorum holds it, 1 when not, 69 when too
 /// few nodes answered to tell.
 pub(crate) async fn status(args: StatusArgs) -> Result<u8, Failure> {
-    let settings = sources::from_sources(&args.nodes, Flags::from_node_args(&args.nodes))?;
+    let settings = room_for_the_timeout(sources::from_sources(
+        &args.nodes,
+        Flags::from_node_args(&args.nodes),
+    )?);
     // Building the client checks the URLs, the prefix and the per-node timeout, and yields
     // the addresses without credentials that everything below prints.
     let redlock = settings.client()?;
@@ -56,6 +62,36 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, Failure> {
         print!("{}", view.table());
     }
     Ok(view.exit_code())
+}
+
+/// `status` takes no lease, so the TTL's only parts in it are to bound the per-node timeout
+/// (below a tenth of it) and to give the default restart quarantine. A per-node timeout
+/// too long for the TTL, which would be refused for a lease (`--node-timeout 2s` with the
+/// default 10 s), gets a TTL that admits it, with the quarantine kept at what the TTL
+/// gave.
+fn room_for_the_timeout(mut settings: Settings) -> Settings {
+    let Some(timeout) = settings.node_timeout.clone() else {
+        return settings;
+    };
+    let ttl = settings.ttl.as_ref().map_or(DEFAULT_TTL, |s| s.value);
+    if timeout.value < ttl / 10 {
+        return settings;
+    }
+    if settings.restart_quarantine.is_none() {
+        settings.restart_quarantine = Some(Setting {
+            value: Quarantine::For(ttl),
+            origin: settings
+                .ttl
+                .as_ref()
+                .map_or_else(|| timeout.origin.clone(), |s| s.origin.clone()),
+        });
+    }
+    // A timeout so long that no TTL admits it is still refused, naming its origin.
+    settings.ttl = Some(Setting {
+        value: timeout.value.saturating_mul(20).min(MAX_TTL),
+        origin: timeout.origin,
+    });
+    settings
 }
 
 /// What `status` prints, from the query's answer.
@@ -395,6 +431,46 @@ mod tests {
             addresses: vec!["127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"],
             holder,
         }
+    }
+
+    #[test]
+    fn a_long_node_timeout_gets_a_ttl_that_admits_it_and_keeps_the_quarantine() {
+        use crate::settings::Origin;
+        let flag = |value| Setting {
+            value,
+            origin: Origin::Flag("--node-timeout"),
+        };
+        let short = room_for_the_timeout(Settings {
+            node_timeout: Some(flag(Duration::from_millis(200))),
+            ..Settings::default()
+        });
+        assert!(short.ttl.is_none() && short.restart_quarantine.is_none());
+        let long = room_for_the_timeout(Settings {
+            node_timeout: Some(flag(Duration::from_secs(2))),
+            ..Settings::default()
+        });
+        assert_eq!(long.ttl.map(|s| s.value), Some(Duration::from_secs(40)));
+        assert_eq!(
+            long.restart_quarantine.map(|s| s.value),
+            Some(Quarantine::For(DEFAULT_TTL))
+        );
+        let off = room_for_the_timeout(Settings {
+            node_timeout: Some(flag(Duration::from_secs(2))),
+            restart_quarantine: Some(Setting {
+                value: Quarantine::Off,
+                origin: Origin::Flag("--restart-quarantine"),
+            }),
+            ..Settings::default()
+        });
+        assert_eq!(
+            off.restart_quarantine.map(|s| s.value),
+            Some(Quarantine::Off)
+        );
+        let endless = room_for_the_timeout(Settings {
+            node_timeout: Some(flag(MAX_TTL)),
+            ..Settings::default()
+        });
+        assert_eq!(endless.ttl.map(|s| s.value), Some(MAX_TTL));
     }
 
     #[test]

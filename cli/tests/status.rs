@@ -346,6 +346,30 @@ fn status_with_a_paused_node_returns_within_its_node_timeout() {
 }
 
 #[test]
+fn status_takes_a_node_timeout_longer_than_a_lease_would() {
+    let fleet = fleet(3);
+    // A tenth of the default TTL or more: refused for a lease, fine for a read.
+    let patient = status_with(&fleet, "report", &["--node-timeout", "2s", "--json"]);
+    assert_eq!(patient.code, Some(1), "{}", patient.text());
+    let doc: serde_json::Value = serde_json::from_str(&patient.stdout).unwrap();
+    assert_eq!(doc["settings"]["node_timeout_ms"], 2_000);
+    assert_eq!(doc["verdict"], "free");
+    // The default quarantine stays the default TTL's.
+    let defaulted = {
+        let mut command = redlock();
+        command.args(["status", "report", "--node-timeout", "2s", "--json"]);
+        for url in fleet.urls() {
+            command.args(["--node", &url]);
+        }
+        finish(&mut command)
+    };
+    let doc: serde_json::Value = serde_json::from_str(&defaulted.stdout).unwrap();
+    assert_eq!(doc["settings"]["restart_quarantine_ms"], 10_000, "{doc:#}");
+    // Nodes a moment old are within it.
+    assert_eq!(defaulted.code, Some(69), "{}", defaulted.text());
+}
+
+#[test]
 fn status_honours_the_restart_quarantine() {
     let fleet = fleet(3);
     // The nodes started a moment ago: with a quarantine of a minute none of them counts.
