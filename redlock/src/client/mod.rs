@@ -108,6 +108,8 @@ use crate::core::{ConfigError, LockConfig, RetryPolicy, Target, Timestamp};
 use crate::error::Error;
 
 pub use crate::core::ReleaseReport;
+// What `Redlock::holder` answers.
+pub use crate::core::{Holder, KeyReading, KeyValue, Verdict};
 pub use crate::error::{NodeOutcome, NodeReport};
 
 /// A Redlock client over a fixed set of independent Redis masters.
