@@ -45,7 +45,8 @@ pub(crate) enum Command {
     #[command(after_help = EXIT_CODES)]
     Run(RunArgs),
     /// Show each node's holder of RESOURCE, its remaining TTL and fence counter, and whether
-    /// a quorum holds it.
+    /// a quorum holds it (read-only). Each node gets the per-node timeout to answer and, when
+    /// one is set (--node-timeout or the config file), as long to connect.
     Status(StatusArgs),
     /// Check that the nodes keep the conditions under which a lease is exclusive: reachability
     /// and round trips, role, duplicates, persistence, uptime against the restart quarantine,
@@ -172,6 +173,9 @@ pub(crate) struct StatusArgs {
     pub(crate) nodes: NodeArgs,
     /// The resource, e.g. nightly-report.
     pub(crate) resource: String,
+    /// Print the answer as one JSON document.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]

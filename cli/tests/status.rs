@@ -1,19 +1,39 @@
 //! `redlock status`: each node's holder, TTL and fence counter, and whether a quorum holds
-//! the resource; `--fence-env` hands the lease's fencing and owner tokens to the command.
+//! the resource, as a table or as JSON, within the per-node timeout and the restart
+//! quarantine it is given; `--fence-env` hands the lease's fencing and owner tokens to the
+//! command.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 mod common;
 
+use std::time::{Duration, Instant};
+
 use common::*;
 use redlock_tests::RedisFleet;
 
-fn status(fleet: &RedisFleet, resource: &str) -> Finished {
+/// `redlock status` on nodes started by the test (no restart quarantine) with `args`.
+fn status_with(fleet: &RedisFleet, resource: &str, args: &[&str]) -> Finished {
     let mut command = redlock();
     command.arg("status").arg(resource);
     for url in fleet.urls() {
         command.args(["--node", &url]);
     }
+    if !args.contains(&"--restart-quarantine") {
+        command.args(FRESH_NODES);
+    }
+    command.args(args);
     finish(&mut command)
+}
+
+fn status(fleet: &RedisFleet, resource: &str) -> Finished {
+    status_with(fleet, resource, &[])
+}
+
+/// Every key on every node: what a read-only command must leave as it found it.
+fn all_keys(fleet: &RedisFleet) -> Vec<(String, Option<String>)> {
+    (0..fleet.len())
+        .flat_map(|node| fleet.keys_with_prefix(node, "").unwrap())
+        .collect()
 }
 
 /// The row of `address` in a status table.
@@ -222,5 +242,178 @@ fn status_does_not_call_a_minority_of_keys_held() {
             .contains("not held: 01234567 is on 1 of 3 nodes"),
         "{}",
         partial.text()
+    );
+}
+
+#[test]
+fn status_json_is_one_document_with_the_verdict_the_holder_and_every_node() {
+    let fleet = fleet(3);
+    let files = Files::new();
+    let script = format!("echo \"$FENCE_OWNER\" >> \"$LINES\"; {WAIT_FOR_GO}");
+    let mut command = run_sh(
+        &fleet,
+        &[
+            "--resource",
+            "ledger",
+            "--ttl",
+            "10s",
+            "--fence-env",
+            "FENCE",
+        ],
+        &script,
+    );
+    files.env(&mut command);
+    let running = Running::start(&mut command);
+    assert!(eventually(HANG, || lines(&files.lines).len() == 1));
+    let owner = lines(&files.lines).remove(0);
+
+    let before = all_keys(&fleet);
+    let held = status_with(&fleet, "ledger", &["--json"]);
+    assert_eq!(held.code, Some(0), "{}", held.text());
+    let doc: serde_json::Value = serde_json::from_str(&held.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}):\n{}", held.stdout));
+    assert_eq!(doc["resource"], "ledger");
+    assert_eq!(doc["key"], "redlock:ledger");
+    assert_eq!(doc["verdict"], "held", "{doc:#}");
+    assert_eq!(doc["exit_code"], 0);
+    assert_eq!(doc["holder"]["token"], owner.as_str(), "{doc:#}");
+    assert_eq!(doc["holder"]["foreign"], false);
+    assert_eq!(doc["holder"]["fence"], 1);
+    let nodes = doc["holder"]["nodes"].as_u64().unwrap();
+    assert!((2..=3).contains(&nodes), "{doc:#}");
+    let expires = doc["holder"]["expires_in_ms"].as_u64().unwrap();
+    assert!(expires > 5_000 && expires <= 10_000, "{doc:#}");
+    assert_eq!(doc["settings"]["quorum"], 2);
+    assert_eq!(
+        doc["settings"]["restart_quarantine_ms"],
+        serde_json::Value::Null
+    );
+    assert_eq!(doc["answered"], 3);
+    let rows = doc["nodes"].as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    for (index, row) in rows.iter().enumerate() {
+        assert_eq!(row["node"], format!("127.0.0.1:{}", fleet.port(index)));
+        assert_eq!(row["answered"], true);
+        assert_eq!(row["error"], serde_json::Value::Null);
+    }
+    assert!(doc["summary"].as_str().unwrap().starts_with("held by "));
+    // Read-only: the lease's keys and the fence counters are as they were.
+    assert_eq!(all_keys(&fleet), before);
+
+    files.go();
+    assert_eq!(running.finish().code, Some(0));
+    let free = status_with(&fleet, "ledger", &["--json"]);
+    assert_eq!(free.code, Some(1), "{}", free.text());
+    let doc: serde_json::Value = serde_json::from_str(&free.stdout).unwrap();
+    assert_eq!(doc["verdict"], "free", "{doc:#}");
+    assert_eq!(doc["exit_code"], 1);
+    assert_eq!(doc["holder"], serde_json::Value::Null);
+    assert_eq!(doc["leftover"], serde_json::Value::Null);
+
+    // A resource nobody ever took: the query creates nothing.
+    let before = all_keys(&fleet);
+    let never = status_with(&fleet, "never-taken", &["--json"]);
+    assert_eq!(never.code, Some(1), "{}", never.text());
+    assert_eq!(all_keys(&fleet), before);
+}
+
+#[test]
+fn status_with_a_paused_node_returns_within_its_node_timeout() {
+    let mut fleet = fleet(3);
+    fleet.pause(2).unwrap();
+    let started = Instant::now();
+    let paused = status_with(&fleet, "report", &["--node-timeout", "200ms"]);
+    let took = paused.ended - started;
+    fleet.resume(2).unwrap();
+    // Two of three answered free: whatever the paused node holds cannot make a quorum.
+    assert_eq!(paused.code, Some(1), "{}", paused.text());
+    assert!(
+        took < Duration::from_millis(800),
+        "took {took:?}: {}",
+        paused.text()
+    );
+    let down = format!("127.0.0.1:{}", fleet.port(2));
+    assert!(
+        row(&paused.stdout, &down)[1].starts_with("unreachable: no answer within 200ms"),
+        "{}",
+        paused.text()
+    );
+    assert!(
+        paused
+            .stdout
+            .contains("free: none of the 2 nodes that answered holds `report`")
+    );
+}
+
+#[test]
+fn status_takes_a_node_timeout_longer_than_a_lease_would() {
+    let fleet = fleet(3);
+    // A tenth of the default TTL or more: refused for a lease, fine for a read.
+    let patient = status_with(&fleet, "report", &["--node-timeout", "2s", "--json"]);
+    assert_eq!(patient.code, Some(1), "{}", patient.text());
+    let doc: serde_json::Value = serde_json::from_str(&patient.stdout).unwrap();
+    assert_eq!(doc["settings"]["node_timeout_ms"], 2_000);
+    assert_eq!(doc["verdict"], "free");
+    // The default quarantine stays the default TTL's.
+    let defaulted = {
+        let mut command = redlock();
+        command.args(["status", "report", "--node-timeout", "2s", "--json"]);
+        for url in fleet.urls() {
+            command.args(["--node", &url]);
+        }
+        finish(&mut command)
+    };
+    let doc: serde_json::Value = serde_json::from_str(&defaulted.stdout).unwrap();
+    assert_eq!(doc["settings"]["restart_quarantine_ms"], 10_000, "{doc:#}");
+    // Nodes a moment old are within it.
+    assert_eq!(defaulted.code, Some(69), "{}", defaulted.text());
+}
+
+#[test]
+fn status_honours_the_restart_quarantine() {
+    let fleet = fleet(3);
+    // The nodes started a moment ago: with a quarantine of a minute none of them counts.
+    let quarantined = status_with(&fleet, "report", &["--restart-quarantine", "1m"]);
+    assert_eq!(quarantined.code, Some(69), "{}", quarantined.text());
+    let first = format!("127.0.0.1:{}", fleet.port(0));
+    assert!(
+        row(&quarantined.stdout, &first)[1]
+            .starts_with("quarantined: started or restarted recently"),
+        "{}",
+        quarantined.text()
+    );
+    assert!(
+        quarantined
+            .stdout
+            .contains("unknown: only 0 of 3 nodes answered, a quorum is 2"),
+        "{}",
+        quarantined.text()
+    );
+    let json = status_with(&fleet, "report", &["--restart-quarantine", "1m", "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(doc["verdict"], "unknown");
+    assert_eq!(doc["exit_code"], 69);
+    assert_eq!(doc["settings"]["restart_quarantine_ms"], 60_000);
+    assert!(
+        doc["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["quarantined"] == true)
+    );
+    // Declared persistent, the same nodes answer.
+    let counted = status(&fleet, "report");
+    assert_eq!(counted.code, Some(1), "{}", counted.text());
+}
+
+#[test]
+fn status_refuses_a_bad_resource_name() {
+    let fleet = fleet(1);
+    let bad = status(&fleet, "");
+    assert_eq!(bad.code, Some(64), "{}", bad.text());
+    assert!(
+        bad.stderr.contains("invalid resource name"),
+        "{}",
+        bad.text()
     );
 }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{LockKey, Readable, Target, Token};
+use super::{KeyReading, LockKey, Readable, Target, Token};
 
 /// The position of a node in the configured list, from 0.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -137,6 +137,13 @@ pub enum Command {
         /// The new expiry.
         ttl: Duration,
     },
+    /// Read, in one atomic step and without writing anything, the lock key's value, its
+    /// remaining time to live and the resource's fence counter ([`Reply::Read`]): a
+    /// [`HolderQuery`](super::HolderQuery).
+    ReadHolder {
+        /// The lock key; the counter lives under [`LockKey::fence_key`].
+        key: LockKey,
+    },
 }
 
 impl Command {
@@ -148,7 +155,8 @@ impl Command {
             | Self::SetIfAbsentReadFence { key, .. }
             | Self::RaiseFence { key, .. }
             | Self::ReleaseIfOwner { key, .. }
-            | Self::ExtendIfOwner { key, .. } => std::slice::from_ref(key),
+            | Self::ExtendIfOwner { key, .. }
+            | Self::ReadHolder { key } => std::slice::from_ref(key),
             Self::SetAllIfAbsent { keys, .. }
             | Self::ReleaseAllIfOwner { keys, .. }
             | Self::ExtendAllIfOwner { keys, .. } => keys,
@@ -168,6 +176,11 @@ impl Command {
             self,
             Self::ReleaseIfOwner { .. } | Self::ReleaseAllIfOwner { .. }
         )
+    }
+
+    /// Whether the command only reads: it creates, changes and deletes nothing on any node.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Self::ReadHolder { .. })
     }
 
     /// Whether the command can create a lock key (the `SET NX` of an acquisition round).
@@ -193,6 +206,7 @@ impl Command {
             | Self::ReleaseAllIfOwner { token, .. }
             | Self::ExtendAllIfOwner { token, .. }
             | Self::RaiseFence { token, .. } => Some(*token),
+            Self::ReadHolder { .. } => None,
         }
     }
 
@@ -310,6 +324,8 @@ pub enum Reply {
         /// The counter after the command.
         counter: u64,
     },
+    /// `ReadHolder`: what the node holds for the resource.
+    Read(KeyReading),
 }
 
 impl Reply {
@@ -562,6 +578,13 @@ impl fmt::Display for NodeStatus {
             Self::Replied(Reply::FenceRaised { counter }) => {
                 write!(f, "fence counter now {counter}")
             }
+            // As elsewhere, the holder's token stays out of messages.
+            Self::Replied(Reply::Read(reading)) => match (reading.value, reading.fence) {
+                (None, None) => f.write_str("free"),
+                (None, Some(counter)) => write!(f, "free (fence counter {counter})"),
+                (Some(_), None) => f.write_str("held"),
+                (Some(_), Some(counter)) => write!(f, "held (fence counter {counter})"),
+            },
             Self::Failed(failure) => fmt::Display::fmt(failure, f),
         }
     }
@@ -570,6 +593,35 @@ impl fmt::Display for NodeStatus {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reading_is_shown_without_its_token() {
+        use crate::{KeyReading, KeyValue};
+        let token = Token::from_bytes([0xab; 16]);
+        let held = KeyReading {
+            value: Some(KeyValue::Token(token)),
+            expires_in: Some(Duration::from_secs(1)),
+            fence: Some(3),
+        };
+        let show = |reading| NodeStatus::Replied(Reply::Read(reading)).to_string();
+        assert_eq!(show(held), "held (fence counter 3)");
+        assert_eq!(
+            show(KeyReading {
+                fence: None,
+                ..held
+            }),
+            "held"
+        );
+        assert_eq!(show(KeyReading::FREE), "free");
+        assert_eq!(
+            show(KeyReading {
+                fence: Some(2),
+                ..KeyReading::FREE
+            }),
+            "free (fence counter 2)"
+        );
+        assert!(!show(held).contains("abab"));
+    }
 
     #[test]
     fn request_ids_round_trip() {

@@ -9,7 +9,7 @@
 //!
 //! # The machines
 //!
-//! Four types implement [`Machine`] and are driven by the same loop (below):
+//! Five types implement [`Machine`] and are driven by the same loop (below):
 //!
 //! | machine     | sends                               | produces                                  |
 //! |-------------|-------------------------------------|-------------------------------------------|
@@ -17,6 +17,7 @@
 //! | [`Extend`]  | compare-and-`PEXPIRE` per node      | a new deadline, or why not                |
 //! | [`Release`] | compare-and-delete per node         | a [`ReleaseReport`] with one status/node  |
 //! | [`Keeper`]  | an [`Extend`] round when one is due | [`KeeperEvent`]s: extended, failed, hold limit, lost, and last [`KeeperEvent::Release`] (the one moment the lease may be released) |
+//! | [`HolderQuery`] | a read-only `GET`/`PTTL` of the key and its fence counter per node | a [`Holder`]: who holds the resource on a quorum, free, or unknown |
 //!
 //! The other decisions are values that send nothing; a driver feeds them events and `now`
 //! and asks what to do:
@@ -104,6 +105,7 @@ mod command;
 mod config;
 mod eligibility;
 mod extend;
+mod holder;
 mod keep_alive;
 mod key;
 mod lease;
@@ -135,6 +137,7 @@ pub use eligibility::{
     UPTIME_SLACK, info_field, quarantine_left, quarantine_wait,
 };
 pub use extend::{Extend, ExtendFailure, ExtendOutcome, Extension};
+pub use holder::{Holder, HolderQuery, KeyReading, KeyValue, Verdict};
 pub use keep_alive::{KeepAlive, Keeper, KeeperEvent, LeaseLost, ReleaseWhen};
 pub use key::{
     DEFAULT_KEY_PREFIX, LockKey, MAX_PREFIX_LEN, MAX_RESOURCE_LEN, MAX_RESOURCES, ResourceError,

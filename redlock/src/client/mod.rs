@@ -41,7 +41,7 @@
 //!
 //! | span or event | level | fields |
 //! |---|---|---|
-//! | spans `acquire`, `extend`, `release` (around each operation; its node events nest in it, also those of requests that finish in the background) | debug | `resource` |
+//! | spans `acquire`, `extend`, `release`, `holder` (around each operation; its node events nest in it, also those of requests that finish in the background) | debug | `resource` |
 //! | `lease acquired` | debug | `resource`, `attempt`, `validity_ms`, `fence` (a quorum-minted token; one from a `FenceSource` is minted after this event) |
 //! | `acquisition round failed; retrying`, `acquisition failed` | debug | `resource`, `attempt`, `reason` |
 //! | `node request failed` (a timeout, refusal, I/O or protocol error) | debug | `node`, `error` |
@@ -71,6 +71,7 @@ mod drive;
 mod fence;
 mod flight;
 mod freed;
+mod holder;
 mod identity;
 mod keep_alive;
 mod lanes;
@@ -107,6 +108,8 @@ use crate::core::{ConfigError, LockConfig, RetryPolicy, Target, Timestamp};
 use crate::error::Error;
 
 pub use crate::core::ReleaseReport;
+// What `Redlock::holder` answers.
+pub use crate::core::{Holder, KeyReading, KeyValue, Verdict};
 pub use crate::error::{NodeOutcome, NodeReport};
 
 /// A Redlock client over a fixed set of independent Redis masters.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
-use crate::core::{Command, LockKey, NodeFailure, Reply, Token};
+use crate::core::{Command, KeyReading, KeyValue, LockKey, NodeFailure, Reply, Token};
 use crate::lua::lock as scripts;
 
 /// Sends `command` on `connection` and reads the node's answer.
@@ -151,11 +151,64 @@ pub(crate) async fn run(
                 .map_err(classify)?;
             owner_reply(value, Reply::Extended, "extend")
         }
+        Command::ReadHolder { key } => read_holder(key, connection).await,
         // The core is its own package: a command added there needs its wire form here.
         other => Err(NodeFailure::Protocol(format!(
             "this client does not know how to send {other:?}"
         ))),
     }
+}
+
+/// `GET key`, `PTTL key` and `GET` of the fence counter in one `MULTI`, so that the three
+/// describe one moment (a key cannot expire between its value and its TTL). Read-only
+/// commands only: the query never creates or changes a key.
+async fn read_holder(
+    key: &LockKey,
+    connection: &mut MultiplexedConnection,
+) -> Result<Reply, NodeFailure> {
+    let (value, pttl, fence): (Option<Vec<u8>>, i64, Option<Vec<u8>>) = redis::pipe()
+        .atomic()
+        .get(key.as_str())
+        .pttl(key.as_str())
+        .get(key.fence_key())
+        .query_async(connection)
+        .await
+        .map_err(classify)?;
+    reading(value.as_deref(), pttl, fence.as_deref()).map(Reply::Read)
+}
+
+/// Reads the three answers of [`read_holder`].
+fn reading(
+    value: Option<&[u8]>,
+    pttl: i64,
+    fence: Option<&[u8]>,
+) -> Result<KeyReading, NodeFailure> {
+    let value = value.map(|held| Token::from_hex(held).map_or(KeyValue::Foreign, KeyValue::Token));
+    // -1: no expiry; -2: no key (PTTL in the same transaction as the GET, so only when
+    // `value` is `None` too).
+    let expires_in = match (&value, pttl) {
+        (Some(_), ms) if ms >= 0 => Some(Duration::from_millis(ms.unsigned_abs())),
+        _ => None,
+    };
+    let fence = match fence {
+        None => None,
+        Some(bytes) => Some(
+            std::str::from_utf8(bytes)
+                .ok()
+                .and_then(|text| text.parse::<u64>().ok())
+                .ok_or_else(|| {
+                    NodeFailure::Protocol(format!(
+                        "the fence counter is not a whole number ({} bytes)",
+                        bytes.len()
+                    ))
+                })?,
+        ),
+    };
+    Ok(KeyReading {
+        value,
+        expires_in,
+        fence,
+    })
 }
 
 /// `SET key token NX GET PX ttl`: the lock request. `GET` makes a refused `SET` answer with
@@ -279,7 +332,40 @@ fn one_line(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_DETAIL_CHARS, one_line};
+    use std::time::Duration;
+
+    use super::{MAX_DETAIL_CHARS, one_line, reading};
+    use crate::core::{KeyReading, KeyValue, NodeFailure, Token};
+
+    #[test]
+    fn holder_readings_parse_the_three_answers() {
+        let token = Token::from_bytes([0xcd; 16]);
+        assert_eq!(reading(None, -2, None), Ok(KeyReading::FREE));
+        assert_eq!(
+            reading(Some(&token.to_hex()), 1_500, Some(b"7")),
+            Ok(KeyReading {
+                value: Some(KeyValue::Token(token)),
+                expires_in: Some(Duration::from_millis(1_500)),
+                fence: Some(7),
+            })
+        );
+        // Not a token, and without expiry.
+        assert_eq!(
+            reading(Some(b"someone else"), -1, None),
+            Ok(KeyReading {
+                value: Some(KeyValue::Foreign),
+                expires_in: None,
+                fence: None,
+            })
+        );
+        // A fence counter that is not a number is reported, by size only.
+        for bad in [&b"-1"[..], b"x", b"18446744073709551616", b"\xff"] {
+            assert!(
+                matches!(reading(None, -2, Some(bad)), Err(NodeFailure::Protocol(ref m)) if m.contains("bytes")),
+                "{bad:?}"
+            );
+        }
+    }
 
     #[test]
     fn details_are_one_bounded_line() {
