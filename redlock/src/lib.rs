@@ -118,7 +118,7 @@ pub mod fencing;
 mod lua;
 
 #[cfg(feature = "tokio")]
-pub use client::{Lease, Redlock, RedlockBuilder};
+pub use client::{AcquireOptions, Lease, Redlock, RedlockBuilder};
 #[cfg(feature = "tokio")]
 pub use error::Error;
 

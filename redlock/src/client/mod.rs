@@ -47,7 +47,7 @@
 //! | `node request failed` (a timeout, refusal, I/O or protocol error) | debug | `node`, `error` |
 //! | `lease extended` | debug | `resource`, `extensions`, `validity_ms` |
 //! | `lease extension failed` | debug | `resource`, `reason` |
-//! | `lease released` | debug | `resource`, `released`, `not_held` |
+//! | `lease released` | debug | `resource`, `released`, `not_held`, `in_flight` |
 //! | `extension failed; retrying` (a kept-alive lease) | debug | `resource`, `error` |
 //! | `lease lost` (a kept-alive lease) | warn | `resource`, `reason` |
 //! | `node left out of quorums by the restart quarantine` | warn | `node`, `quarantine_ms`, `reason` |
@@ -77,6 +77,8 @@ mod lanes;
 mod lease;
 mod node;
 mod notifications;
+// Per-call acquisition options (`acquire_with`).
+mod options;
 mod redact;
 mod registry;
 mod telemetry;
@@ -92,6 +94,7 @@ pub use connect::ConnectReport;
 pub use fence::{FenceFuture, FenceSource, Fencing};
 pub use keep_alive::{KeepAlive, KeptLease, LeaseLost, LeaseSignal};
 pub use lease::Lease;
+pub use options::AcquireOptions;
 pub use telemetry::Stats;
 
 use self::acquire::Wait;
