@@ -14,7 +14,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::Lease;
 use super::clock::Clock;
-use super::lease::release;
+use super::lease::{Until, release};
 use crate::core::{
     Held, Keeper, KeeperEvent, Machine, ReleaseReport, ReleaseWhen, Timestamp, Token,
 };
@@ -319,7 +319,7 @@ async fn keep(
     drop(flight);
     let lost = keeper.is_lost();
     let held: Held = keeper.into_held();
-    let report = release(&redlock, &held, lanes, granted_at, lost).await;
+    let report = release(&redlock, &held, lanes, granted_at, lost, Until::Quorum).await;
     let reply = match (reply, stop) {
         (Some(reply), _) => Some(reply),
         // Released at the keys' expiry: the handle's release (if it ever comes) gets this
