@@ -109,6 +109,8 @@
 pub use redlock_core as core;
 
 #[cfg(feature = "tokio")]
+pub mod blocking;
+#[cfg(feature = "tokio")]
 pub mod client;
 #[cfg(feature = "tokio")]
 mod error;

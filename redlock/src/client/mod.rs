@@ -222,6 +222,11 @@ impl Redlock {
         &self.shared.background
     }
 
+    /// The keep-alive policy of [`with_lock`](Redlock::with_lock), for the blocking facade's.
+    pub(crate) fn keep_alive_policy(&self) -> KeepAlive {
+        self.keep_alive.clone()
+    }
+
     /// A flight of requests for one operation under `config`, ordered on `lanes`.
     pub(crate) fn flight(&self, config: &LockConfig, lanes: Lanes) -> Flight {
         Flight::new(
