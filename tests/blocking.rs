@@ -92,6 +92,13 @@ fn a_per_call_ttl_through_the_blocking_facade() {
     let pttl: i64 = redis::cmd("PTTL").arg(lease.key()).query(&mut c).unwrap();
     assert!((15_000..=20_000).contains(&pttl), "{pttl} ms");
     lease.release_all().unwrap();
+
+    let many = redlock
+        .acquire_many_with(["a", "b"], AcquireOptions::new().ttl(ms(20_000)))
+        .unwrap();
+    assert_eq!(many.as_async().resources().collect::<Vec<_>>(), ["a", "b"]);
+    assert!(many.remaining() > ms(15_000), "{:?}", many.remaining());
+    assert!(many.release_all().unwrap().is_complete());
     no_lock_keys(&fleet);
 }
 

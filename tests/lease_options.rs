@@ -96,6 +96,36 @@ async fn once_makes_a_single_round() {
     assert_no_lock_keys(&fleet).await;
 }
 
+/// Per-call options on a multi-resource lease: every key gets the call's TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_resource_lease_takes_the_calls_ttl() {
+    let fleet = fleet(3);
+    let redlock = builder(&fleet).ttl(ms(2_000)).build().unwrap();
+    let lease = redlock
+        .acquire_many_with(
+            ["account:1", "account:2"],
+            AcquireOptions::new().ttl(ms(20_000)).once(),
+        )
+        .await
+        .unwrap();
+    for key in ["redlock:account:1", "redlock:account:2"] {
+        for i in 0..3 {
+            let left = pttl(&fleet, i, key);
+            assert!(
+                (15_000..=20_000).contains(&left),
+                "{key} on node {i}: {left} ms"
+            );
+        }
+    }
+    let err = redlock
+        .acquire_many_with(["account:2", "account:3"], AcquireOptions::new().once())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Taken { .. }), "{err}");
+    assert!(lease.release_all().await.is_complete());
+    assert_no_lock_keys(&fleet).await;
+}
+
 /// A refused per-call TTL is a configuration error naming the field; no node is asked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_per_call_ttl_is_a_clear_error() {

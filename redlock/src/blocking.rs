@@ -257,6 +257,23 @@ impl Redlock {
         self.lease("Redlock::acquire_many", self.inner.acquire_many(resources))
     }
 
+    /// [`acquire_many`](Redlock::acquire_many) with this call's TTL and wait budget (see
+    /// [`crate::Redlock::acquire_many_with`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Redlock::acquire_many_with`], and [`Error::InsideAsyncRuntime`].
+    pub fn acquire_many_with<'a>(
+        &self,
+        resources: impl IntoIterator<Item = &'a str>,
+        options: AcquireOptions,
+    ) -> Result<Lease, Error> {
+        self.lease(
+            "Redlock::acquire_many_with",
+            self.inner.acquire_many_with(resources, options),
+        )
+    }
+
     fn lease(
         &self,
         call: &'static str,

@@ -475,6 +475,15 @@ impl Redlock {
         &self,
         resources: impl IntoIterator<Item = &'a str>,
     ) -> Result<Lease, Error> {
+        let target = self.many_target(resources)?;
+        self.acquire_target(target, Wait::Policy).await
+    }
+
+    /// The target of a multi-resource lease, refused on a handle with quorum fencing.
+    fn many_target<'a>(
+        &self,
+        resources: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Target, Error> {
         let target = Target::many(&self.shared.key_prefix, resources)?;
         if matches!(target, Target::Many(_)) && matches!(self.fencing, Fencing::Quorum) {
             return Err(ConfigError::new(
@@ -483,7 +492,7 @@ impl Redlock {
             )
             .into());
         }
-        self.acquire_target(target, Wait::Policy).await
+        Ok(target)
     }
 
     /// Like [`acquire`](Redlock::acquire), but a single round: no retry, no waiting in line

@@ -147,12 +147,47 @@ impl Redlock {
         options: AcquireOptions,
     ) -> Result<Lease, Error> {
         let target = Target::many(&self.shared.key_prefix, [resource])?;
-        let handle = match options.ttl {
+        self.for_call(&options)?
+            .acquire_target(target, options.wait_mode())
+            .await
+    }
+
+    /// [`acquire_many`](Redlock::acquire_many) with this call's [`AcquireOptions`], as
+    /// node-redlock's `acquire(resources, duration)`.
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: redlock::Redlock) -> Result<(), redlock::Error> {
+    /// use std::time::Duration;
+    /// use redlock::AcquireOptions;
+    ///
+    /// let options = AcquireOptions::new().ttl(Duration::from_secs(5));
+    /// let lease = redlock.acquire_many_with(["account:1", "account:2"], options).await?;
+    /// // ... move money between the two accounts ...
+    /// lease.release().await;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire_many`](Redlock::acquire_many) and [`acquire_with`](Redlock::acquire_with).
+    pub async fn acquire_many_with<'a>(
+        &self,
+        resources: impl IntoIterator<Item = &'a str>,
+        options: AcquireOptions,
+    ) -> Result<Lease, Error> {
+        let target = self.many_target(resources)?;
+        self.for_call(&options)?
+            .acquire_target(target, options.wait_mode())
+            .await
+    }
+
+    /// The handle this call's options make: this one, or one with the call's TTL.
+    fn for_call(&self, options: &AcquireOptions) -> Result<Self, Error> {
+        match options.ttl {
             // `with_ttl` validates the TTL and raises the default quarantine to cover it.
-            Some(ttl) if ttl != self.config.ttl() => self.with_ttl(ttl)?,
-            _ => self.clone(),
-        };
-        handle.acquire_target(target, options.wait_mode()).await
+            Some(ttl) if ttl != self.config.ttl() => self.with_ttl(ttl),
+            _ => Ok(self.clone()),
+        }
     }
 }
 
