@@ -194,7 +194,15 @@ fn dropping_the_last_handle_finishes_the_background_releases() {
 async fn inside_an_async_runtime_it_refuses_and_from_a_plain_thread_it_works() {
     let fleet = fleet(3);
     let err = builder(&fleet).build_blocking().unwrap_err();
-    assert!(matches!(err, Error::InsideAsyncRuntime { .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::InsideAsyncRuntime {
+                call: "RedlockBuilder::build_blocking"
+            }
+        ),
+        "{err}"
+    );
 
     let redlock = std::thread::scope(|s| {
         s.spawn(|| builder(&fleet).build_blocking().unwrap())

@@ -111,7 +111,7 @@ impl Drop for Owner {
     }
 }
 
-fn refuse_inside_runtime(call: &'static str) -> Result<(), Error> {
+pub(crate) fn refuse_inside_runtime(call: &'static str) -> Result<(), Error> {
     match Handle::try_current() {
         Ok(_) => Err(Error::InsideAsyncRuntime { call }),
         Err(_) => Ok(()),

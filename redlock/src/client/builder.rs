@@ -284,6 +284,7 @@ impl RedlockBuilder {
     /// As [`build`](Self::build), and
     /// [`Error::InsideAsyncRuntime`] when called from inside an async runtime.
     pub fn build_blocking(self) -> Result<crate::blocking::Redlock, Error> {
+        crate::blocking::refuse_inside_runtime("RedlockBuilder::build_blocking")?;
         crate::blocking::Redlock::new(self.build_async()?)
     }
 
