@@ -210,6 +210,22 @@ async fn the_release_report_tells_released_from_in_flight() {
     assert_no_lock_keys(&fleet).await;
 }
 
+/// A kept-alive lease releases at every node too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_alive_lease_releases_on_every_node() {
+    let fleet = fleet(3);
+    let redlock = builder(&fleet).build().unwrap();
+    let kept = redlock
+        .acquire("r")
+        .await
+        .unwrap()
+        .keep_alive(redlock::client::KeepAlive::default());
+    assert!(kept.is_valid());
+    let report = kept.release_all().await;
+    assert_eq!(report.to_string(), "released on 3 of 3 nodes");
+    assert_eq!(lock_keys(&fleet), 0, "{}", describe_keys(&fleet));
+}
+
 /// `release_all` is bounded by the per-node timeout: a paused node is reported failed, not
 /// waited for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
