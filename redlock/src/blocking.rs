@@ -123,7 +123,10 @@ impl Redlock {
     /// runtime of its own.
     ///
     /// The async handle's background work runs on the runtime current where it starts: on
-    /// this facade's runtime for everything started through it.
+    /// this facade's runtime for everything started through it, which stops with the last
+    /// handle. Wrap a handle that async code does not use as well (a fresh one, from
+    /// [`RedlockBuilder::build_blocking`](crate::RedlockBuilder::build_blocking)): its
+    /// release-notification subscriptions, once started here, stop with this runtime.
     ///
     /// # Errors
     ///
