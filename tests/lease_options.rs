@@ -94,6 +94,13 @@ async fn once_makes_a_single_round() {
         .unwrap_err();
     assert!(matches!(&err, Error::Taken { attempts: 1, .. }), "{err}");
     assert_eq!(redlock.stats().rounds, rounds + 1);
+    // A zero wait budget is one round too.
+    let err = redlock
+        .acquire_with("stock", AcquireOptions::new().wait(Duration::ZERO))
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, Error::Taken { attempts: 1, .. }), "{err}");
+    assert_eq!(redlock.stats().rounds, rounds + 2);
     holder.release().await;
     assert_no_lock_keys(&fleet).await;
 }
