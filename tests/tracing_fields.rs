@@ -155,7 +155,10 @@ async fn spans_and_events_carry_the_documented_fields() {
         &["resource", "extensions", "validity_ms"],
     );
     let released = captured.event("lease released");
-    has(&released, &["resource", "released", "not_held"]);
+    has(
+        &released,
+        &["resource", "released", "not_held", "in_flight"],
+    );
     // The release returns once a quorum let go: nodes 0, 1 and 2.
     assert_eq!(released.fields["released"], "3", "{released:?}");
     // The paused node's timeouts, logged after each operation returned (`settle` waits for

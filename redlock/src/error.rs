@@ -153,6 +153,17 @@ pub enum Error {
     #[error("the operating system's random number generator failed: {0}")]
     Entropy(String),
 
+    /// A method of the [blocking facade](crate::blocking) was called from inside an async
+    /// runtime, where blocking the thread would stall (or deadlock) the runtime. Use the
+    /// async [`Redlock`](crate::Redlock) there.
+    #[error(
+        "redlock::blocking::{call} was called from inside an async runtime, where blocking would stall it; use the async redlock::Redlock there"
+    )]
+    InsideAsyncRuntime {
+        /// The method called, e.g. `Redlock::acquire`.
+        call: &'static str,
+    },
+
     /// The client's internal driver stopped without a result; this is a bug.
     #[error("internal error: {0}")]
     Internal(&'static str),

@@ -17,8 +17,8 @@
 //!     let mut lease = redlock.acquire("stock-sync:warehouse-42").await?;
 //!     // ... the critical section; check `lease.is_valid()` before each external effect ...
 //!     lease.extend().await?; // long work: extend before the validity runs out
-//!     let report = lease.release().await; // compare-and-delete on every node
-//!     println!("released on {} of 3 nodes", report.released());
+//!     let report = lease.release_all().await; // compare-and-delete, waiting for every node
+//!     println!("{report}"); // released on 3 of 3 nodes
 //!     Ok(())
 //! }
 //! # #[cfg(not(feature = "tokio"))]
@@ -28,14 +28,18 @@
 //! The example needs tokio with the `macros` and `rt` features (`cargo add tokio --features
 //! macros,rt`). `acquire` retries (3 times by default, at most 100–200 ms apart: a waiter wakes
 //! as soon as the holder releases or its keys expire); `acquire_timeout` waits up to a given
-//! time; `try_acquire` makes one round. Errors say what happened on each node, and [`Error::is_retryable`] tells busy
+//! time; `try_acquire` makes one round; [`Redlock::acquire_with`] takes this call's TTL and
+//! wait budget ([`AcquireOptions`]). [`Lease::release`] returns as soon as a quorum no longer
+//! holds the key (the slower nodes are reported [in flight](core::ReleaseReport::in_flight));
+//! [`Lease::release_all`] waits for every node. Synchronous code uses [`blocking`], the same
+//! client on a runtime of its own. Errors say what happened on each node, and [`Error::is_retryable`] tells busy
 //! from broken.
 //!
 //! # Features
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `tokio` | yes | [`client`]: the async client over tokio and the `redis` crate. Without it only the pure algorithm core ([`core`]) is built, with no runtime and no Redis client, as the `redlock-sim` simulator uses it |
+//! | `tokio` | yes | [`client`]: the async client over tokio and the `redis` crate, and [`blocking`], its blocking facade. Without it only the pure algorithm core ([`core`]) is built, with no runtime and no Redis client, as the `redlock-sim` simulator uses it |
 //! | `metrics` | no | counters and histograms through the `metrics` facade (the Observability section of [`client`]) |
 //! | `tls-rustls` | no | `rediss://` node URLs through rustls, with ring as its crypto provider and the webpki root store; a private CA or a client certificate (mutual TLS) through [`RedlockBuilder::node_client`] and `redis::Client::build_with_tls` (below) |
 //! | `tls-native-tls` | no | `rediss://` node URLs through the platform's TLS library (OpenSSL on Linux, which needs its development files and `pkg-config` to build) |
@@ -109,6 +113,8 @@
 pub use redlock_core as core;
 
 #[cfg(feature = "tokio")]
+pub mod blocking;
+#[cfg(feature = "tokio")]
 pub mod client;
 #[cfg(feature = "tokio")]
 mod error;
@@ -118,7 +124,7 @@ pub mod fencing;
 mod lua;
 
 #[cfg(feature = "tokio")]
-pub use client::{Lease, Redlock, RedlockBuilder};
+pub use client::{AcquireOptions, Lease, Redlock, RedlockBuilder};
 #[cfg(feature = "tokio")]
 pub use error::Error;
 

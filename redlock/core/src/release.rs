@@ -1,6 +1,7 @@
 //! Release: compare-and-delete on every node, with a typed outcome per node.
 
 use std::collections::VecDeque;
+use std::fmt;
 
 use super::command::RequestKind;
 use super::round::count;
@@ -13,11 +14,36 @@ use super::{
 ///
 /// Releasing a lease that already expired is not an error: the nodes answer
 /// [`Reply::NotHeld`] and the report says so.
+///
+/// A release that returns at a quorum (the default, [`Release::new`]) leaves the other nodes
+/// **in flight**: they were asked, had not answered when the quorum was reached, and their
+/// requests finish in the background. A healthy node is usually among them, so count
+/// [`released`](Self::released) only on a report that [`is_complete`](Self::is_complete)
+/// (a release made [`waiting_for_all`](Release::waiting_for_all)) to learn where the key was
+/// deleted.
+///
+/// ```
+/// use redlock_core::{NodeFailure, NodeStatus, Reply, ReleaseReport};
+///
+/// let mut report = ReleaseReport::default();
+/// report.nodes = vec![
+///     NodeStatus::Replied(Reply::Released),
+///     NodeStatus::Replied(Reply::NotHeld),
+///     NodeStatus::Pending,
+/// ];
+/// assert_eq!((report.released(), report.not_held(), report.in_flight()), (1, 1, 1));
+/// assert!(report.is_quorum_free() && !report.is_complete());
+/// assert_eq!(
+///     report.to_string(),
+///     "released on 1 of 3 nodes, not held on 1, 1 still in flight"
+/// );
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReleaseReport {
     /// What each node did, indexed by [`NodeId::index`]. Nodes still in flight when the
-    /// release finished are `Pending`; their requests complete in the background.
+    /// release finished are [`NodeStatus::Pending`]; their requests complete in the
+    /// background.
     pub nodes: Vec<NodeStatus>,
 }
 
@@ -37,7 +63,8 @@ impl ReleaseReport {
         count(&self.nodes, Reply::HeldByOther)
     }
 
-    /// Nodes that failed (timeout, connection, server error).
+    /// Nodes that failed (timeout, connection, server error); their keys expire with the
+    /// TTL.
     pub fn failed(&self) -> usize {
         self.nodes
             .iter()
@@ -45,12 +72,23 @@ impl ReleaseReport {
             .count()
     }
 
-    /// Nodes that had not answered yet.
-    pub fn pending(&self) -> usize {
+    /// Nodes still in flight: asked, not answered when the release returned at a quorum.
+    /// Their requests finish in the background; this says nothing against them.
+    pub fn in_flight(&self) -> usize {
         self.nodes
             .iter()
             .filter(|s| matches!(s, NodeStatus::Pending))
             .count()
+    }
+
+    /// The older name of [`in_flight`](Self::in_flight).
+    pub fn pending(&self) -> usize {
+        self.in_flight()
+    }
+
+    /// Whether every node's outcome is known (none [in flight](Self::in_flight)).
+    pub fn is_complete(&self) -> bool {
+        self.in_flight() == 0
     }
 
     /// Whether a quorum of nodes is known to no longer hold our key, so another client can
@@ -60,10 +98,35 @@ impl ReleaseReport {
     }
 }
 
+/// `released on 2 of 3 nodes, 1 still in flight`: the released count and every other
+/// outcome that occurred, in words that tell them apart.
+impl fmt::Display for ReleaseReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let nodes = self.nodes.len();
+        let noun = if nodes == 1 { "node" } else { "nodes" };
+        write!(f, "released on {} of {nodes} {noun}", self.released())?;
+        let others = [
+            (self.not_held(), "not held on ", ""),
+            (self.held_by_other(), "held by another owner on ", ""),
+            (self.failed(), "failed on ", ""),
+            (self.in_flight(), "", " still in flight"),
+        ];
+        for (count, before, after) in others {
+            if count > 0 {
+                write!(f, ", {before}{count}{after}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The release state machine.
 ///
 /// It finishes when every node has answered, as soon as a quorum of nodes is known to no
-/// longer hold our key (the rest complete in the background), or at the per-node timeout.
+/// longer hold our key (the rest complete in the background and the report shows them
+/// [in flight](ReleaseReport::in_flight)), or at the per-node timeout. Made
+/// [`waiting_for_all`](Release::waiting_for_all), it waits for every node, still bounded by
+/// the per-node timeout.
 ///
 /// ```
 /// use redlock_core::*;
@@ -76,7 +139,7 @@ impl ReleaseReport {
 /// release.handle_reply(sent[0].request, Ok(Reply::Released), now);
 /// release.handle_reply(sent[1].request, Ok(Reply::NotHeld), now); // expired there
 /// let report = release.poll_outcome().unwrap();
-/// assert_eq!((report.released(), report.not_held(), report.pending()), (1, 1, 1));
+/// assert_eq!((report.released(), report.not_held(), report.in_flight()), (1, 1, 1));
 /// assert!(report.is_quorum_free());
 /// ```
 #[derive(Debug)]
@@ -85,6 +148,8 @@ pub struct Release {
     timeout_at: Timestamp,
     statuses: Vec<NodeStatus>,
     transmits: VecDeque<Transmit>,
+    /// Whether it waits for every node rather than for a quorum.
+    all: bool,
     done: bool,
     outcome: Option<ReleaseReport>,
 }
@@ -115,6 +180,7 @@ impl Release {
             timeout_at: now.saturating_add(config.node_timeout()),
             statuses: vec![NodeStatus::Pending; config.nodes()],
             transmits,
+            all: false,
             done: false,
             outcome: None,
         };
@@ -136,6 +202,38 @@ impl Release {
         self
     }
 
+    /// Finishes only when every node has answered or the per-node timeout has passed,
+    /// rather than at a quorum: the report then [is complete](ReleaseReport::is_complete).
+    /// Call it before polling the machine.
+    ///
+    /// ```
+    /// use redlock_core::*;
+    ///
+    /// let config = LockConfig::new(3);
+    /// let key = LockKey::new("redlock:", "report").unwrap();
+    /// let now = Timestamp::ZERO;
+    /// let token = Token::from_bytes([1; 16]);
+    /// let mut release = Release::new(&config, key, token, now).waiting_for_all();
+    /// let sent: Vec<Transmit> = std::iter::from_fn(|| release.poll_transmit()).collect();
+    /// release.handle_reply(sent[0].request, Ok(Reply::Released), now);
+    /// release.handle_reply(sent[1].request, Ok(Reply::Released), now);
+    /// assert!(release.poll_outcome().is_none(), "a quorum is not enough");
+    /// release.handle_reply(sent[2].request, Ok(Reply::Released), now);
+    /// let report = release.poll_outcome().unwrap();
+    /// assert_eq!(report.to_string(), "released on 3 of 3 nodes");
+    /// ```
+    #[must_use]
+    pub fn waiting_for_all(mut self) -> Self {
+        self.all = true;
+        // `new` or `sparing` may have decided at a quorum already: undo that, unless it was
+        // taken.
+        if self.outcome.take().is_some() {
+            self.done = false;
+        }
+        self.decide();
+        self
+    }
+
     fn decide(&mut self) {
         if self.done {
             return;
@@ -143,9 +241,9 @@ impl Release {
         let report = ReleaseReport {
             nodes: self.statuses.clone(),
         };
-        let all_answered = report.pending() == 0;
+        let all_answered = report.is_complete();
         let freed = report.released() + report.not_held() + report.held_by_other();
-        if all_answered || freed >= self.quorum {
+        if all_answered || (!self.all && freed >= self.quorum) {
             self.done = true;
             self.outcome = Some(report);
         }
@@ -255,6 +353,85 @@ mod tests {
         // Node 0 never got the SET, node 1 had another owner's key: nothing to delete there.
         assert_eq!(sent, [2, 3, 4]);
         assert_eq!(release.poll_outcome(), None);
+    }
+
+    #[test]
+    fn waiting_for_all_finishes_at_the_last_answer_or_the_timeout() {
+        let config = LockConfig::new(3);
+        let key = LockKey::new("", "r").unwrap();
+        let t0 = Timestamp::ZERO;
+        let mut m = Release::new(&config, key, Token::from_bytes([1; 16]), t0).waiting_for_all();
+        let sent: Vec<_> = std::iter::from_fn(|| m.poll_transmit()).collect();
+        m.handle_reply(sent[0].request, Ok(Reply::Released), t0);
+        m.handle_reply(sent[1].request, Ok(Reply::NotHeld), t0);
+        assert!(m.poll_outcome().is_none());
+        m.handle_timeout(m.poll_timeout().unwrap());
+        let report = m.poll_outcome().unwrap();
+        assert!(report.is_complete());
+        assert_eq!(
+            (report.released(), report.not_held(), report.failed()),
+            (1, 1, 1)
+        );
+        assert_eq!(
+            report.to_string(),
+            "released on 1 of 3 nodes, not held on 1, failed on 1"
+        );
+    }
+
+    #[test]
+    fn waiting_for_all_undoes_a_decision_the_spared_nodes_made() {
+        let config = LockConfig::new(3);
+        let key = LockKey::new("", "r").unwrap();
+        let spared =
+            |node: NodeId| (node.index() < 2).then_some(NodeStatus::Replied(Reply::NotHeld));
+        let quorum_only = Release::new(
+            &config,
+            key.clone(),
+            Token::from_bytes([1; 16]),
+            Timestamp::ZERO,
+        )
+        .sparing(spared)
+        .poll_outcome()
+        .expect("two spared nodes are a quorum");
+        assert_eq!(quorum_only.in_flight(), 1);
+        let mut all = Release::new(&config, key, Token::from_bytes([1; 16]), Timestamp::ZERO)
+            .sparing(spared)
+            .waiting_for_all();
+        assert_eq!(all.poll_outcome(), None);
+        let sent: Vec<_> = std::iter::from_fn(|| all.poll_transmit()).collect();
+        assert_eq!(sent.len(), 1);
+        all.handle_reply(sent[0].request, Ok(Reply::Released), Timestamp::ZERO);
+        let report = all.poll_outcome().unwrap();
+        assert_eq!(
+            (report.released(), report.not_held(), report.in_flight()),
+            (1, 2, 0)
+        );
+    }
+
+    #[test]
+    fn the_report_names_each_outcome_apart() {
+        let report = ReleaseReport {
+            nodes: vec![
+                NodeStatus::Replied(Reply::Released),
+                NodeStatus::Replied(Reply::HeldByOther),
+                NodeStatus::Failed(NodeFailure::Refused),
+                NodeStatus::Pending,
+                NodeStatus::Pending,
+            ],
+        };
+        assert_eq!(
+            report.to_string(),
+            "released on 1 of 5 nodes, held by another owner on 1, failed on 1, 2 still in flight"
+        );
+        assert_eq!(report.pending(), report.in_flight());
+        let one = ReleaseReport {
+            nodes: vec![NodeStatus::Replied(Reply::Released)],
+        };
+        assert_eq!(one.to_string(), "released on 1 of 1 node");
+        assert_eq!(
+            ReleaseReport::default().to_string(),
+            "released on 0 of 0 nodes"
+        );
     }
 
     #[test]

@@ -306,6 +306,33 @@ impl RedlockBuilder {
     /// [`Error::Config`], naming the field, when a node URL does not parse (shown without
     /// its password), two nodes share an address, or a parameter is out of range.
     pub fn build(self) -> Result<Redlock, Error> {
+        self.build_async()
+    }
+
+    /// Builds a [blocking client](crate::blocking::Redlock) for synchronous code: the
+    /// client [`build`](Self::build) makes, on a tokio runtime of its own.
+    ///
+    /// ```no_run
+    /// # fn demo() -> Result<(), redlock::Error> {
+    /// let redlock = redlock::Redlock::builder()
+    ///     .nodes(["redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"])
+    ///     .build_blocking()?;
+    /// let lease = redlock.acquire("nightly-report")?;
+    /// // ... the job ...
+    /// lease.release()?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](Self::build), and
+    /// [`Error::InsideAsyncRuntime`] when called from inside an async runtime.
+    pub fn build_blocking(self) -> Result<crate::blocking::Redlock, Error> {
+        crate::blocking::refuse_inside_runtime("RedlockBuilder::build_blocking")?;
+        crate::blocking::Redlock::new(self.build_async()?)
+    }
+
+    fn build_async(self) -> Result<Redlock, Error> {
         let (nodes, subscribers) = open_nodes(self.nodes, self.connect_timeout)?;
         if let Some(factor) = self.invalid_drift_factor {
             return Err(ConfigError::new(

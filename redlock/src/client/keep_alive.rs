@@ -14,7 +14,7 @@ use tokio::sync::{oneshot, watch};
 
 use super::Lease;
 use super::clock::Clock;
-use super::lease::release;
+use super::lease::{Until, release};
 use crate::core::{
     Held, Keeper, KeeperEvent, Machine, ReleaseReport, ReleaseWhen, Timestamp, Token,
 };
@@ -172,8 +172,8 @@ pub struct KeptLease {
 /// What the handle tells the keeper task when it lets the lease go.
 #[derive(Debug)]
 enum Stop {
-    /// The work has stopped: release now.
-    Confirmed(oneshot::Sender<ReleaseReport>),
+    /// The work has stopped: release now, returning at a quorum or at every node's answer.
+    Confirmed(oneshot::Sender<ReleaseReport>, Until),
     /// The work may outlive the lease: stop extending, release when the keys have expired.
     Unconfirmed(oneshot::Sender<ReleaseReport>),
 }
@@ -208,7 +208,17 @@ impl KeptLease {
     /// stopped (it returned, its future was dropped, its processes are gone): that is what
     /// lets a lost lease be released before its keys expire.
     pub async fn release(self) -> ReleaseReport {
-        self.stop(Stop::Confirmed).await
+        self.stop(|reply| Stop::Confirmed(reply, Until::Quorum))
+            .await
+    }
+
+    /// Like [`release`](KeptLease::release), but the release waits for every node's
+    /// answer, each bounded by the per-node timeout (see
+    /// [`Lease::release_all`]). If the keeper had already released the lease (it was lost
+    /// and its keys expired), the report is that release's.
+    pub async fn release_all(self) -> ReleaseReport {
+        self.stop(|reply| Stop::Confirmed(reply, Until::AllNodes))
+            .await
     }
 
     /// Stops extending, and releases the lease at its [release
@@ -219,7 +229,10 @@ impl KeptLease {
         self.stop(Stop::Unconfirmed).await
     }
 
-    async fn stop(mut self, how: fn(oneshot::Sender<ReleaseReport>) -> Stop) -> ReleaseReport {
+    async fn stop(
+        mut self,
+        how: impl FnOnce(oneshot::Sender<ReleaseReport>) -> Stop,
+    ) -> ReleaseReport {
         let (reply, report) = oneshot::channel();
         if let Some(stop) = self.stop.take()
             && stop.send(how(reply)).is_ok()
@@ -281,6 +294,7 @@ async fn keep(
     let mut flight = redlock.flight(redlock.config(), lanes.clone());
     let mut stop = Some(stop);
     let mut reply = None;
+    let mut until = Until::Quorum;
     while !keeper.is_released() {
         while let Some(transmit) = keeper.poll_transmit() {
             flight.send(transmit);
@@ -302,8 +316,9 @@ async fn keep(
                         reply = Some(sender);
                         keeper.stop_unconfirmed(now);
                     }
-                    Ok(Stop::Confirmed(sender)) => {
+                    Ok(Stop::Confirmed(sender, asked)) => {
                         reply = Some(sender);
+                        until = asked;
                         keeper.work_stopped(now);
                     }
                     // A dropped handle says the work is over, as a release does.
@@ -319,13 +334,13 @@ async fn keep(
     drop(flight);
     let lost = keeper.is_lost();
     let held: Held = keeper.into_held();
-    let report = release(&redlock, &held, lanes, granted_at, lost).await;
+    let report = release(&redlock, &held, lanes, granted_at, lost, until).await;
     let reply = match (reply, stop) {
         (Some(reply), _) => Some(reply),
         // Released at the keys' expiry: the handle's release (if it ever comes) gets this
         // report.
         (None, Some(stop)) => stop.await.ok().map(|request| match request {
-            Stop::Confirmed(reply) | Stop::Unconfirmed(reply) => reply,
+            Stop::Confirmed(reply, _) | Stop::Unconfirmed(reply) => reply,
         }),
         (None, None) => None,
     };

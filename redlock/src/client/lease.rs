@@ -187,7 +187,11 @@ impl Lease {
     /// Never fails: releasing a lease that already expired reports the nodes as
     /// [`NotHeld`](crate::core::Reply::NotHeld), and a node that does not answer is reported
     /// as failed (its key expires with the TTL). It returns as soon as a quorum of nodes no
-    /// longer holds the key; the remaining requests finish in the background.
+    /// longer holds the key, when the resource is free for others; the remaining requests
+    /// finish in the background and the report shows those nodes
+    /// [in flight](ReleaseReport::in_flight), so on three healthy nodes it typically says
+    /// `released on 2 of 3 nodes, 1 still in flight`. Use
+    /// [`release_all`](Lease::release_all) to learn every node's outcome.
     ///
     /// # Cancel safety
     ///
@@ -201,9 +205,49 @@ impl Lease {
             self.lanes.clone(),
             self.granted_at,
             false,
+            Until::Quorum,
         )
         .await
     }
+
+    /// Like [`release`](Lease::release), but waits for every node's answer, each bounded
+    /// by the per-node timeout, so the report [is complete](ReleaseReport::is_complete): on
+    /// healthy nodes it says the key was deleted everywhere. Costs the slowest node's round
+    /// trip (at most the per-node timeout) where `release` costs the quorum's.
+    ///
+    /// ```no_run
+    /// # async fn demo(redlock: redlock::Redlock) -> Result<(), redlock::Error> {
+    /// let lease = redlock.acquire("nightly-report").await?;
+    /// let report = lease.release_all().await;
+    /// assert!(report.is_complete());
+    /// println!("{report}"); // released on 3 of 3 nodes
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`release`](Lease::release).
+    pub async fn release_all(mut self) -> ReleaseReport {
+        self.released = true;
+        release(
+            &self.redlock,
+            &self.held,
+            self.lanes.clone(),
+            self.granted_at,
+            false,
+            Until::AllNodes,
+        )
+        .await
+    }
+}
+
+/// When a release returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Until {
+    /// At a quorum of nodes no longer holding the key: the others stay in flight.
+    Quorum,
+    /// At every node's answer or the per-node timeout.
+    AllNodes,
 }
 
 /// The client error for a failed extension of the lease called `resource`.
@@ -231,6 +275,7 @@ pub(crate) async fn release(
     lanes: Lanes,
     granted_at: Instant,
     lost: bool,
+    until: Until,
 ) -> ReleaseReport {
     let clock = redlock.clock();
     let now = clock.now();
@@ -241,6 +286,9 @@ pub(crate) async fn release(
     let span = tracing::debug_span!("release", resource = %resource);
     let report = async {
         let mut machine = held.release(redlock.config(), now);
+        if until == Until::AllNodes {
+            machine = machine.waiting_for_all();
+        }
         let mut flight = redlock.flight(redlock.config(), lanes);
         drive(&mut machine, &mut flight, clock)
             .await
@@ -254,6 +302,7 @@ pub(crate) async fn release(
         resource = %resource,
         released = report.released(),
         not_held = report.not_held(),
+        in_flight = report.in_flight(),
         "lease released"
     );
     report
@@ -283,7 +332,7 @@ impl Drop for Lease {
         let granted_at = self.granted_at;
         let background = redlock.background().clone();
         background.spawn(&runtime, async move {
-            release(&redlock, &held, lanes, granted_at, false).await;
+            release(&redlock, &held, lanes, granted_at, false, Until::Quorum).await;
         });
     }
 }

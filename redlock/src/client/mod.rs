@@ -47,7 +47,7 @@
 //! | `node request failed` (a timeout, refusal, I/O or protocol error) | debug | `node`, `error` |
 //! | `lease extended` | debug | `resource`, `extensions`, `validity_ms` |
 //! | `lease extension failed` | debug | `resource`, `reason` |
-//! | `lease released` | debug | `resource`, `released`, `not_held` |
+//! | `lease released` | debug | `resource`, `released`, `not_held`, `in_flight` |
 //! | `extension failed; retrying` (a kept-alive lease) | debug | `resource`, `error` |
 //! | `lease lost` (a kept-alive lease) | warn | `resource`, `reason` |
 //! | `node left out of quorums by the restart quarantine` | warn | `node`, `quarantine_ms`, `reason` |
@@ -78,6 +78,8 @@ mod lanes;
 mod lease;
 mod node;
 mod notifications;
+// Per-call acquisition options (`acquire_with`).
+mod options;
 mod redact;
 mod registry;
 mod telemetry;
@@ -93,6 +95,7 @@ pub use connect::ConnectReport;
 pub use fence::{FenceFuture, FenceSource, Fencing};
 pub use keep_alive::{KeepAlive, KeptLease, LeaseLost, LeaseSignal};
 pub use lease::Lease;
+pub use options::AcquireOptions;
 pub use telemetry::Stats;
 
 use self::acquire::Wait;
@@ -220,6 +223,11 @@ impl Redlock {
 
     pub(crate) fn background(&self) -> &Background {
         &self.shared.background
+    }
+
+    /// The keep-alive policy of [`with_lock`](Redlock::with_lock), for the blocking facade's.
+    pub(crate) fn keep_alive_policy(&self) -> KeepAlive {
+        self.keep_alive.clone()
     }
 
     /// A flight of requests for one operation under `config`, ordered on `lanes`.
@@ -470,6 +478,15 @@ impl Redlock {
         &self,
         resources: impl IntoIterator<Item = &'a str>,
     ) -> Result<Lease, Error> {
+        let target = self.many_target(resources)?;
+        self.acquire_target(target, Wait::Policy).await
+    }
+
+    /// The target of a multi-resource lease, refused on a handle with quorum fencing.
+    fn many_target<'a>(
+        &self,
+        resources: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Target, Error> {
         let target = Target::many(&self.shared.key_prefix, resources)?;
         if matches!(target, Target::Many(_)) && matches!(self.fencing, Fencing::Quorum) {
             return Err(ConfigError::new(
@@ -478,7 +495,7 @@ impl Redlock {
             )
             .into());
         }
-        self.acquire_target(target, Wait::Policy).await
+        Ok(target)
     }
 
     /// Like [`acquire`](Redlock::acquire), but a single round: no retry, no waiting in line
