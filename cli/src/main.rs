@@ -75,11 +75,16 @@ fn fail(failure: &Failure) -> ExitCode {
 
 /// The library's own log lines (extensions, retries) go to stderr when `RUST_LOG` asks for
 /// them, e.g. `RUST_LOG=redlock=debug`; by default `redlock` prints only its own messages.
+/// They are coloured only on a terminal, and never under `NO_COLOR` (no-color.org): escape
+/// codes in a log file or a cron mail are noise.
 fn init_tracing() {
+    use std::io::IsTerminal;
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal() && !no_color)
             .init();
     }
 }

@@ -8,6 +8,7 @@
 //! process group gets `SIGKILL` (that margin before the validity ends, at once if `redlock`
 //! notices late). This file only reads the client's clock, waits, and sends the signals.
 
+use std::io::IsTerminal;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
@@ -124,7 +125,15 @@ async fn hold(
     report: &mut RunReport,
 ) -> Result<u8, Failure> {
     let asked = Instant::now();
-    let acquired = acquire(redlock, &args.resource, plan.wait, incoming, report).await;
+    let acquired = acquire(
+        redlock,
+        &args.resource,
+        plan.wait,
+        args.quiet,
+        incoming,
+        report,
+    )
+    .await;
     report.waited_ms = Some(run_report::ms(asked.elapsed()));
     let granted = Instant::now();
     let lease = match acquired {
@@ -288,10 +297,16 @@ fn check_env_name(name: &str) -> Result<(), Failure> {
 /// a quorum; each then releases its keys, and a retry after a random delay lets one win
 /// instead of all giving up. They also carry a cold process past its first round, which
 /// opens the connections within the per-node timeout.
+///
+/// A `wait` longer than the policy's starts with a single round, so that a long wait is
+/// announced on stderr when it begins, with the reason (unless `quiet`): otherwise the
+/// command would say nothing for up to `wait`. On a terminal a line below it counts the
+/// time waited, and is erased when the wait ends; a pipe gets the announcement alone.
 async fn acquire(
     redlock: &Redlock,
     resource: &str,
     wait: Duration,
+    quiet: bool,
     incoming: &mut Incoming,
     report: &mut RunReport,
 ) -> Result<redlock::Lease, Failure> {
@@ -299,15 +314,38 @@ async fn acquire(
     let policy = redlock.config().retry().max_wait();
     // A wait too long to represent saturates the deadline: as good as forever.
     let acquired = async {
-        if wait > policy {
-            redlock.acquire_timeout(resource, wait).await
-        } else {
-            redlock.acquire(resource).await
+        if wait <= policy {
+            return redlock.acquire(resource).await.map_err(|e| (e, 0));
         }
+        match redlock.try_acquire(resource).await {
+            Ok(lease) => return Ok(lease),
+            Err(error) if !error.is_retryable() => return Err((error, 0)),
+            Err(error) if !quiet => eprintln!("redlock: {}", waiting_for(&error, resource, wait)),
+            Err(_) => {}
+        }
+        let waiting = redlock.acquire_timeout(resource, wait.saturating_sub(started.elapsed()));
+        let outcome = if quiet || !std::io::stderr().is_terminal() {
+            waiting.await
+        } else {
+            let _line = ElapsedLine;
+            tokio::pin!(waiting);
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tokio::select! {
+                    outcome = &mut waiting => break outcome,
+                    _ = tick.tick() => {
+                        let waited = Duration::from_secs(started.elapsed().as_secs());
+                        eprint!("\r\x1b[2Kredlock: waited {} of {}", show(waited), show(wait));
+                    }
+                }
+            }
+        };
+        // The single round came first.
+        outcome.map_err(|e| (e, 1))
     };
     tokio::select! {
-        acquired = acquired => acquired.map_err(|error| {
-            let rounds = error.attempts().unwrap_or(1);
+        acquired = acquired => acquired.map_err(|(error, earlier)| {
+            let rounds = error.attempts().unwrap_or(1) + earlier;
             report.outcome = Outcome::Refused;
             report.rounds = Some(rounds);
             refusal(&error, rounds, started.elapsed())
@@ -321,6 +359,26 @@ async fn acquire(
                 format!("interrupted by {received} while waiting for `{resource}`; the command did not run"),
             ))
         }
+    }
+}
+
+/// The announcement of a long wait, from the first round's refusal.
+fn waiting_for(error: &redlock::Error, resource: &str, wait: Duration) -> String {
+    let why = match error {
+        redlock::Error::Taken { .. } => format!("`{resource}` is held by another owner"),
+        redlock::Error::NoQuorum { .. } => format!("too few nodes available to lock `{resource}`"),
+        _ => format!("`{resource}` could not be locked yet"),
+    };
+    format!("{why}; waiting up to {} for it", show(wait))
+}
+
+/// The terminal's elapsed-time line during a wait: erased when the wait ends, however it
+/// ends (a signal drops the wait), so that the next message starts on a clean line.
+struct ElapsedLine;
+
+impl Drop for ElapsedLine {
+    fn drop(&mut self) {
+        eprint!("\r\x1b[2K");
     }
 }
 

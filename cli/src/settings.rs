@@ -292,12 +292,29 @@ impl Settings {
         }
     }
 
-    /// Builds the client.
+    /// Builds the client, and warns on stderr about settings that work but cost something
+    /// (an even number of nodes).
     ///
     /// # Errors
     ///
     /// A usage failure naming where the refused value was written.
     pub(crate) fn client(&self) -> Result<Redlock, Failure> {
+        let redlock = self.client_unannounced()?;
+        if let Ok(warnings) = redlock.config().validate() {
+            for warning in warnings {
+                eprintln!("redlock: warning: {warning}");
+            }
+        }
+        Ok(redlock)
+    }
+
+    /// Builds the client without the warnings, for `redlock doctor`, whose report lists them
+    /// among its findings: said on stderr too, each would be said twice.
+    ///
+    /// # Errors
+    ///
+    /// As [`client`](Self::client).
+    pub(crate) fn client_unannounced(&self) -> Result<Redlock, Failure> {
         let mut builder = Redlock::builder().nodes(self.nodes.iter().map(|n| n.value.clone()));
         if let Some(ttl) = &self.ttl {
             builder = builder.ttl(ttl.value);
@@ -327,11 +344,6 @@ impl Settings {
             },
             other => Failure::new(crate::exit::for_error(&other), other.to_string()),
         })?;
-        if let Ok(warnings) = redlock.config().validate() {
-            for warning in warnings {
-                eprintln!("redlock: warning: {warning}");
-            }
-        }
         Ok(redlock)
     }
 

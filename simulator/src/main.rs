@@ -35,6 +35,10 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Print every column and the full scenario names, one line per run (about 250
+        /// columns for the catalogue) instead of the table that fits 100 columns.
+        #[arg(long, conflicts_with = "json")]
+        wide: bool,
         /// Run with this fencing-token source instead of the file's: linearizable,
         /// redis-counter or quorum-minted. The expectations then no longer apply: the result
         /// column shows "-" and the exit code ignores them.
@@ -147,19 +151,61 @@ fn parse_tokens(name: &str) -> Result<redlock_sim::scenario::TokenSource, String
     }
 }
 
+/// How `run` prints its reports.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RunFormat {
+    /// The table that fits 100 columns, with its legend.
+    Table,
+    /// Every column, full names.
+    Wide,
+    Json,
+}
+
+/// A progress bar on stderr for `total` runs, drawn only when stderr is a terminal:
+/// indicatif hides a bar whose target is not one, so that a pipe or a file receives exactly
+/// the output a script reads, with no carriage returns.
+fn progress_bar(total: u64, what: &str) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(total),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{msg} {wide_bar} {pos}/{len} runs, {elapsed} elapsed, about {eta} left",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_message(what.to_owned());
+    // One long run would otherwise freeze the elapsed time.
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
+    bar
+}
+
+/// `1 run`, `65 runs`: the summary line stays within 100 columns up to millions of runs.
+fn counted(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}
+
 fn run(
     paths: &[PathBuf],
     seed: Option<u64>,
     seeds: u64,
-    json: bool,
+    format: RunFormat,
     tokens: Option<&str>,
 ) -> Result<bool, String> {
     let files = scenario_files(paths)?;
     let tokens = tokens.map(parse_tokens).transpose()?;
+    let scenarios = files
+        .iter()
+        .map(|file| load(file))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut reports: Vec<Report> = Vec::new();
     let started = std::time::Instant::now();
-    for file in &files {
-        let mut scenario = load(file)?;
+    let bar = progress_bar(files.len() as u64 * seeds.max(1), "run");
+    for (file, mut scenario) in files.iter().zip(scenarios) {
         if let Some(tokens) = tokens {
             scenario = scenario.with_tokens(tokens);
         }
@@ -167,29 +213,43 @@ fn run(
         for offset in 0..seeds.max(1) {
             let seed = first.wrapping_add(offset);
             let run = redlock_sim::run(&scenario, seed, false)
-                .map_err(|e| format!("{}: seed {seed}: {e}", file.display()))?;
+                .map_err(|e| format!("{}: seed {seed}: {e}", file.display()));
+            let run = match run {
+                Ok(run) => run,
+                Err(e) => {
+                    bar.finish_and_clear();
+                    return Err(e);
+                }
+            };
             let mut report = run.report;
             if tokens.is_some() {
                 // The file's expectations were written for its own token source.
                 report.uncheck();
             }
             reports.push(report);
+            bar.inc(1);
         }
     }
+    bar.finish_and_clear();
     let all_match = !reports.iter().any(Report::mismatched);
-    if json {
+    if format == RunFormat::Json {
         println!(
             "{}",
             serde_json::to_string_pretty(&reports).map_err(|e| e.to_string())?
         );
     } else {
-        print!("{}", redlock_sim::report::table(&reports));
+        if format == RunFormat::Wide {
+            print!("{}", redlock_sim::report::table(&reports));
+        } else {
+            print!("{}", redlock_sim::report::compact_table(&reports));
+            print!("\n{}", redlock_sim::report::COMPACT_LEGEND);
+        }
         let events: u64 = reports.iter().map(|r| r.events).sum();
         let wall = started.elapsed();
         println!(
-            "\n{} run(s) of {} scenario(s): {} matched, {} mismatched{}; {events} events in {wall:.2?} ({:.0} events/s)",
-            reports.len(),
-            files.len(),
+            "\n{} of {}: {} matched, {} mismatched{}; {events} events in {wall:.2?} ({:.0} events/s)",
+            counted(reports.len(), "run"),
+            counted(files.len(), "scenario"),
             reports.iter().filter(|r| r.matches).count(),
             reports.iter().filter(|r| r.mismatched()).count(),
             match reports.iter().filter(|r| r.unchecked).count() {
@@ -290,15 +350,12 @@ fn sweep(args: SweepArgs<'_>) -> Result<bool, String> {
         threads,
     };
     let total = spec.values.len() as u64 * spec.seeds;
-    let bar = indicatif::ProgressBar::with_draw_target(
-        Some(total),
-        indicatif::ProgressDrawTarget::stderr(),
-    );
+    let bar = progress_bar(total, &format!("sweep {}", args.param));
     let started = std::time::Instant::now();
     let result =
-        redlock_sim::sweep::sweep(&scenario, &spec, &|done, _| bar.set_position(done as u64))
-            .map_err(|e| e.to_string())?;
+        redlock_sim::sweep::sweep(&scenario, &spec, &|done, _| bar.set_position(done as u64));
     bar.finish_and_clear();
+    let result = result.map_err(|e| e.to_string())?;
     if args.json {
         println!(
             "{}",
@@ -331,8 +388,16 @@ fn main() -> ExitCode {
             seed,
             seeds,
             json,
+            wide,
             tokens,
-        } => run(paths, *seed, *seeds, *json, tokens.as_deref()),
+        } => {
+            let format = match (*json, *wide) {
+                (true, _) => RunFormat::Json,
+                (false, true) => RunFormat::Wide,
+                (false, false) => RunFormat::Table,
+            };
+            run(paths, *seed, *seeds, format, tokens.as_deref())
+        }
         Command::Explain {
             file,
             seed,

@@ -141,7 +141,8 @@ impl Report {
     }
 }
 
-/// Renders reports as an aligned text table.
+/// Renders reports as an aligned text table with every column and the full scenario names
+/// (`run --wide`): as wide as its longest name, about 250 columns for the catalogue.
 pub fn table(reports: &[Report]) -> String {
     let header = [
         "scenario",
@@ -177,40 +178,176 @@ pub fn table(reports: &[Report]) -> String {
                 format!("{}/{}", r.counts.rejected[1], r.counts.rejected[2]),
                 tokens_cell(&r.counts),
                 r.seed.to_string(),
-                // An unchecked run's verdicts were not compared with anything.
-                if r.unchecked {
-                    "-".into()
-                } else if r.matches {
-                    "ok".into()
-                } else {
-                    "MISMATCH".into()
-                },
+                result_cell(r),
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
+    let widths = column_widths(&header, &rows);
+    let mut out = aligned(&header.map(String::from), &widths);
+    out.push('\n');
     for row in &rows {
+        out.push_str(&aligned(row, &widths));
+        out.push('\n');
+    }
+    out
+}
+
+/// The width of the default table (`run` without `--wide`): an ordinary terminal's, with
+/// room to spare.
+pub const COMPACT_WIDTH: usize = 100;
+
+/// The narrowest the scenario column gets, however wide the other cells are (a 20-digit
+/// seed): narrower, names would break into too many lines to read.
+const MIN_NAME_WIDTH: usize = 20;
+
+/// Explains the compact table's abbreviations; each line fits [`COMPACT_WIDTH`].
+pub const COMPACT_LEGEND: &str = "\
+excl: mutual exclusion; VIOL: VIOLATED; PREV: PREVENTED_BY_FENCING
+tokens: incr = increasing, N rep = N leases repeated a token, N reg = N got a smaller one
+--wide: every column (leases, overlaps, stale and rejected accesses) and one line per run
+";
+
+/// Renders reports as a table that fits [`COMPACT_WIDTH`] columns: the verdicts abbreviated
+/// (see [`COMPACT_LEGEND`]), the counts left to `--wide` and `--json`, and each scenario's
+/// name wrapped at word boundaries. A run's first line holds every cell; its name's further
+/// lines start with two spaces and hold nothing else, so a reader scanning the verdict
+/// columns sees one line per run.
+pub fn compact_table(reports: &[Report]) -> String {
+    let header = [
+        "scenario", "excl", "plain", "fenced", "strict", "cause", "tokens", "seed", "result",
+    ];
+    let rows: Vec<[String; 9]> = reports
+        .iter()
+        .map(|r| {
+            [
+                r.scenario.clone(),
+                short_verdict(r.exclusion).into(),
+                short_verdict(r.verdicts[0]).into(),
+                short_verdict(r.verdicts[1]).into(),
+                short_verdict(r.verdicts[2]).into(),
+                r.cause.map_or_else(|| "-".into(), |c| c.to_string()),
+                short_tokens_cell(&r.counts),
+                r.seed.to_string(),
+                result_cell(r),
+            ]
+        })
+        .collect();
+    let mut widths = column_widths(&header, &rows);
+    // Whatever the other columns leave (two spaces between columns), down to a floor.
+    let others: usize = widths[1..].iter().map(|w| w + 2).sum();
+    widths[0] = widths[0].min(COMPACT_WIDTH.saturating_sub(others).max(MIN_NAME_WIDTH));
+    let mut out = aligned(&header.map(String::from), &widths);
+    out.push('\n');
+    for row in &rows {
+        let mut lines = wrap(&row[0], widths[0]).into_iter();
+        let mut first = row.clone();
+        first[0] = lines.next().unwrap_or_default();
+        out.push_str(&aligned(&first, &widths));
+        out.push('\n');
+        for more in lines {
+            out.push_str("  ");
+            out.push_str(&more);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Splits `text` into lines of at most `width` characters at spaces; continuation lines get
+/// two characters less, for the indent that marks them. A word longer than a line is cut.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for mut word in text.split_whitespace() {
+        loop {
+            let room = if lines.is_empty() {
+                width
+            } else {
+                width.saturating_sub(2).max(1)
+            };
+            let used = line.chars().count();
+            let length = word.chars().count();
+            if used == 0 && length <= room {
+                line.push_str(word);
+                break;
+            }
+            if used > 0 && used + 1 + length <= room {
+                line.push(' ');
+                line.push_str(word);
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word longer than a whole line: cut it.
+            let cut = word.char_indices().nth(room).map_or(word.len(), |(i, _)| i);
+            lines.push(word[..cut].to_owned());
+            word = &word[cut..];
+            if word.is_empty() {
+                break;
+            }
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+fn column_widths<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> [usize; N] {
+    let mut widths = header.map(str::len);
+    for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let line = |cells: &[String]| {
-        cells
-            .iter()
-            .zip(widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect::<Vec<_>>()
-            .join("  ")
-            .trim_end()
-            .to_owned()
-    };
-    let mut out = line(&header.map(String::from));
-    out.push('\n');
-    for row in &rows {
-        out.push_str(&line(row));
-        out.push('\n');
+    widths
+}
+
+/// One line of cells, each padded to its column's width, two spaces apart, without trailing
+/// blanks.
+fn aligned(cells: &[String], widths: &[usize]) -> String {
+    cells
+        .iter()
+        .zip(widths)
+        .map(|(c, &w)| format!("{c:<w$}"))
+        .collect::<Vec<_>>()
+        .join("  ")
+        .trim_end()
+        .to_owned()
+}
+
+/// The `result` cell: an unchecked run's verdicts were not compared with anything.
+fn result_cell(report: &Report) -> String {
+    if report.unchecked {
+        "-".into()
+    } else if report.matches {
+        "ok".into()
+    } else {
+        "MISMATCH".into()
     }
-    out
+}
+
+/// A verdict in at most four characters (the compact table's legend spells them out).
+fn short_verdict(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Safe => "SAFE",
+        Verdict::Violated => "VIOL",
+        Verdict::PreventedByFencing => "PREV",
+    }
+}
+
+/// [`tokens_cell`] in the compact table's abbreviations.
+fn short_tokens_cell(counts: &Counts) -> String {
+    let repeated = counts.fence_repeats;
+    let regressed = counts.fence_regressions - repeated;
+    match (repeated, regressed) {
+        (0, 0) => "incr".into(),
+        (r, 0) => format!("{r} rep"),
+        (0, g) => format!("{g} reg"),
+        (r, g) => format!("{r} rep {g} reg"),
+    }
 }
 
 /// The `tokens` cell: `increasing`, or how many leases repeated an earlier lease's token and
@@ -223,5 +360,28 @@ pub fn tokens_cell(counts: &Counts) -> String {
         (r, 0) => format!("{r} repeated"),
         (0, g) => format!("{g} regressed"),
         (r, g) => format!("{r} repeated, {g} regressed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_indents_for_continuations() {
+        assert_eq!(
+            wrap("RL-05 node crash with appendfsync everysec", 20),
+            ["RL-05 node crash", "with appendfsync", "everysec"]
+        );
+        assert_eq!(wrap("short", 20), ["short"]);
+        assert_eq!(wrap("", 20), [""]);
+    }
+
+    #[test]
+    fn wrap_cuts_a_word_longer_than_a_line() {
+        assert_eq!(wrap("abcdefghij", 4), ["abcd", "ef", "gh", "ij"]);
+        for line in wrap("a-very-long-unbroken-scenario-name and more", 10) {
+            assert!(line.chars().count() <= 10, "{line}");
+        }
     }
 }

@@ -178,18 +178,21 @@ fn an_overlap_nobody_used_violates_mutual_exclusion() {
     assert_eq!(reports[0]["counts"]["overlaps"], 1);
     assert_eq!(reports[0]["counts"]["used_overlaps"], 0);
 
-    let table = text(&sim(&["run", file]));
-    let row = table
-        .lines()
-        .find(|l| l.starts_with("RL-09"))
-        .unwrap_or_else(|| panic!("{table}"));
-    let cells: Vec<&str> = row.split_whitespace().collect();
-    assert!(
-        cells
-            .windows(5)
-            .any(|w| w == ["VIOLATED", "SAFE", "SAFE", "SAFE", "A"]),
-        "{row}"
-    );
+    // The default table abbreviates VIOLATED; the wide one spells it out.
+    for (flags, violated) in [(&[][..], "VIOL"), (&["--wide"][..], "VIOLATED")] {
+        let table = text(&sim(&[&["run", file][..], flags].concat()));
+        let row = table
+            .lines()
+            .find(|l| l.starts_with("RL-09"))
+            .unwrap_or_else(|| panic!("{table}"));
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert!(
+            cells
+                .windows(5)
+                .any(|w| w == [violated, "SAFE", "SAFE", "SAFE", "A"]),
+            "{row}"
+        );
+    }
 
     let explained = text(&sim(&["explain", file]));
     assert!(
@@ -214,12 +217,17 @@ fn another_token_source_leaves_the_expectation_unchecked_and_says_so() {
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", text(&output));
     let out = text(&output);
-    assert!(out.contains("PREVENTED_BY_FENCING"), "{out}");
-    let row = out
-        .lines()
-        .find(|l| l.starts_with("fencing: quorum-minted tokens repeat"))
-        .unwrap();
-    assert_eq!(row.split_whitespace().last(), Some("-"), "{out}");
+    // The row under the header: the run's cells, its name's first words leading.
+    let row = out.lines().nth(1).unwrap();
+    assert!(row.starts_with("fencing: quorum-minted"), "{out}");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert!(
+        cells
+            .windows(5)
+            .any(|w| w == ["VIOL", "VIOL", "PREV", "PREV", "A"]),
+        "{out}"
+    );
+    assert_eq!(cells.last(), Some(&"-"), "{out}");
     assert!(
         out.contains("0 matched, 0 mismatched, 1 unchecked"),
         "{out}"
@@ -237,4 +245,176 @@ fn another_token_source_leaves_the_expectation_unchecked_and_says_so() {
     let reports: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(reports[0]["unchecked"], true, "{reports}");
     assert_eq!(reports[0]["matches"], false, "{reports}");
+}
+
+/// The default table fits an ordinary terminal: no line of the whole catalogue's output, its
+/// legend and summary included, is wider than 100 columns, every run has its row, and every
+/// scenario's name is there in full once its wrapped lines are joined.
+#[test]
+fn the_default_table_fits_100_columns_for_the_whole_catalogue() {
+    let output = sim(&["run", "scenarios", "--seeds", "2"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let out = String::from_utf8(output.stdout).unwrap();
+    for line in out.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("scenario  "), "{out}");
+    // A run's first line ends with its result; its name's further lines start with spaces.
+    let mut names = Vec::new();
+    for line in &lines[1..] {
+        if line.is_empty() {
+            break;
+        }
+        if let Some(more) = line.strip_prefix("  ") {
+            let name: &mut String = names.last_mut().unwrap();
+            name.push(' ');
+            name.push_str(more);
+        } else {
+            assert!(line.ends_with(" ok"), "{line}");
+            // Names never hold two spaces in a row: the first run of them ends the cell.
+            names.push(line.split("  ").next().unwrap().to_owned());
+        }
+    }
+    let files = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "toml")
+        })
+        .count();
+    assert_eq!(names.len(), 2 * files, "{out}");
+    assert!(
+        names.contains(
+            &"RL-05 node crash with appendfsync everysec, before the fsync (no restart quarantine)"
+                .to_owned()
+        ),
+        "{names:#?}"
+    );
+    assert!(
+        out.contains("VIOL: VIOLATED; PREV: PREVENTED_BY_FENCING"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "{} runs of {files} scenarios: {} matched, 0 mismatched",
+            2 * files,
+            2 * files
+        )),
+        "{out}"
+    );
+}
+
+/// `--wide` keeps the full table: one line per run with every column, whatever its width.
+#[test]
+fn the_wide_table_has_every_column_and_one_line_per_run() {
+    let output = sim(&[
+        "run",
+        "scenarios/rl-05-crash-everysec-before-fsync.toml",
+        "--wide",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let out = String::from_utf8(output.stdout).unwrap();
+    let header: Vec<&str> = out
+        .lines()
+        .next()
+        .unwrap()
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "scenario",
+            "exclusion",
+            "plain",
+            "fenced",
+            "strict",
+            "cause",
+            "leases",
+            "overlaps",
+            "stale p/f/s",
+            "rejected f/s",
+            "tokens",
+            "seed",
+            "result"
+        ]
+    );
+    let row = out.lines().nth(1).unwrap();
+    assert!(
+        row.starts_with(
+            "RL-05 node crash with appendfsync everysec, before the fsync (no restart quarantine)  "
+        ),
+        "{out}"
+    );
+    assert!(
+        row.contains("VIOLATED") && row.contains("PREVENTED_BY_FENCING"),
+        "{out}"
+    );
+    assert!(out.lines().nth(2).unwrap().is_empty(), "{out}");
+    assert!(
+        !out.contains("VIOL:"),
+        "the wide table needs no legend: {out}"
+    );
+}
+
+/// In a pipe, a long run prints exactly its table: no progress bar, no carriage return, no
+/// escape sequence, nothing on stderr.
+#[test]
+fn a_run_in_a_pipe_shows_no_progress() {
+    let output = sim(&[
+        "run",
+        "scenarios/rl-00-baseline.toml",
+        "scenarios/rl-01-long-work.toml",
+        "--seeds",
+        "20",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(output.stderr.is_empty(), "{}", text(&output));
+    assert!(!output.stdout.contains(&b'\r'), "{}", text(&output));
+    assert!(!output.stdout.contains(&0x1b), "{}", text(&output));
+    let sweep = sim(&[
+        "sweep",
+        "scenarios/rl-00-baseline.toml",
+        "--param",
+        "latency",
+        "--values",
+        "1,2",
+        "--seeds",
+        "5",
+    ]);
+    assert!(sweep.status.success(), "{}", text(&sweep));
+    assert!(sweep.stderr.is_empty(), "{}", text(&sweep));
+    assert!(
+        !sweep.stdout.contains(&b'\r') && !sweep.stdout.contains(&0x1b),
+        "{}",
+        text(&sweep)
+    );
+}
+
+/// On a terminal the same run draws its progress on stderr (`script` gives it one), and
+/// clears it before the table.
+#[test]
+fn a_run_on_a_terminal_shows_progress() {
+    let command = format!(
+        "{} run scenarios/rl-00-baseline.toml --seeds 300 >/dev/null",
+        env!("CARGO_BIN_EXE_redlock-sim")
+    );
+    let output = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("script(1), from util-linux, gives the run a terminal");
+    assert!(output.status.success(), "{}", text(&output));
+    let terminal = String::from_utf8_lossy(&output.stdout);
+    assert!(terminal.contains("/300 runs"), "{terminal:?}");
+    assert!(terminal.contains('\r'), "{terminal:?}");
 }

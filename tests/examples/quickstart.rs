@@ -1,18 +1,20 @@
 //! Takes a lease on one resource across independent Redis nodes, shows a second client
 //! being refused, extends the lease, releases it and checks that no key is left.
 //!
-//! With no configuration it starts five local `redis-server` processes on free loopback
-//! ports and stops them at the end:
+//! `scripts/demo` runs it. It is a binary of the `redlock-tests` package rather than an
+//! example, so that building it leaves out the tests' dev-dependencies. With no
+//! configuration it starts five local `redis-server` processes on free loopback ports and
+//! stops them at the end:
 //!
 //! ```text
-//! cargo run --example quickstart
+//! cargo run -p redlock-tests --bin quickstart
 //! ```
 //!
 //! To use your own nodes instead, list them in `REDLOCK_NODES`:
 //!
 //! ```text
 //! REDLOCK_NODES=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379 \
-//!     cargo run --example quickstart
+//!     cargo run -p redlock-tests --bin quickstart
 //! ```
 
 use std::time::{Duration, Instant};

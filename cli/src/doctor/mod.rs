@@ -54,8 +54,9 @@ pub(crate) async fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
     };
     let settings = sources::from_sources(&args.nodes, flags)?;
     // Building the client checks every setting as `redlock run` would, and yields the
-    // addresses without credentials that the report shows.
-    let redlock = settings.client()?;
+    // addresses without credentials that the report shows. Its warnings are findings of the
+    // report (below), not lines on stderr.
+    let redlock = settings.client_unannounced()?;
     let clock_window = args.clock_window.unwrap_or(DEFAULT_CLOCK_WINDOW);
     if clock_window > MAX_CLOCK_WINDOW {
         return Err(Failure::usage(format!(

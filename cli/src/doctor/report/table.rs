@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{NodeSummary, Report, SettingsSummary, Verdict};
-use crate::doctor::finding::Level;
+use crate::doctor::finding::{Finding, Level};
 use crate::duration::show;
 use crate::numbers::{ms, pct, signed_pct, signed_us};
 
@@ -78,19 +78,21 @@ fn nodes(out: &mut String, report: &Report) {
 }
 
 /// The findings above `ok`, worst first (a stable sort: within a level, in the report's
-/// order), after a blank line when there are any.
+/// order), after a blank line when there are any. Findings that say the same thing about
+/// several nodes are printed once, naming every node they apply to: a fleet of five nodes
+/// without persistence gets one note, not five copies of it.
 fn findings(out: &mut String, report: &Report) {
-    let mut findings: Vec<_> = report
-        .findings
-        .iter()
-        .filter(|f| f.level > Level::Ok)
-        .collect();
-    findings.sort_by_key(|f| std::cmp::Reverse(f.level));
-    if !findings.is_empty() {
+    let mut groups = grouped(&report.findings);
+    groups.sort_by_key(|group| std::cmp::Reverse(group.finding.level));
+    if !groups.is_empty() {
         out.push('\n');
     }
-    for finding in findings {
-        let place = finding.node.as_deref().unwrap_or("fleet");
+    for Group { nodes, finding } in groups {
+        let place = if nodes.is_empty() {
+            "fleet".to_owned()
+        } else {
+            nodes.join(", ")
+        };
         let _ = writeln!(
             out,
             "{:7}  {place}: {}",
@@ -110,6 +112,44 @@ fn findings(out: &mut String, report: &Report) {
             let _ = writeln!(out, "         {label} {remedy}");
         }
     }
+}
+
+/// One printed finding and the nodes it applies to (none: the fleet).
+struct Group<'a> {
+    nodes: Vec<&'a str>,
+    finding: &'a Finding,
+}
+
+/// The findings above `ok`, identical ones merged: the same level, check, summary,
+/// condition, scenario and remedy, about nodes (each named once, in the report's order) or
+/// about the fleet. A group stands where its first finding stood.
+fn grouped(findings: &[Finding]) -> Vec<Group<'_>> {
+    let same = |a: &Finding, b: &Finding| {
+        a.node.is_some() == b.node.is_some()
+            && Finding {
+                node: None,
+                ..a.clone()
+            } == Finding {
+                node: None,
+                ..b.clone()
+            }
+    };
+    let mut groups: Vec<Group<'_>> = Vec::new();
+    for finding in findings.iter().filter(|f| f.level > Level::Ok) {
+        let node = finding.node.as_deref();
+        match groups.iter_mut().find(|g| same(g.finding, finding)) {
+            Some(group) => {
+                if let Some(node) = node.filter(|n| !group.nodes.contains(n)) {
+                    group.nodes.push(node);
+                }
+            }
+            None => groups.push(Group {
+                nodes: node.into_iter().collect(),
+                finding,
+            }),
+        }
+    }
+    groups
 }
 
 /// The counts by level and the verdict, with the exit code.
@@ -208,4 +248,71 @@ fn row(node: &NodeSummary, measured: bool) -> [String; 10] {
         rate,
         acl,
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Group, grouped};
+    use crate::doctor::catalogue::{self, Condition};
+    use crate::doctor::finding::{Check, Finding, Level};
+
+    fn note(node: Option<&str>, summary: &str) -> Finding {
+        let finding = Finding::new(Level::Note, Check::Persistence, Condition::Memory, summary)
+            .shown_by(catalogue::RL05_NO_PERSISTENCE)
+            .remedy("appendfsync always");
+        match node {
+            Some(node) => finding.at(node),
+            None => finding,
+        }
+    }
+
+    fn shown<'a>(groups: &'a [Group<'a>]) -> Vec<(Vec<&'a str>, &'a str)> {
+        groups
+            .iter()
+            .map(|g| (g.nodes.clone(), g.finding.summary.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn identical_findings_about_several_nodes_are_one() {
+        let findings = [
+            note(Some("a:1"), "no append-only file"),
+            note(Some("b:1"), "up 1s"),
+            note(Some("b:1"), "no append-only file"),
+            note(Some("c:1"), "no append-only file"),
+            Finding::new(Level::Ok, Check::Persistence, Condition::Memory, "fine").at("d:1"),
+        ];
+        assert_eq!(
+            shown(&grouped(&findings)),
+            [
+                (vec!["a:1", "b:1", "c:1"], "no append-only file"),
+                (vec!["b:1"], "up 1s"),
+            ]
+        );
+    }
+
+    #[test]
+    fn findings_that_differ_in_anything_but_the_node_stay_apart() {
+        let mut warning = note(Some("b:1"), "no append-only file");
+        warning.level = Level::Warning;
+        let mut other_remedy = note(Some("c:1"), "no append-only file");
+        other_remedy.remedy = Some("something else".into());
+        let findings = [
+            note(Some("a:1"), "no append-only file"),
+            warning,
+            other_remedy,
+            // The fleet's finding is not a node's, even with the same words.
+            note(None, "no append-only file"),
+            note(None, "no append-only file"),
+        ];
+        assert_eq!(
+            shown(&grouped(&findings)),
+            [
+                (vec!["a:1"], "no append-only file"),
+                (vec!["b:1"], "no append-only file"),
+                (vec!["c:1"], "no append-only file"),
+                (vec![], "no append-only file"),
+            ]
+        );
+    }
 }
