@@ -3,8 +3,8 @@
 //!
 //! Several rates are often equal (every mode violated in every run, or none): drawn where
 //! they are, their lines would hide each other. Each series therefore has its own marker
-//! shape and dash pattern, and the series at one value are drawn side by side: the markers
-//! a few pixels apart across, the lines a few pixels apart up and down, in a fixed order
+//! shape and dash pattern, and equal rates are drawn side by side: the lines a few pixels
+//! apart up and down, the markers of equal rates a few pixels apart across, in a fixed order
 //! that the legend shows.
 
 use plotters::coord::Shift;
@@ -91,8 +91,8 @@ const PLOT_HEIGHT: u32 = 420;
 const TITLE_PX: u32 = 19;
 const LEGEND_PX: u32 = 14;
 const LEGEND_ROW: i32 = 22;
-/// Pixels between two series drawn side by side: up and down (lines), across (markers,
-/// at most; less when the values are close together on the axis).
+/// Pixels between two series drawn side by side: up and down (lines), across (markers of
+/// equal rates, at most; less, down to 6, when the values are close together on the axis).
 const NUDGE_Y: f64 = 2.0;
 const NUDGE_X: f64 = 7.0;
 const MARKER: i32 = 3;
@@ -193,6 +193,19 @@ fn line<DB: DrawingBackend>(
     }
 }
 
+/// How many steps left (negative) or right series `series`'s marker at point `index` moves:
+/// none when no other series has the same rate there, else its place among those that do,
+/// centred. A marker moves only where it would hide or be hidden.
+fn beside(sweep: &Sweep, index: usize, series: usize) -> f64 {
+    let point = &sweep.points[index];
+    let rate = (SERIES[series].rate)(point);
+    let equal: Vec<usize> = (0..SERIES.len())
+        .filter(|&k| ((SERIES[k].rate)(point) - rate).abs() < 0.01)
+        .collect();
+    let place = equal.iter().position(|&k| k == series).unwrap_or(0);
+    place as f64 - (equal.len() as f64 - 1.0) / 2.0
+}
+
 /// Renders the sweep as an SVG chart.
 ///
 /// # Errors
@@ -283,7 +296,9 @@ fn draw(sweep: &Sweep) -> Result<(String, Markers), String> {
                 f64::from((b - a).abs())
             })
             .fold(f64::INFINITY, f64::min);
-        let nudge_x = NUDGE_X.min(step_px / (SERIES.len() as f64 + 1.0));
+        // Never closer than 6 px: a marker reaches 4 px from its centre, and the centre of
+        // its neighbour must stay clear.
+        let nudge_x = NUDGE_X.min(step_px / SERIES.len() as f64).max(6.0);
         let middle = (SERIES.len() as f64 - 1.0) / 2.0;
         // A series' line runs through its values, a few pixels up or down; its markers sit on
         // the line, a few pixels left or right, so that equal values show every marker.
@@ -323,9 +338,8 @@ fn draw(sweep: &Sweep) -> Result<(String, Markers), String> {
             )?;
         }
         for (i, (series, points)) in SERIES.iter().zip(&placed).enumerate() {
-            let across = (i as f64 - middle) * nudge_x;
-            for &(x, y) in points {
-                let point = (px(x + across), px(y));
+            for (j, &(x, y)) in points.iter().enumerate() {
+                let point = (px(x + beside(sweep, j, i) * nudge_x), px(y));
                 marker(&root, series.shape, point, series.color)?;
                 markers.push((i, point));
             }
