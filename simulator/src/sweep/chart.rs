@@ -466,6 +466,15 @@ mod tests {
     }
 
     #[test]
+    fn only_equal_rates_move_aside() {
+        // At the first value the five verdict rates are 0 and availability is 1: the five
+        // spread around the value, availability stays on it.
+        let sweep = sweep(5, "RL-02");
+        let moved: Vec<f64> = (0..SERIES.len()).map(|i| beside(&sweep, 0, i)).collect();
+        assert_eq!(moved, [-2.0, -1.0, 0.0, 1.0, 2.0, 0.0]);
+    }
+
+    #[test]
     fn a_long_title_wraps_inside_the_canvas() {
         let name = "RL-08b asymmetric partition around a master (Sentinel split brain), a \
                     client that knew the master, with the restart quarantine";
