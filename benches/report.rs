@@ -5,11 +5,13 @@
 //! cargo bench -p redlock-benches                                          # measure (a quarter of an hour)
 //! cargo run --release -p redlock-benches --bin bench_report               # print the report
 //! cargo run --release -p redlock-benches --bin bench_report -- --write docs/benchmarks.md
+//! cargo run --release -p redlock-benches --bin bench_report -- --chart docs/benchmarks.md
 //! ```
 //!
 //! With `--write FILE`, the text between `<!-- results:begin -->` and `<!-- results:end -->`
 //! in FILE is replaced and the chart goes to `img/bench-latency.svg` beside it. Every figure
-//! is a median of one run of `cargo bench`. The interleaved ratios of `benches/paired.rs`
+//! is a median of one run of `cargo bench`. With `--chart FILE`, only the chart is redrawn,
+//! from the latency table in FILE (for a change of the drawing, without measuring again). The interleaved ratios of `benches/paired.rs`
 //! are used only when they are at least as recent as the oldest criterion result (the same
 //! run, or a later one).
 
@@ -477,23 +479,157 @@ fn targets_table(results: &Results, out: &mut String) {
     }
 }
 
-/// Latency against N, on a log scale (redlock-rs is an order of magnitude slower).
-fn latency_chart(results: &Results) -> Result<String> {
+/// One line of the latency chart: a contender's median µs at each N.
+struct LatencyLine {
+    label: String,
+    /// The current-thread flavour, dashed beside its multi-thread line of the same colour.
+    dashed: bool,
+    points: Vec<(f64, f64)>,
+}
+
+/// The latency chart's lines, from criterion's results.
+fn latency_lines(results: &Results) -> Vec<LatencyLine> {
+    LATENCY_SERIES
+        .iter()
+        .map(|(label, function)| LatencyLine {
+            label: (*label).to_owned(),
+            dashed: function.ends_with("_ct"),
+            points: SIZES
+                .iter()
+                .filter_map(|n| {
+                    results
+                        .micros(&format!("acquire_release/{function}/{n}"))
+                        .map(|us| (f64::from(*n), us))
+                })
+                .collect(),
+        })
+        .filter(|line| !line.points.is_empty())
+        .collect()
+}
+
+/// The latency chart's lines, from the latency table of a results section this program
+/// wrote (the numbers the document shows, to the µs): to redraw the chart without measuring.
+fn latency_lines_from_doc(doc: &str) -> Result<Vec<LatencyLine>> {
+    let header = "| contender | N = 1 | N = 3 | N = 5 | N = 7 |";
+    let start = doc
+        .find(header)
+        .ok_or("no latency table (`| contender | N = 1 | …`) in the document")?;
+    let mut lines = Vec::new();
+    for row in doc[start..].lines().skip(2) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        if cells.len() < 6 {
+            break;
+        }
+        let Some((_, function)) = LATENCY_SERIES.iter().find(|(l, _)| *l == cells[1]) else {
+            continue;
+        };
+        let points = SIZES
+            .iter()
+            .zip(&cells[2..6])
+            .filter_map(|(n, cell)| cell.parse::<f64>().ok().map(|us| (f64::from(*n), us)))
+            .collect::<Vec<_>>();
+        if !points.is_empty() {
+            lines.push(LatencyLine {
+                label: cells[1].to_owned(),
+                dashed: function.ends_with("_ct"),
+                points,
+            });
+        }
+    }
+    if lines.is_empty() {
+        return Err("the latency table has no row of figures".into());
+    }
+    Ok(lines)
+}
+
+/// The ticks of a log axis from `low` to `high`: 1, 2 and 5 times each power of ten.
+fn log_ticks(low: f64, high: f64) -> Vec<f64> {
+    let mut ticks = Vec::new();
+    let mut power = 10f64.powf(low.log10().floor());
+    while power <= high {
+        for m in [1.0, 2.0, 5.0] {
+            let tick = m * power;
+            if (low..=high).contains(&tick) {
+                ticks.push(tick);
+            }
+        }
+        power *= 10.0;
+    }
+    ticks
+}
+
+/// The 1-2-5 value at or below `v` (`down`), or at or above it.
+fn round_125(v: f64, down: bool) -> f64 {
+    let power = 10f64.powf(v.log10().floor());
+    let steps = [1.0, 2.0, 5.0, 10.0].map(|m| m * power);
+    if down {
+        steps.into_iter().rev().find(|&s| s <= v).unwrap_or(power)
+    } else {
+        steps.into_iter().find(|&s| s >= v).unwrap_or(10.0 * power)
+    }
+}
+
+fn px(v: f64) -> i32 {
+    // Pixel coordinates of a chart of a few hundred pixels: always in range.
+    #[allow(clippy::cast_possible_truncation)]
+    let v = v.round() as i32;
+    v
+}
+
+/// Where each line's markers went: (line, centre in pixels).
+type Markers = Vec<(usize, (i32, i32))>;
+
+/// The colours of the contenders, shared by a contender's two flavours, in the order of
+/// `LATENCY_SERIES` with its current-thread half after the multi-thread one.
+const LINE_COLORS: [RGBColor; 8] = [
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(31, 119, 180),
+    RGBColor(230, 120, 0),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(31, 119, 180),
+    RGBColor(140, 86, 75),
+];
+
+/// Latency against N, on a log scale (redlock-rs is an order of magnitude slower), with a
+/// labelled tick at 1, 2 and 5 times each power of ten. Lines of equal values would hide
+/// each other: each line is drawn a few pixels apart across (in the legend's order), the
+/// multi-thread flavour solid with circles, the current-thread one dashed with squares.
+fn latency_chart(lines: &[LatencyLine]) -> Result<(String, Markers)> {
+    let values = || lines.iter().flat_map(|l| l.points.iter().map(|p| p.1));
+    let (min, max) = (
+        values().fold(f64::INFINITY, f64::min),
+        values().fold(0.0, f64::max),
+    );
+    if !(min > 0.0 && max.is_finite()) {
+        return Err("no latency to draw".into());
+    }
+    let (low, high) = (round_125(min / 1.05, true), round_125(max * 1.05, false));
+    let rows = i32::try_from(lines.len().div_ceil(2)).unwrap_or(4);
+    let height = 440 + u32::try_from(rows * 22 + 40).unwrap_or(140);
+    let mut markers = Vec::new();
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (820, 560)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (820, height)).into_drawing_area();
         let fail = |e: &dyn std::fmt::Display| e.to_string();
         root.fill(&WHITE).map_err(|e| fail(&e))?;
         let (plot, legend_area) = root.split_vertically(440);
         let mut chart = ChartBuilder::on(&plot)
             .caption(
                 "acquire + release, median latency against the number of nodes",
-                ("sans-serif", 16),
+                ("sans-serif", 19),
             )
             .margin(12)
+            .margin_right(24)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d(0.5f64..7.5f64, (50f64..5000f64).log_scale())
+            .build_cartesian_2d(
+                0.5f64..7.5f64,
+                (low..high)
+                    .log_scale()
+                    .with_key_points(log_ticks(low, high)),
+            )
             .map_err(|e| fail(&e))?;
         chart
             .configure_mesh()
@@ -505,76 +641,102 @@ fn latency_chart(results: &Results) -> Result<String> {
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(|e| fail(&e))?;
-        let colors = [
-            RGBColor(214, 39, 40),
-            RGBColor(44, 160, 44),
-            RGBColor(31, 119, 180),
-            RGBColor(255, 127, 14),
-            RGBColor(214, 39, 40),
-            RGBColor(44, 160, 44),
-            RGBColor(31, 119, 180),
-            RGBColor(140, 86, 75),
-        ];
-        let mut legend = Vec::new();
-        for (i, ((label, function), color)) in LATENCY_SERIES.iter().zip(colors).enumerate() {
-            let points: Vec<(f64, f64)> = SIZES
-                .iter()
-                .filter_map(|n| {
-                    results
-                        .micros(&format!("acquire_release/{function}/{n}"))
-                        .map(|us| (f64::from(*n), us))
-                })
-                .collect();
-            if points.is_empty() {
-                continue;
-            }
-            // Current-thread series dashed, so the two flavours of a contender share a colour.
-            let dashed = function.ends_with("_ct");
-            if dashed {
-                chart
-                    .draw_series(DashedLineSeries::new(
-                        points.clone(),
-                        6,
-                        4,
-                        color.stroke_width(2),
-                    ))
-                    .map_err(|e| fail(&e))?;
-            } else {
-                chart
-                    .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-                    .map_err(|e| fail(&e))?;
-            }
-            chart
-                .draw_series(
-                    points
-                        .iter()
-                        .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
-                )
+        let middle = (lines.len() as f64 - 1.0) / 2.0;
+        // Each line a few pixels left or right of its N (in the legend's order), markers
+        // on it: equal values stay side by side instead of on top of each other.
+        let placed: Vec<Vec<(i32, i32)>> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                let across = (i as f64 - middle) * 5.0;
+                line.points
+                    .iter()
+                    .map(|p| {
+                        let (x, y) = chart.backend_coord(p);
+                        (px(f64::from(x) + across), y)
+                    })
+                    .collect()
+            })
+            .collect();
+        // Every line before every marker, so that no line hides a marker.
+        for ((line, points), color) in lines.iter().zip(&placed).zip(LINE_COLORS) {
+            let style = color.stroke_width(2);
+            if line.dashed {
+                root.draw(&plotters::element::DashedPathElement::new(
+                    points.clone(),
+                    6,
+                    4,
+                    style,
+                ))
                 .map_err(|e| fail(&e))?;
-            let suffix = if dashed { " (dashed)" } else { "" };
-            legend.push((i, format!("{label}{suffix}"), color));
+            } else {
+                root.draw(&PathElement::new(points.clone(), style))
+                    .map_err(|e| fail(&e))?;
+            }
         }
-        for (slot, (_, label, color)) in legend.iter().enumerate() {
+        for (i, ((line, points), color)) in lines.iter().zip(&placed).zip(LINE_COLORS).enumerate() {
+            for &centre in points {
+                draw_marker(&root, line.dashed, centre, color).map_err(|e| fail(&e))?;
+                markers.push((i, centre));
+            }
+        }
+        for (slot, (line, color)) in lines.iter().zip(LINE_COLORS).enumerate() {
             let column = i32::try_from(slot % 2).unwrap_or(0);
             let row = i32::try_from(slot / 2).unwrap_or(0);
             let (x, y) = (60 + column * 370, 14 + row * 22);
-            legend_area
-                .draw(&PathElement::new(
-                    vec![(x, y), (x + 24, y)],
-                    color.stroke_width(2),
-                ))
-                .map_err(|e| fail(&e))?;
+            let style = color.stroke_width(2);
+            if line.dashed {
+                legend_area
+                    .draw(&plotters::element::DashedPathElement::new(
+                        vec![(x, y), (x + 28, y)],
+                        6,
+                        4,
+                        style,
+                    ))
+                    .map_err(|e| fail(&e))?;
+            } else {
+                legend_area
+                    .draw(&PathElement::new(vec![(x, y), (x + 28, y)], style))
+                    .map_err(|e| fail(&e))?;
+            }
+            draw_marker(&legend_area, line.dashed, (x + 14, y), color).map_err(|e| fail(&e))?;
+            let suffix = if line.dashed { " (dashed)" } else { "" };
             legend_area
                 .draw(&Text::new(
-                    label.clone(),
-                    (x + 32, y - 6),
-                    ("sans-serif", 12),
+                    format!("{}{suffix}", line.label),
+                    (x + 36, y - 7),
+                    ("sans-serif", 14),
                 ))
                 .map_err(|e| fail(&e))?;
         }
+        legend_area
+            .draw(&Text::new(
+                "equal values are drawn side by side, a few pixels apart, in the order above",
+                (60, 14 + rows * 22 - 7),
+                ("sans-serif", 14),
+            ))
+            .map_err(|e| fail(&e))?;
         root.present().map_err(|e| fail(&e))?;
     }
-    Ok(svg)
+    Ok((svg, markers))
+}
+
+/// A line's marker: a circle for the multi-thread flavour, a square for the current-thread
+/// one.
+fn draw_marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    square: bool,
+    (x, y): (i32, i32),
+    color: RGBColor,
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    if square {
+        area.draw(&Rectangle::new(
+            [(x - 3, y - 3), (x + 3, y + 3)],
+            color.filled(),
+        ))
+    } else {
+        area.draw(&Circle::new((x, y), 3, color.filled()))
+    }
 }
 
 /// The machine, as far as the figures depend on it.
@@ -623,6 +785,21 @@ fn report(results: &Results) -> String {
 }
 
 fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, file] = args.as_slice()
+        && flag == "--chart"
+    {
+        // Only the drawing changed: redraw the chart from the figures the document shows.
+        let file = PathBuf::from(file);
+        let doc = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let chart = file
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("img/bench-latency.svg");
+        std::fs::write(&chart, latency_chart(&latency_lines_from_doc(&doc)?)?.0)?;
+        println!("wrote {}", chart.display());
+        return Ok(());
+    }
     let results = Results::load(&redlock_tests::target_dir().join("criterion"))?;
     let text = report(&results);
     let mut args = std::env::args().skip(1);
@@ -641,10 +818,88 @@ fn main() -> Result<()> {
                 .parent()
                 .unwrap_or(Path::new("."))
                 .join("img/bench-latency.svg");
-            std::fs::write(&chart, latency_chart(&results)?)?;
+            std::fs::write(&chart, latency_chart(&latency_lines(&results))?.0)?;
             println!("wrote {} and {}", file.display(), chart.display());
         }
-        _ => return Err("usage: bench_report [--write FILE]".into()),
+        _ => return Err("usage: bench_report [--write FILE | --chart FILE]".into()),
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[path = "../simulator/src/svg_check.rs"]
+mod svg_check;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::svg_check::{near, render};
+
+    /// A results table as `report` writes it; ours and the quorum floor are equal at N = 3
+    /// and 5, as they often nearly are.
+    const TABLE: &str = "\
+| contender | N = 1 | N = 3 | N = 5 | N = 7 |
+|---|---:|---:|---:|---:|
+| ours, mt | 725 | 418 | 498 | 1155 |
+| floor deciding at quorum, mt | 439 | 418 | 498 | 957 |
+| floor waiting for all, mt | 363 | 472 | 776 | 1420 |
+| rslock 0.10, mt | 513 | 496 | 599 | 704 |
+| ours, ct | 674 | 317 | 437 | 502 |
+| floor deciding at quorum, ct | 722 | 235 | 388 | 519 |
+| floor waiting for all, ct | 849 | 370 | 533 | 623 |
+| redlock-rs 2.0 (blocking) | 650 | 1868 | 3091 | 4600 |
+
+";
+
+    #[test]
+    fn log_ticks_are_one_two_five_per_decade() {
+        assert_eq!(
+            log_ticks(50.0, 5000.0),
+            [50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0]
+        );
+        assert_eq!(
+            (round_125(213.0, true), round_125(5060.0, false)),
+            (200.0, 10000.0)
+        );
+    }
+
+    #[test]
+    fn the_latency_chart_reads_at_a_glance() {
+        let lines = latency_lines_from_doc(TABLE).expect("the table parses");
+        assert_eq!(lines.len(), 8);
+        assert!(lines.iter().all(|l| l.points.len() == 4));
+        let (svg, markers) = latency_chart(&lines).expect("the chart draws");
+        let picture = render(&svg);
+        picture.save_if_asked("bench-latency");
+        picture.assert_inside_canvas();
+        picture.assert_labels_readable();
+        picture.assert_labels_apart();
+        // The log axis is labelled at 1, 2 and 5 times each power of ten in range.
+        let labels: Vec<String> = picture.texts().into_iter().map(|t| t.0).collect();
+        for tick in ["200", "500", "1000", "2000", "5000"] {
+            assert!(
+                labels.iter().any(|l| l == tick),
+                "no tick {tick} in {labels:?}"
+            );
+        }
+        // Every marker keeps its line's colour at its centre: none is hidden, not even
+        // where two contenders measured the same.
+        assert_eq!(markers.len(), 32);
+        for (line, (x, y)) in markers {
+            let c = LINE_COLORS[line];
+            let (x, y) = (u32::try_from(x).unwrap(), u32::try_from(y).unwrap());
+            assert!(
+                near(picture.rgb(x, y), [c.0, c.1, c.2], 10),
+                "{}: the marker at ({x}, {y}) is hidden",
+                lines[line].label
+            );
+        }
+    }
+
+    #[test]
+    fn the_committed_document_has_a_table_to_redraw_from() {
+        let doc = include_str!("../docs/benchmarks.md");
+        let lines = latency_lines_from_doc(doc).expect("docs/benchmarks.md has the table");
+        assert_eq!(lines.len(), LATENCY_SERIES.len());
+    }
 }

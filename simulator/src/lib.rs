@@ -61,6 +61,8 @@ mod net;
 pub mod report;
 pub mod scenario;
 mod server;
+#[cfg(test)]
+mod svg_check;
 pub mod sweep;
 pub mod time;
 mod world;
