@@ -14,12 +14,12 @@ const EXIT_CODES: &str = "\
 Exit codes of `redlock run`:
   CMD's status   CMD ran to its end (128+N if a signal N killed it)
   64             bad arguments or configuration
-  69             too few nodes answered for a quorum
+  69             too few nodes answered, or were counted (the restart quarantine), for a quorum
   74             the lease was lost while CMD ran; CMD was sent SIGTERM, then SIGKILL
   75             another owner holds the resource (after --wait)
   77             the nodes refused this client (password, ACL)
   126, 127       CMD could not be started, or was not found
-Exit codes of `redlock status`: 0 held by a quorum, 1 not held, 69 too few nodes answered.
+Exit codes of `redlock status`: 0 held by a quorum, 1 not held, 69 too few nodes answered to tell.
 Exit codes of `redlock doctor`: 0 every condition holds, 1 one does not, 2 the fleet cannot be
 checked (fewer than a quorum of nodes answered).
 
@@ -125,8 +125,8 @@ pub(crate) struct RunArgs {
     /// lease runs out, as if it were lost [env: REDLOCK_MAX_HOLD] [default: 1h].
     #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
     pub(crate) max_hold: Option<Duration>,
-    /// Print nothing when another owner holds the resource (the exit code is still 75), so
-    /// that cron mails only real problems.
+    /// Print nothing when another owner holds the resource (the exit code is still 75), nor
+    /// when a --wait begins, so that cron mails only real problems.
     #[arg(long, short = 'q')]
     pub(crate) quiet: bool,
     /// Mint a fencing token on the nodes with the lease and pass it to CMD in the

@@ -131,6 +131,7 @@ fn flags_override_the_environment_which_overrides_the_file() {
     let mut command = redlock();
     command
         .args(["status", "report"])
+        .args(FRESH_NODES)
         .env("REDLOCK_NODES", fleet.urls().join(","));
     let done = finish(&mut command);
     assert_eq!(done.code, Some(1), "{}", done.text());

@@ -136,11 +136,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
         FencedWrite::Applied => return Err("the late write was applied".into()),
     }
-    let report = lease.release().await;
-    println!(
-        "north: released ({} node(s) still had its key: it had expired)",
-        report.released()
-    );
+    let report = lease.release_all().await;
+    println!("north: {report} (its keys had expired)");
 
     let value: String = redis::cmd("GET")
         .arg(stock.key())

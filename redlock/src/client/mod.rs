@@ -418,7 +418,8 @@ impl Redlock {
     ///
     /// - [`Error::Resource`] for an empty or over-long resource name;
     /// - [`Error::Taken`] when another owner still held it after the last round;
-    /// - [`Error::NoQuorum`] when too few nodes answered;
+    /// - [`Error::NoQuorum`] when too few nodes answered, or were counted (the restart
+    ///   quarantine leaves out nodes that started less than it ago);
     /// - [`Error::ValidityExhausted`] when the nodes were too slow for the TTL.
     ///
     /// Every failed round's token is released on every node that may hold it. A failed
