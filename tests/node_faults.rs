@@ -72,10 +72,17 @@ async fn a_paused_node_costs_no_more_than_the_node_timeout() {
     let Error::NoQuorum { nodes, .. } = &err else {
         panic!("{err:?}")
     };
+    // Node 2, unanswered for a while, may have its SET held back until a probe answers
+    // (`Unresponsive`) or, between two probes, time out again: silent either way.
     assert_eq!(
-        nodes.count(|s| *s == NodeStatus::Failed(NodeFailure::TimedOut)),
-        3
+        nodes.count(|s| matches!(
+            s,
+            NodeStatus::Failed(NodeFailure::TimedOut | NodeFailure::Unresponsive)
+        )),
+        3,
+        "{err}"
     );
+    assert!(nodes.count(|s| *s == NodeStatus::Failed(NodeFailure::TimedOut)) >= 2);
     let budget = redlock
         .with_retry(redlock::core::RetryPolicy::no_retry())
         .unwrap()
