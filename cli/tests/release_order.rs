@@ -70,14 +70,19 @@ fn hog_ready(files: &Files) -> bool {
     std::fs::read_to_string(files.dir.path().join("hog")).is_ok_and(|text| text.contains("ready"))
 }
 
-/// When (from the start of the watch) the key left node 0 and when the hog died.
+/// When (from the start of the watch) the key was first seen gone from node 0 and the hog
+/// first seen dead, and whether the hog was seen alive after the key was seen gone.
 #[derive(Debug)]
 struct Watched {
     key_gone: Option<Duration>,
     hog_dead: Option<Duration>,
+    /// The first time the hog was seen alive *after* the key had been seen gone: proof of a
+    /// release while the group still ran. (Both seen gone in the same poll proves nothing
+    /// either way, so the key is read first in each poll.)
+    alive_after_release: Option<Duration>,
 }
 
-/// Polls node 0's `key` and the hog every millisecond until both are gone or `within`
+/// Polls node 0's `key`, then the hog, every millisecond until both are gone or `within`
 /// elapses.
 fn watch(fleet: &RedisFleet, key: &str, hog: Pid, within: Duration) -> Watched {
     let mut node = fleet.connect(0).unwrap();
@@ -85,14 +90,17 @@ fn watch(fleet: &RedisFleet, key: &str, hog: Pid, within: Duration) -> Watched {
     let mut watched = Watched {
         key_gone: None,
         hog_dead: None,
+        alive_after_release: None,
     };
     while started.elapsed() < within && (watched.key_gone.is_none() || watched.hog_dead.is_none()) {
         let exists: bool = redis::cmd("EXISTS").arg(key).query(&mut node).unwrap();
         if !exists && watched.key_gone.is_none() {
             watched.key_gone = Some(started.elapsed());
         }
-        if dead(hog) && watched.hog_dead.is_none() {
-            watched.hog_dead = Some(started.elapsed());
+        if dead(hog) {
+            watched.hog_dead.get_or_insert(started.elapsed());
+        } else if watched.key_gone.is_some() && watched.alive_after_release.is_none() {
+            watched.alive_after_release = Some(started.elapsed());
         }
         std::thread::sleep(Duration::from_millis(1));
     }
@@ -121,14 +129,15 @@ fn dead(pid: Pid) -> bool {
 }
 
 fn assert_key_outlived_the_hog(watched: &Watched, output: &str) {
-    let (Some(key_gone), Some(hog_dead)) = (watched.key_gone, watched.hog_dead) else {
+    let (Some(key_gone), Some(_)) = (watched.key_gone, watched.hog_dead) else {
         panic!("the key or the hog never went away: {watched:?}\n{output}");
     };
-    assert!(
-        key_gone >= hog_dead,
-        "the lease was released {:?} before its command's process died ({watched:?})\n{output}",
-        hog_dead - key_gone
-    );
+    if let Some(alive) = watched.alive_after_release {
+        panic!(
+            "the lease was released while its command's process still ran: the key was gone \
+             at {key_gone:?} and the process still alive at {alive:?} ({watched:?})\n{output}"
+        );
+    }
 }
 
 /// The hog's pid, once it has filled its memory; if it never does, fails with what
