@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use redlock::Redlock;
-use redlock::client::{Fencing, KeepAlive, LeaseSignal};
-use redlock::core::{Ending, StopCause, Supervisor, SupervisorAction, Timestamp};
+use redlock::client::{Fencing, KeepAlive, KeptLease, LeaseSignal};
+use redlock::core::{Ending, ReleaseReport, StopCause, Supervisor, SupervisorAction, Timestamp};
 
 use crate::args::RunArgs;
 use crate::child::{self, Child};
@@ -149,22 +149,7 @@ async fn hold(
     let kept = lease.keep_alive(plan.keep_alive());
     let signal = kept.signal();
     report.fence = signal.fence();
-    // The owner token goes with the fencing token: a fenced resource that checks for a
-    // repeated token (docs/fencing.md) needs both.
-    let env: Vec<(String, String)> = args
-        .fence_env
-        .as_deref()
-        .zip(signal.fence())
-        .map(|(name, fence)| {
-            [
-                (name.to_owned(), fence.to_string()),
-                (format!("{name}_OWNER"), signal.token().to_string()),
-            ]
-        })
-        .into_iter()
-        .flatten()
-        .collect();
-    let mut child = match child::spawn(&args.command, &env) {
+    let mut child = match child::spawn(&args.command, &fence_env(args, &signal)) {
         Ok(child) => child,
         Err(failure) => {
             report.outcome = Outcome::NotStarted;
@@ -181,27 +166,64 @@ async fn hold(
         // lease under a command that may still run.
         let _ = child.kill_and_reap();
     }
-    // The command's whole group is dead before the lease is released: the core's keeper
-    // releases a lease only once the work is confirmed stopped, or when its keys have
-    // expired.
-    let released = if group_gone(redlock, &mut child, &signal).await {
-        kept.release().await
-    } else {
-        warn(
-            report,
-            format!(
-                "processes of the command's group did not die after SIGKILL; the lease on \
-                 `{}` is released when its keys have expired",
-                args.resource
-            ),
-        );
-        kept.release_unconfirmed().await
-    };
+    let released = release_after(redlock, &mut child, &signal, kept, report, &args.resource).await;
     report.release = Some((&released).into());
     report.held_ms = Some(run_report::ms(granted.elapsed()));
-    let resource = &args.resource;
     let (ending, status) = ended?;
     report.command = Some(status.into());
+    judge(report, plan, &args.resource, ending, status, &released)
+}
+
+/// The environment the command gets with `--fence-env NAME`: the fencing token in NAME and
+/// the lease's owner token in NAME_OWNER. A fenced resource that checks for a repeated token
+/// (docs/fencing.md) needs both.
+fn fence_env(args: &RunArgs, signal: &LeaseSignal) -> Vec<(String, String)> {
+    args.fence_env
+        .as_deref()
+        .zip(signal.fence())
+        .map(|(name, fence)| {
+            [
+                (name.to_owned(), fence.to_string()),
+                (format!("{name}_OWNER"), signal.token().to_string()),
+            ]
+        })
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// Releases the lease once the command's whole group is dead: the core's keeper releases a
+/// lease only once the work is confirmed stopped, or when its keys have expired.
+async fn release_after(
+    redlock: &Redlock,
+    child: &mut Child,
+    signal: &LeaseSignal,
+    kept: KeptLease,
+    report: &mut RunReport,
+    resource: &str,
+) -> ReleaseReport {
+    if group_gone(redlock, child, signal).await {
+        return kept.release().await;
+    }
+    warn(
+        report,
+        format!(
+            "processes of the command's group did not die after SIGKILL; the lease on \
+             `{resource}` is released when its keys have expired"
+        ),
+    );
+    kept.release_unconfirmed().await
+}
+
+/// The exit code for how the command ended under the lease, with what to say about it.
+fn judge(
+    report: &mut RunReport,
+    plan: &Plan,
+    resource: &str,
+    ending: Ending,
+    status: ExitStatus,
+    released: &ReleaseReport,
+) -> Result<u8, Failure> {
     match ending {
         Ending::Finished => {
             report.outcome = Outcome::Finished;
