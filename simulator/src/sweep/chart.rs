@@ -254,21 +254,7 @@ fn draw(sweep: &Sweep) -> Result<(String, Markers), String> {
         root.fill(&WHITE).map_err(|e| fail(&e))?;
         let (head, rest) = root.split_vertically(title_h);
         let (plot, legend_area) = rest.split_vertically(PLOT_HEIGHT);
-        for (i, text) in title.iter().enumerate() {
-            let y = 10 + i32::try_from(i).unwrap_or(0) * i32::try_from(TITLE_PX + 4).unwrap_or(20);
-            head.draw(&Text::new(
-                text.clone(),
-                (px(f64::from(WIDTH) / 2.0), y),
-                ("sans-serif", TITLE_PX)
-                    .into_font()
-                    .into_text_style(&head)
-                    .pos(plotters::style::text_anchor::Pos::new(
-                        plotters::style::text_anchor::HPos::Center,
-                        plotters::style::text_anchor::VPos::Top,
-                    )),
-            ))
-            .map_err(|e| fail(&e))?;
-        }
+        draw_title(&head, &title)?;
         let mut chart = ChartBuilder::on(&plot)
             .margin(12)
             .margin_right(24)
@@ -286,37 +272,7 @@ fn draw(sweep: &Sweep) -> Result<(String, Markers), String> {
             .map_err(|e| fail(&e))?;
         // `backend_coord` gives pixels of the whole canvas: the lines and markers are drawn
         // on `root`, at their nudged pixel positions.
-        // Side by side: as far apart across as the closest two values leave room for.
-        let step_px = sweep
-            .points
-            .windows(2)
-            .map(|w| {
-                let a = chart.backend_coord(&(w[0].value, 0.0)).0;
-                let b = chart.backend_coord(&(w[1].value, 0.0)).0;
-                f64::from((b - a).abs())
-            })
-            .fold(f64::INFINITY, f64::min);
-        // Never closer than 6 px: a marker reaches 4 px from its centre, and the centre of
-        // its neighbour must stay clear.
-        let nudge_x = NUDGE_X.min(step_px / SERIES.len() as f64).max(6.0);
-        let middle = (SERIES.len() as f64 - 1.0) / 2.0;
-        // A series' line runs through its values, a few pixels up or down; its markers sit on
-        // the line, a few pixels left or right, so that equal values show every marker.
-        let placed: Vec<Vec<(f64, f64)>> = SERIES
-            .iter()
-            .enumerate()
-            .map(|(i, series)| {
-                let offset = i as f64 - middle;
-                sweep
-                    .points
-                    .iter()
-                    .map(|p| {
-                        let (x, y) = chart.backend_coord(&(p.value, (series.rate)(p)));
-                        (f64::from(x), f64::from(y) + offset * NUDGE_Y)
-                    })
-                    .collect()
-            })
-            .collect();
+        let (placed, nudge_x) = place(sweep, |value, rate| chart.backend_coord(&(value, rate)));
         if let Some((at, _)) = &boundary {
             let gray = RGBColor(90, 90, 90);
             chart
@@ -344,57 +300,129 @@ fn draw(sweep: &Sweep) -> Result<(String, Markers), String> {
                 markers.push((i, point));
             }
         }
-        // The legend: each series with its line and marker, two to a row; then a note on
-        // the nudging, then the boundary.
-        let row_y = |row: usize| 14 + i32::try_from(row).unwrap_or(0) * LEGEND_ROW;
-        for (i, series) in SERIES.iter().enumerate() {
-            let (x, y) = (60 + i32::try_from(i % 2).unwrap_or(0) * 370, row_y(i / 2));
-            line(
-                &legend_area,
-                vec![(x, y), (x + 28, y)],
-                series.dash,
-                series.color.stroke_width(2),
-            )?;
-            marker(&legend_area, series.shape, (x + 14, y), series.color)?;
-            legend_area
-                .draw(&Text::new(
-                    series.label,
-                    (x + 36, y - 7),
-                    ("sans-serif", LEGEND_PX),
-                ))
-                .map_err(|e| fail(&e))?;
-        }
-        let mut row = SERIES.len().div_ceil(2);
-        legend_area
-            .draw(&Text::new(
-                "equal rates are drawn side by side, a few pixels apart, in the order above",
-                (60, row_y(row) - 7),
-                ("sans-serif", LEGEND_PX),
-            ))
-            .map_err(|e| fail(&e))?;
-        row += 1;
-        if let Some((_, lines)) = &boundary {
-            let gray = RGBColor(90, 90, 90);
-            line(
-                &legend_area,
-                vec![(60, row_y(row)), (88, row_y(row))],
-                Some((6, 4)),
-                gray.stroke_width(1),
-            )?;
-            for text in lines {
-                legend_area
-                    .draw(&Text::new(
-                        text.clone(),
-                        (96, row_y(row) - 7),
-                        ("sans-serif", LEGEND_PX),
-                    ))
-                    .map_err(|e| fail(&e))?;
-                row += 1;
-            }
-        }
+        draw_legend(
+            &legend_area,
+            boundary.as_ref().map(|(_, lines)| lines.as_slice()),
+        )?;
         root.present().map_err(|e| fail(&e))?;
     }
     Ok((out, markers))
+}
+
+/// The title, centred, one wrapped line under the other.
+fn draw_title<DB: DrawingBackend>(
+    head: &DrawingArea<DB, Shift>,
+    title: &[String],
+) -> Result<(), String> {
+    for (i, text) in title.iter().enumerate() {
+        let y = 10 + i32::try_from(i).unwrap_or(0) * i32::try_from(TITLE_PX + 4).unwrap_or(20);
+        head.draw(&Text::new(
+            text.clone(),
+            (px(f64::from(WIDTH) / 2.0), y),
+            ("sans-serif", TITLE_PX)
+                .into_font()
+                .into_text_style(head)
+                .pos(plotters::style::text_anchor::Pos::new(
+                    plotters::style::text_anchor::HPos::Center,
+                    plotters::style::text_anchor::VPos::Top,
+                )),
+        ))
+        .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Where each series' points go, in pixels of the canvas (`to_px` maps a value and a rate),
+/// and how far apart across equal values' markers sit.
+///
+/// A series' line runs through its values, a few pixels up or down; its markers sit on the
+/// line, a few pixels left or right, so that equal values show every marker. Side by side:
+/// as far apart across as the closest two values leave room for, and never closer than 6 px
+/// (a marker reaches 4 px from its centre, and the centre of its neighbour must stay clear).
+fn place(sweep: &Sweep, to_px: impl Fn(f64, f64) -> (i32, i32)) -> (Vec<Vec<(f64, f64)>>, f64) {
+    let step_px = sweep
+        .points
+        .windows(2)
+        .map(|w| {
+            let a = to_px(w[0].value, 0.0).0;
+            let b = to_px(w[1].value, 0.0).0;
+            f64::from((b - a).abs())
+        })
+        .fold(f64::INFINITY, f64::min);
+    let nudge_x = NUDGE_X.min(step_px / SERIES.len() as f64).max(6.0);
+    let middle = (SERIES.len() as f64 - 1.0) / 2.0;
+    let placed = SERIES
+        .iter()
+        .enumerate()
+        .map(|(i, series)| {
+            let offset = i as f64 - middle;
+            sweep
+                .points
+                .iter()
+                .map(|p| {
+                    let (x, y) = to_px(p.value, (series.rate)(p));
+                    (f64::from(x), f64::from(y) + offset * NUDGE_Y)
+                })
+                .collect()
+        })
+        .collect();
+    (placed, nudge_x)
+}
+
+/// The legend: each series with its line and marker, two to a row; then a note on the
+/// nudging, then the boundary's wrapped label, if the chart has one.
+fn draw_legend<DB: DrawingBackend>(
+    legend_area: &DrawingArea<DB, Shift>,
+    boundary: Option<&[String]>,
+) -> Result<(), String> {
+    let fail = |e: &dyn std::fmt::Display| e.to_string();
+    let row_y = |row: usize| 14 + i32::try_from(row).unwrap_or(0) * LEGEND_ROW;
+    for (i, series) in SERIES.iter().enumerate() {
+        let (x, y) = (60 + i32::try_from(i % 2).unwrap_or(0) * 370, row_y(i / 2));
+        line(
+            legend_area,
+            vec![(x, y), (x + 28, y)],
+            series.dash,
+            series.color.stroke_width(2),
+        )?;
+        marker(legend_area, series.shape, (x + 14, y), series.color)?;
+        legend_area
+            .draw(&Text::new(
+                series.label,
+                (x + 36, y - 7),
+                ("sans-serif", LEGEND_PX),
+            ))
+            .map_err(|e| fail(&e))?;
+    }
+    let mut row = SERIES.len().div_ceil(2);
+    legend_area
+        .draw(&Text::new(
+            "equal rates are drawn side by side, a few pixels apart, in the order above",
+            (60, row_y(row) - 7),
+            ("sans-serif", LEGEND_PX),
+        ))
+        .map_err(|e| fail(&e))?;
+    row += 1;
+    if let Some(lines) = boundary {
+        let gray = RGBColor(90, 90, 90);
+        line(
+            legend_area,
+            vec![(60, row_y(row)), (88, row_y(row))],
+            Some((6, 4)),
+            gray.stroke_width(1),
+        )?;
+        for text in lines {
+            legend_area
+                .draw(&Text::new(
+                    text.clone(),
+                    (96, row_y(row) - 7),
+                    ("sans-serif", LEGEND_PX),
+                ))
+                .map_err(|e| fail(&e))?;
+            row += 1;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
