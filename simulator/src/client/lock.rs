@@ -31,9 +31,9 @@ pub(super) enum Lock {
 pub(super) struct Acquiring {
     machine: Acquire,
     round: RoundClock,
-    /// When the next round may start, once the current one failed: the core's [`Waiting`]
-    /// says, from the retry timer and the release notifications heard.
-    retry_at: Option<Timestamp>,
+    /// When the next round may start, once the current one failed (`next_round`, `None`
+    /// while a round runs): the core's [`Waiting`] says, from the retry timer and the
+    /// release notifications heard.
     waiting: Waiting,
 }
 
@@ -66,7 +66,6 @@ impl Client {
                 start: now,
                 first_reply: None,
             },
-            retry_at: None,
             waiting: Waiting::new(&self.spec.config, self.key.clone()),
         }));
         self.drive(ctx);
@@ -86,7 +85,8 @@ impl Client {
         match pump(&mut acquiring.machine, |t| self.send(ctx, t)) {
             Pumped::Waiting(timer) => {
                 let wake = acquiring
-                    .retry_at
+                    .waiting
+                    .next_round()
                     .or_else(|| timer.map(|at| self.faults.acquire_timer(acquiring.round, at)));
                 self.lock = Lock::Acquiring(acquiring);
                 if let Some(at) = wake {
@@ -117,7 +117,6 @@ impl Client {
                     .waiting
                     .round_lost(&failure, wake_on_release, timer);
                 let at = acquiring.waiting.next_round().unwrap_or(timer);
-                acquiring.retry_at = Some(at);
                 self.lock = Lock::Acquiring(acquiring);
                 self.wake_at(ctx, Timer::Lock, at);
             }
@@ -269,7 +268,7 @@ impl Client {
                 _ => self.begin_acquire(ctx),
             },
             Lock::Acquiring(acquiring) => {
-                match acquiring.retry_at {
+                match acquiring.waiting.next_round() {
                     Some(at) if now >= at => {
                         if acquiring.waiting.is_early(now) {
                             ctx.trace(
@@ -277,7 +276,6 @@ impl Client {
                                 format_args!("the holder released: an early round"),
                             );
                         }
-                        acquiring.retry_at = None;
                         acquiring.round = RoundClock {
                             start: now,
                             first_reply: None,
@@ -326,19 +324,17 @@ impl Client {
         let Lock::Acquiring(acquiring) = &mut self.lock else {
             return;
         };
+        // While a round runs there is no next round: the waiting keeps what it heard for when
+        // that round is lost.
+        let before = acquiring.waiting.next_round();
         acquiring
             .waiting
             .notified(NodeId::new(node), channel.as_bytes(), payload, now);
-        if acquiring.retry_at.is_none() {
-            // A round runs: the waiting keeps what it heard for when that round is lost.
-            return;
-        }
         let next = acquiring.waiting.next_round();
-        if next.is_some() && next != acquiring.retry_at {
-            acquiring.retry_at = next;
-            if let Some(at) = next {
-                self.wake_at(ctx, Timer::Lock, at);
-            }
+        if let Some(at) = next
+            && next != before
+        {
+            self.wake_at(ctx, Timer::Lock, at);
         }
     }
 
