@@ -64,6 +64,7 @@ mod server;
 #[cfg(test)]
 mod svg_check;
 pub mod sweep;
+mod text_fit;
 pub mod time;
 mod world;
 

@@ -57,22 +57,7 @@ fn text_width(text: &str, size: f64, bold: bool) -> f64 {
 
 /// `text` cut at spaces into lines no wider than `width`.
 fn wrap(text: &str, width: f64, size: f64, bold: bool) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    let mut line = String::new();
-    for word in text.split(' ') {
-        let candidate = if line.is_empty() {
-            word.to_owned()
-        } else {
-            format!("{line} {word}")
-        };
-        if !line.is_empty() && text_width(&candidate, size, bold) > width {
-            lines.push(std::mem::replace(&mut line, word.to_owned()));
-        } else {
-            line = candidate;
-        }
-    }
-    lines.push(line);
-    lines
+    crate::text_fit::wrap(text, width, |line| text_width(line, size, bold))
 }
 
 /// An `#rrggbb` colour's channels.

@@ -105,22 +105,7 @@ fn text_width(text: &str, size: u32) -> f64 {
 
 /// `text` cut at spaces into lines no wider than `width` pixels.
 fn wrap(text: &str, width: f64, size: u32) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    let mut line = String::new();
-    for word in text.split(' ') {
-        let candidate = if line.is_empty() {
-            word.to_owned()
-        } else {
-            format!("{line} {word}")
-        };
-        if !line.is_empty() && text_width(&candidate, size) > width {
-            lines.push(std::mem::replace(&mut line, word.to_owned()));
-        } else {
-            line = candidate;
-        }
-    }
-    lines.push(line);
-    lines
+    crate::text_fit::wrap(text, width, |line| text_width(line, size))
 }
 
 fn px(v: f64) -> i32 {
