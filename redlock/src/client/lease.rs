@@ -197,17 +197,8 @@ impl Lease {
     ///
     /// Dropping the future before it is first polled releases in the background as `Drop`
     /// does; dropping it later lets the requests already sent finish in the background.
-    pub async fn release(mut self) -> ReleaseReport {
-        self.released = true;
-        release(
-            &self.redlock,
-            &self.held,
-            self.lanes.clone(),
-            self.granted_at,
-            false,
-            Until::Quorum,
-        )
-        .await
+    pub async fn release(self) -> ReleaseReport {
+        self.release_until(Until::Quorum).await
     }
 
     /// Like [`release`](Lease::release), but waits for every node's answer, each bounded
@@ -227,7 +218,11 @@ impl Lease {
     /// # Cancel safety
     ///
     /// As [`release`](Lease::release).
-    pub async fn release_all(mut self) -> ReleaseReport {
+    pub async fn release_all(self) -> ReleaseReport {
+        self.release_until(Until::AllNodes).await
+    }
+
+    async fn release_until(mut self, until: Until) -> ReleaseReport {
         self.released = true;
         release(
             &self.redlock,
@@ -235,7 +230,7 @@ impl Lease {
             self.lanes.clone(),
             self.granted_at,
             false,
-            Until::AllNodes,
+            until,
         )
         .await
     }
