@@ -12,7 +12,7 @@ use super::{
 };
 
 /// A lease won by an acquisition.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Grant {
     /// What the lease holds.
@@ -42,7 +42,7 @@ impl Grant {
 }
 
 /// An acquisition that ran out of rounds.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct AcquireFailure {
     /// How many rounds ran.
@@ -52,7 +52,7 @@ pub struct AcquireFailure {
 }
 
 /// What an [`Acquire`] produces.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AcquireEvent {
     /// A quorum agreed in time. The lease is the caller's until [`Grant::valid_until`].
@@ -85,7 +85,7 @@ pub enum AcquireEvent {
     Failed(AcquireFailure),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum State {
     /// Phase 1: `SET NX` (reading fence counters when fencing).
     Locking,
@@ -139,7 +139,7 @@ impl State {
 /// assert_eq!(grant.attempts, 1);
 /// assert_eq!(grant.nodes[1], NodeStatus::Pending);
 /// ```
-#[derive(Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Acquire {
     config: LockConfig,
     target: Target,

@@ -44,7 +44,7 @@ pub struct ConnectionId(pub u64);
 
 /// One command for one node. Each maps to exactly one Redis operation (`SET NX PX` or one of
 /// the client's Lua scripts); the simulator's nodes implement the single-key ones.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Command {
     /// `SET key token NX GET PX ttl`: take the key if nobody holds it, and otherwise say
@@ -502,7 +502,7 @@ impl RequestId {
 /// Commands for the same node must reach it in the order they were polled: a cleanup release
 /// overtaking the `SET` it cleans up would leave an orphan key until its TTL. A driver that
 /// sends each node's commands one after the other over one ordered connection satisfies this.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Transmit {
     /// Hand this back with the reply.
     pub request: RequestId,

@@ -43,7 +43,7 @@ pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(60 * 60);
 /// ```
 ///
 /// [`validate`]: LockConfig::validate
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LockConfig {
     nodes: usize,
     ttl: Duration,
@@ -303,7 +303,7 @@ impl LockConfig {
 /// assert_eq!(err.field(), "ttl");
 /// assert_eq!(err.to_string(), "invalid configuration: `ttl` must be greater than zero");
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Hash)]
 #[error("invalid configuration: `{field}` {reason}")]
 pub struct ConfigError {
     field: Cow<'static, str>,
@@ -331,7 +331,7 @@ impl ConfigError {
 }
 
 /// A configuration that is allowed but weaker than it may look.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ConfigWarning {
     /// Fewer than three nodes: one or two nodes tolerate no node failure at all.

@@ -43,7 +43,7 @@ use super::{
 };
 
 /// How restarted nodes are treated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RestartPolicy {
     /// Leave a node out of quorums until this long after it started.
     Quarantine(Duration),
@@ -82,7 +82,7 @@ impl RestartPolicy {
 }
 
 /// What a new connection says about the server behind it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct NodeIdentity {
     /// The server's `run_id`: a new one after every restart.
     pub run_id: String,
@@ -194,7 +194,7 @@ pub fn info_field<'a>(info: &'a str, name: &str) -> Option<&'a str> {
 }
 
 /// Whether a command may go out on a connection.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Admission {
     /// Send it.
     Send,
@@ -209,7 +209,7 @@ pub enum Admission {
 }
 
 /// Why a node is left out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum QuarantineReason {
     /// Its `run_id` changed: it restarted, or another server answers to its name.
@@ -231,7 +231,7 @@ impl fmt::Display for QuarantineReason {
 }
 
 /// Something the driver should report (a log line, a metric).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum EligibilityEvent {
     /// The node takes no part until `until`.
@@ -281,7 +281,7 @@ pub enum EligibilityEvent {
     },
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
 struct NodeState {
     run_id: Option<String>,
     quarantined_until: Option<Timestamp>,
@@ -320,7 +320,7 @@ struct NodeState {
 /// let later = now.saturating_add(Duration::from_secs(7));
 /// assert_eq!(nodes.admit(node, conn, &set, later), Admission::Send);
 /// ```
-#[derive(Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Eligibility {
     policy: RestartPolicy,
     nodes: Vec<NodeState>,

@@ -13,7 +13,7 @@ use super::{
 };
 
 /// A successful extension.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Extension {
     /// When the extension started.
@@ -35,7 +35,7 @@ impl Extension {
 
 /// Why an extension failed. The lease itself is unchanged: it stays valid until its old
 /// deadline, and no key was deleted, so another extension may still succeed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ExtendFailure {
     /// The lease's validity had ended before the extension started; nothing was sent.
@@ -79,7 +79,7 @@ impl fmt::Display for ExtendFailure {
 }
 
 /// What an [`Extend`] produces.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ExtendOutcome {
     /// A quorum reset its expiry; the lease is valid until the new deadline.
@@ -113,7 +113,7 @@ pub enum ExtendOutcome {
 /// let Some(ExtendOutcome::Extended(ext)) = extend.poll_outcome() else { panic!() };
 /// assert_eq!(ext.valid_until, now.saturating_add(config.ttl() - config.drift()));
 /// ```
-#[derive(Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Extend {
     target: Target,
     token: Token,

@@ -125,7 +125,7 @@ pub enum Verdict {
 ///     }
 /// );
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Holder {
     nodes: Vec<Result<KeyReading, NodeFailure>>,
     verdict: Verdict,
@@ -259,7 +259,7 @@ fn verdict(nodes: &[Result<KeyReading, NodeFailure>]) -> Verdict {
 /// let holder = query.poll_outcome().unwrap();
 /// assert_eq!(holder.verdict(), Verdict::Free { leftover: None });
 /// ```
-#[derive(Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct HolderQuery {
     timeout_at: Timestamp,
     nodes: Vec<Option<Result<KeyReading, NodeFailure>>>,

@@ -65,7 +65,7 @@ use super::{
 /// // A loss is reported one per-node timeout before the validity ends.
 /// assert_eq!(policy.margin(&config), Duration::from_millis(50));
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct KeepAlive {
     extend_before: Option<Duration>,
     margin: Option<Duration>,
@@ -126,7 +126,7 @@ impl KeepAlive {
 }
 
 /// Why a kept-alive lease was given up.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum LeaseLost {
     /// No extension succeeded before the loss deadline (the validity minus the margin).
@@ -165,7 +165,7 @@ impl fmt::Display for LeaseLost {
 }
 
 /// What a [`Keeper`] reports.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum KeeperEvent {
     /// An extension succeeded; the lease is valid until [`Held::valid_until`].
@@ -192,7 +192,7 @@ pub enum ReleaseWhen {
     KeysExpired,
 }
 
-#[derive(Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 enum State {
     /// Waiting for the next attempt.
     Waiting { next: Timestamp },
@@ -248,7 +248,7 @@ enum State {
 /// assert_eq!(now, keeper.lost_at());
 /// assert!(matches!(lost, LeaseLost::Expired { last_failure: Some(_) }));
 /// ```
-#[derive(Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Keeper {
     config: LockConfig,
     threshold: Duration,

@@ -192,7 +192,7 @@ impl fmt::Debug for Target {
 }
 
 /// A resource name (or key prefix) that cannot name a lock.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Hash)]
 #[non_exhaustive]
 pub enum ResourceError {
     /// The resource name is empty.

@@ -32,7 +32,7 @@ use super::{
 /// let later = t0.saturating_add(Duration::from_secs(10));
 /// assert!(!held.is_valid(later));
 /// ```
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Held {
     target: Target,
     token: Token,
@@ -48,7 +48,7 @@ pub struct Held {
 
 /// A fencing token that arrived after the lease's validity had ended: the lease must not be
 /// used with it (release it instead).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error, Hash)]
 #[error(
     "the fencing token arrived {} after the lease's validity ended",
     super::Readable(*.late_by)

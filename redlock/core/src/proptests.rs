@@ -40,7 +40,7 @@ fn deliveries(nodes: usize) -> impl Strategy<Value = Vec<Delivery>> {
 }
 
 /// What the quorum rule demands, computed independently of the machine.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 enum Expected {
     Won { at_us: u64 },
     Lost,

@@ -38,7 +38,7 @@ use super::{
 ///     "released on 1 of 3 nodes, not held on 1, 1 still in flight"
 /// );
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct ReleaseReport {
     /// What each node did, indexed by [`NodeId::index`]. Nodes still in flight when the
@@ -142,7 +142,7 @@ impl fmt::Display for ReleaseReport {
 /// assert_eq!((report.released(), report.not_held(), report.in_flight()), (1, 1, 1));
 /// assert!(report.is_quorum_free());
 /// ```
-#[derive(Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Release {
     quorum: usize,
     timeout_at: Timestamp,

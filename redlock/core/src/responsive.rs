@@ -15,7 +15,7 @@
 use super::ConnectionId;
 
 /// One node's state: answering, or silent on a connection since a request timed out there.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(super) enum Responsiveness {
     #[default]
     Answering,
@@ -26,7 +26,7 @@ pub(super) enum Responsiveness {
 }
 
 /// What a lock write on a connection should do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) enum WriteGate {
     Open,
     /// Send the probe first.

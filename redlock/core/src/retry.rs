@@ -20,7 +20,7 @@ use super::Timestamp;
 /// assert_eq!(policy.retries(), 3);
 /// assert_eq!(policy.attempts(), 4);
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct RetryPolicy {
     pub(crate) retries: u32,
     pub(crate) delay: Duration,
@@ -110,7 +110,7 @@ impl Default for RetryPolicy {
 /// let at = window.pick(&mut rand::rngs::StdRng::seed_from_u64(7));
 /// assert!(at >= window.earliest() && at < window.latest());
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RetryWindow {
     earliest: Timestamp,
     spread: Duration,

@@ -35,7 +35,7 @@ impl fmt::Display for FailureReason {
 }
 
 /// The record of a round that did not win.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct RoundFailure {
     /// Why it failed.
@@ -119,7 +119,7 @@ pub(crate) fn count(nodes: &[NodeStatus], reply: Reply) -> usize {
 }
 
 /// The decision of a round.
-#[derive(Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub(crate) enum Verdict {
     /// A quorum agreed in time; the lease is valid until the given instant.
     Won { valid_until: Timestamp },
@@ -128,7 +128,7 @@ pub(crate) enum Verdict {
 }
 
 /// Which replies count as a vote for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Vote {
     /// The lock key was taken (with or without a fence counter).
     Acquired,
@@ -149,7 +149,7 @@ impl Vote {
 }
 
 /// Votes of one round. Each node counts once: a duplicated reply changes nothing.
-#[derive(Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub(crate) struct QuorumRound {
     started_at: Timestamp,
     timeout_at: Timestamp,

@@ -28,7 +28,7 @@ use super::{LeaseLost, Timestamp};
 pub const MAX_DEFAULT_GRACE: Duration = Duration::from_secs(10);
 
 /// Why the command is being stopped.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum StopCause {
     /// No extension succeeded in time; this much validity was left when the stop began.
@@ -66,7 +66,7 @@ impl fmt::Display for StopCause {
 }
 
 /// What the driver must do now.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum SupervisorAction {
     /// Send `SIGTERM` to the command's process group. `SIGKILL` follows at `kill_at` (at once
@@ -82,7 +82,7 @@ pub enum SupervisorAction {
 }
 
 /// How the command ended, as the supervisor judges it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Ending {
     /// It exited on its own while the lease was valid.
@@ -94,7 +94,7 @@ pub enum Ending {
     Stopped(StopCause),
 }
 
-#[derive(Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 struct Stopping {
     cause: StopCause,
     kill_at: Timestamp,
@@ -120,7 +120,7 @@ struct Stopping {
 /// assert!(matches!(supervisor.poll_action(), Some(SupervisorAction::Terminate { .. })));
 /// assert_eq!(supervisor.poll_action(), Some(SupervisorAction::Kill));
 /// ```
-#[derive(Debug)]
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
 pub struct Supervisor {
     grace: Duration,
     margin: Duration,
