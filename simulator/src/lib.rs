@@ -61,6 +61,7 @@ mod net;
 pub mod report;
 pub mod scenario;
 mod server;
+mod store;
 #[cfg(test)]
 mod svg_check;
 pub mod sweep;

@@ -1,35 +1,13 @@
 //! A simulated Redis server: keys with absolute expiry on the server's own clock, the same
 //! conditional operations as the client's scripts, persistence, crashes and replication.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use redlock_core::{Reply, Token};
+use redlock_core::Token;
 
 use crate::clock::ClockModel;
 use crate::message::{NodeOp, NodeReply, ServerId};
 use crate::scenario::{Persistence, ServerSpec};
+pub(crate) use crate::store::{Effect, Store};
 use crate::time::{MS, Nanos};
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Value {
-    Token(Token),
-    Counter(i64),
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Entry {
-    pub(crate) value: Value,
-    /// Absolute expiry in milliseconds of the server's clock, as Redis stores it.
-    pub(crate) expire_at_ms: Option<u64>,
-}
-
-/// A change to replicate: Redis propagates absolute expiry times to replicas.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Effect {
-    Set { key: Arc<str>, entry: Entry },
-    Del { key: Arc<str> },
-}
 
 pub(crate) struct Server {
     pub(crate) name: String,
@@ -42,9 +20,9 @@ pub(crate) struct Server {
     started_at: Nanos,
     /// How long it had run when the scenario began (the first incarnation only).
     uptime_before: Nanos,
-    keys: BTreeMap<Arc<str>, Entry>,
+    keys: Store,
     /// What the last fsync wrote (persistence `everysec`).
-    durable: BTreeMap<Arc<str>, Entry>,
+    durable: Store,
     /// Whether writes still flow to the replica (a failover stops them).
     pub(crate) replicating: bool,
 }
@@ -62,8 +40,8 @@ impl Server {
             },
             started_at: 0,
             uptime_before: spec.uptime,
-            keys: BTreeMap::new(),
-            durable: BTreeMap::new(),
+            keys: Store::default(),
+            durable: Store::default(),
             replicating: spec.replica.is_some(),
         }
     }
@@ -88,217 +66,27 @@ impl Server {
         self.clock.read(t) / MS
     }
 
-    /// The live entry under `key`; an expired one is removed first (Redis expires lazily on
-    /// access: a key is gone once the clock is past its expiry).
-    fn live(&mut self, key: &Arc<str>, now_ms: u64) -> Option<&mut Entry> {
-        let expired = self
-            .keys
-            .get(key)
-            .is_some_and(|e| e.expire_at_ms.is_some_and(|at| now_ms > at));
-        if expired {
-            self.keys.remove(key);
-        }
-        self.keys.get_mut(key)
-    }
-
-    fn owned_by(&mut self, key: &Arc<str>, token: Token, now_ms: u64) -> Option<bool> {
-        self.live(key, now_ms)
-            .map(|e| e.value == Value::Token(token))
-    }
-
     /// Performs `op` at true time `t`: the reply, and the change to replicate if any.
     pub(crate) fn execute(&mut self, op: &NodeOp, t: Nanos) -> (NodeReply, Option<Effect>) {
-        let now = self.now_ms(t);
-        let set = |key: &Arc<str>, value: Value, ttl_ms: Option<u64>| {
-            let entry = Entry {
-                value,
-                expire_at_ms: ttl_ms.map(|ttl| now + ttl),
-            };
-            (key.clone(), entry)
-        };
-        let (reply, effect) = match op {
-            NodeOp::SetNx { key, token, ttl_ms } => {
-                if let Some(entry) = self.live(key, now) {
-                    // `SET … NX GET`: the holder's value comes back with the refusal.
-                    let reply = match entry.value {
-                        Value::Token(holder) => Reply::TakenBy {
-                            holder,
-                            remaining: None,
-                        },
-                        Value::Counter(_) => Reply::Taken,
-                    };
-                    (reply, None)
-                } else {
-                    let (k, entry) = set(key, Value::Token(*token), Some(*ttl_ms));
-                    self.keys.insert(k.clone(), entry.clone());
-                    (Reply::Acquired, Some(Effect::Set { key: k, entry }))
-                }
-            }
-            NodeOp::SetNxReportHolder { key, token, ttl_ms } => {
-                let (reply, effect) = self.execute(
-                    &NodeOp::SetNx {
-                        key: key.clone(),
-                        token: *token,
-                        ttl_ms: *ttl_ms,
-                    },
-                    t,
-                );
-                let mut remaining = || {
-                    self.live(key, now)
-                        .and_then(|entry| entry.expire_at_ms)
-                        .map_or(std::time::Duration::MAX, |at| {
-                            std::time::Duration::from_millis(at.saturating_sub(now))
-                        })
-                };
-                let reply = match reply {
-                    NodeReply::Core(Reply::TakenBy { holder, .. }) => {
-                        NodeReply::Core(Reply::TakenBy {
-                            holder,
-                            remaining: Some(remaining()),
-                        })
-                    }
-                    NodeReply::Core(Reply::Taken) => NodeReply::Core(Reply::TakenFor {
-                        remaining: remaining(),
-                    }),
-                    other => other,
-                };
-                return (reply, effect);
-            }
-            NodeOp::SetNxReadFence {
-                key,
-                fence_key,
-                token,
-                ttl_ms,
-            } => {
-                let counter = self.counter(fence_key, now);
-                let (reply, effect) = self.execute(
-                    &NodeOp::SetNx {
-                        key: key.clone(),
-                        token: *token,
-                        ttl_ms: *ttl_ms,
-                    },
-                    t,
-                );
-                let reply = match reply {
-                    NodeReply::Core(Reply::Acquired) => Reply::AcquiredWithFence { counter },
-                    _ => Reply::TakenWithFence { counter },
-                };
-                return (NodeReply::Core(reply), effect);
-            }
-            NodeOp::RaiseFence {
-                key,
-                fence_key,
-                token,
-                fence,
-            } => {
-                match self.owned_by(key, *token, now) {
-                    None => return (NodeReply::Core(Reply::NotHeld), None),
-                    Some(false) => return (NodeReply::Core(Reply::HeldByOther), None),
-                    Some(true) => {}
-                }
-                let current = self.counter(fence_key, now);
-                if *fence <= current {
-                    (Reply::FenceRaised { counter: current }, None)
-                } else {
-                    let value = Value::Counter(i64::try_from(*fence).unwrap_or(i64::MAX));
-                    let (k, entry) = set(fence_key, value, None);
-                    self.keys.insert(k.clone(), entry.clone());
-                    (
-                        Reply::FenceRaised { counter: *fence },
-                        Some(Effect::Set { key: k, entry }),
-                    )
-                }
-            }
-            NodeOp::ReleaseIfOwner { key, token } => match self.owned_by(key, *token, now) {
-                None => (Reply::NotHeld, None),
-                Some(false) => (Reply::HeldByOther, None),
-                Some(true) => {
-                    self.keys.remove(key);
-                    (Reply::Released, Some(Effect::Del { key: key.clone() }))
-                }
-            },
-            NodeOp::ExtendIfOwner { key, token, ttl_ms } => match self.owned_by(key, *token, now) {
-                None => (Reply::NotHeld, None),
-                Some(false) => (Reply::HeldByOther, None),
-                Some(true) => self.pexpire(key, now + ttl_ms),
-            },
-            NodeOp::Del { key } => {
-                if self.live(key, now).is_some() {
-                    self.keys.remove(key);
-                    (Reply::Released, Some(Effect::Del { key: key.clone() }))
-                } else {
-                    (Reply::NotHeld, None)
-                }
-            }
-            NodeOp::SetOrExtend { key, token, ttl_ms } => match self.owned_by(key, *token, now) {
-                Some(false) => (Reply::HeldByOther, None),
-                Some(true) => self.pexpire(key, now + ttl_ms),
-                None => {
-                    let (k, entry) = set(key, Value::Token(*token), Some(*ttl_ms));
-                    self.keys.insert(k.clone(), entry.clone());
-                    (Reply::Extended, Some(Effect::Set { key: k, entry }))
-                }
-            },
-            NodeOp::Ping => return (NodeReply::Pong, None),
+        match op {
+            NodeOp::Ping => (NodeReply::Pong, None),
             NodeOp::Identify => {
                 let reply = NodeReply::Identity {
                     server: self.id,
                     uptime_ms: self.uptime_ms(t),
                 };
-                return (reply, None);
+                (reply, None)
             }
-            NodeOp::Incr { key } => {
-                let next = match self.live(key, now) {
-                    Some(Entry {
-                        value: Value::Counter(n),
-                        ..
-                    }) => *n + 1,
-                    _ => 1,
-                };
-                let (k, entry) = set(key, Value::Counter(next), None);
-                self.keys.insert(k.clone(), entry.clone());
-                return (
-                    NodeReply::Counter(next),
-                    Some(Effect::Set { key: k, entry }),
-                );
+            _ => {
+                let now = self.now_ms(t);
+                self.keys.execute(op, now)
             }
-        };
-        (NodeReply::Core(reply), effect)
-    }
-
-    /// The counter under `key` (0 when absent), as the fencing scripts read it.
-    fn counter(&mut self, key: &Arc<str>, now_ms: u64) -> u64 {
-        match self.live(key, now_ms) {
-            Some(Entry {
-                value: Value::Counter(n),
-                ..
-            }) => u64::try_from(*n).unwrap_or(0),
-            _ => 0,
         }
-    }
-
-    fn pexpire(&mut self, key: &Arc<str>, at_ms: u64) -> (Reply, Option<Effect>) {
-        let Some(entry) = self.keys.get_mut(key) else {
-            return (Reply::NotHeld, None);
-        };
-        entry.expire_at_ms = Some(at_ms);
-        let effect = Effect::Set {
-            key: key.clone(),
-            entry: entry.clone(),
-        };
-        (Reply::Extended, Some(effect))
     }
 
     /// Applies a replicated change (on a replica).
     pub(crate) fn apply(&mut self, effect: &Effect) {
-        match effect {
-            Effect::Set { key, entry } => {
-                self.keys.insert(key.clone(), entry.clone());
-            }
-            Effect::Del { key } => {
-                self.keys.remove(key);
-            }
-        }
+        self.keys.apply(effect);
     }
 
     /// The once-a-second fsync of `appendfsync everysec`.
@@ -312,7 +100,7 @@ impl Server {
     pub(crate) fn crash(&mut self) {
         self.up = false;
         match self.persistence {
-            Persistence::None => self.keys.clear(),
+            Persistence::None => self.keys = Store::default(),
             Persistence::Everysec => self.keys.clone_from(&self.durable),
             Persistence::Always => {}
         }
@@ -328,19 +116,16 @@ impl Server {
 
     /// The token holding `key` at `t`, if any (for the space-time diagram).
     pub(crate) fn holder(&self, key: &str, t: Nanos) -> Option<Token> {
-        let now = self.now_ms(t);
-        self.keys
-            .get(key)
-            .and_then(|e| match (&e.value, e.expire_at_ms) {
-                (Value::Token(token), Some(at)) if now <= at => Some(*token),
-                (Value::Token(token), None) => Some(*token),
-                _ => None,
-            })
+        self.keys.holder(key, self.now_ms(t))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use redlock_core::Reply;
+
     use super::*;
     use crate::clock::ClockModel;
 

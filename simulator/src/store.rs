@@ -1,0 +1,258 @@
+//! A Redis server's keyspace: keys with absolute expiry on the server's own clock, and the
+//! same conditional operations as the client's `SET NX GET PX` and scripts. The simulated
+//! servers and the model checker's nodes both keep their keys in one.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use redlock_core::{NodeFailure, Reply, Token};
+
+use crate::message::{NodeOp, NodeReply};
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Value {
+    Token(Token),
+    Counter(i64),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Entry {
+    pub(crate) value: Value,
+    /// Absolute expiry in milliseconds of the server's clock, as Redis stores it.
+    pub(crate) expire_at_ms: Option<u64>,
+}
+
+/// A change to replicate: Redis propagates absolute expiry times to replicas.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Effect {
+    Set { key: Arc<str>, entry: Entry },
+    Del { key: Arc<str> },
+}
+
+/// The keys of one server (or what its last fsync wrote).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Store {
+    keys: BTreeMap<Arc<str>, Entry>,
+}
+
+impl Store {
+    /// The live entry under `key`; an expired one is removed first (Redis expires lazily on
+    /// access: a key is gone once the clock is past its expiry).
+    fn live(&mut self, key: &Arc<str>, now_ms: u64) -> Option<&mut Entry> {
+        let expired = self
+            .keys
+            .get(key)
+            .is_some_and(|e| e.expire_at_ms.is_some_and(|at| now_ms > at));
+        if expired {
+            self.keys.remove(key);
+        }
+        self.keys.get_mut(key)
+    }
+
+    fn owned_by(&mut self, key: &Arc<str>, token: Token, now_ms: u64) -> Option<bool> {
+        self.live(key, now_ms)
+            .map(|e| e.value == Value::Token(token))
+    }
+
+    /// Performs the key operation `op` when the server's clock reads `now` milliseconds: the
+    /// reply, and the change to replicate if any. (`PING` and `INFO` are the server's.)
+    pub(crate) fn execute(&mut self, op: &NodeOp, now: u64) -> (NodeReply, Option<Effect>) {
+        let set = |key: &Arc<str>, value: Value, ttl_ms: Option<u64>| {
+            let entry = Entry {
+                value,
+                expire_at_ms: ttl_ms.map(|ttl| now + ttl),
+            };
+            (key.clone(), entry)
+        };
+        let (reply, effect) = match op {
+            NodeOp::SetNx { key, token, ttl_ms } => {
+                if let Some(entry) = self.live(key, now) {
+                    // `SET … NX GET`: the holder's value comes back with the refusal.
+                    let reply = match entry.value {
+                        Value::Token(holder) => Reply::TakenBy {
+                            holder,
+                            remaining: None,
+                        },
+                        Value::Counter(_) => Reply::Taken,
+                    };
+                    (reply, None)
+                } else {
+                    let (k, entry) = set(key, Value::Token(*token), Some(*ttl_ms));
+                    self.keys.insert(k.clone(), entry.clone());
+                    (Reply::Acquired, Some(Effect::Set { key: k, entry }))
+                }
+            }
+            NodeOp::SetNxReportHolder { key, token, ttl_ms } => {
+                let (reply, effect) = self.execute(
+                    &NodeOp::SetNx {
+                        key: key.clone(),
+                        token: *token,
+                        ttl_ms: *ttl_ms,
+                    },
+                    now,
+                );
+                let mut remaining = || {
+                    self.live(key, now)
+                        .and_then(|entry| entry.expire_at_ms)
+                        .map_or(std::time::Duration::MAX, |at| {
+                            std::time::Duration::from_millis(at.saturating_sub(now))
+                        })
+                };
+                let reply = match reply {
+                    NodeReply::Core(Reply::TakenBy { holder, .. }) => {
+                        NodeReply::Core(Reply::TakenBy {
+                            holder,
+                            remaining: Some(remaining()),
+                        })
+                    }
+                    NodeReply::Core(Reply::Taken) => NodeReply::Core(Reply::TakenFor {
+                        remaining: remaining(),
+                    }),
+                    other => other,
+                };
+                return (reply, effect);
+            }
+            NodeOp::SetNxReadFence {
+                key,
+                fence_key,
+                token,
+                ttl_ms,
+            } => {
+                let counter = self.counter(fence_key, now);
+                let (reply, effect) = self.execute(
+                    &NodeOp::SetNx {
+                        key: key.clone(),
+                        token: *token,
+                        ttl_ms: *ttl_ms,
+                    },
+                    now,
+                );
+                let reply = match reply {
+                    NodeReply::Core(Reply::Acquired) => Reply::AcquiredWithFence { counter },
+                    _ => Reply::TakenWithFence { counter },
+                };
+                return (NodeReply::Core(reply), effect);
+            }
+            NodeOp::RaiseFence {
+                key,
+                fence_key,
+                token,
+                fence,
+            } => {
+                match self.owned_by(key, *token, now) {
+                    None => return (NodeReply::Core(Reply::NotHeld), None),
+                    Some(false) => return (NodeReply::Core(Reply::HeldByOther), None),
+                    Some(true) => {}
+                }
+                let current = self.counter(fence_key, now);
+                if *fence <= current {
+                    (Reply::FenceRaised { counter: current }, None)
+                } else {
+                    let value = Value::Counter(i64::try_from(*fence).unwrap_or(i64::MAX));
+                    let (k, entry) = set(fence_key, value, None);
+                    self.keys.insert(k.clone(), entry.clone());
+                    (
+                        Reply::FenceRaised { counter: *fence },
+                        Some(Effect::Set { key: k, entry }),
+                    )
+                }
+            }
+            NodeOp::ReleaseIfOwner { key, token } => match self.owned_by(key, *token, now) {
+                None => (Reply::NotHeld, None),
+                Some(false) => (Reply::HeldByOther, None),
+                Some(true) => {
+                    self.keys.remove(key);
+                    (Reply::Released, Some(Effect::Del { key: key.clone() }))
+                }
+            },
+            NodeOp::ExtendIfOwner { key, token, ttl_ms } => match self.owned_by(key, *token, now) {
+                None => (Reply::NotHeld, None),
+                Some(false) => (Reply::HeldByOther, None),
+                Some(true) => self.pexpire(key, now + ttl_ms),
+            },
+            NodeOp::Del { key } => {
+                if self.live(key, now).is_some() {
+                    self.keys.remove(key);
+                    (Reply::Released, Some(Effect::Del { key: key.clone() }))
+                } else {
+                    (Reply::NotHeld, None)
+                }
+            }
+            NodeOp::SetOrExtend { key, token, ttl_ms } => match self.owned_by(key, *token, now) {
+                Some(false) => (Reply::HeldByOther, None),
+                Some(true) => self.pexpire(key, now + ttl_ms),
+                None => {
+                    let (k, entry) = set(key, Value::Token(*token), Some(*ttl_ms));
+                    self.keys.insert(k.clone(), entry.clone());
+                    (Reply::Extended, Some(Effect::Set { key: k, entry }))
+                }
+            },
+            NodeOp::Ping | NodeOp::Identify => {
+                let failure = NodeFailure::Protocol("not a key operation".into());
+                return (NodeReply::Failure(failure), None);
+            }
+            NodeOp::Incr { key } => {
+                let next = match self.live(key, now) {
+                    Some(Entry {
+                        value: Value::Counter(n),
+                        ..
+                    }) => *n + 1,
+                    _ => 1,
+                };
+                let (k, entry) = set(key, Value::Counter(next), None);
+                self.keys.insert(k.clone(), entry.clone());
+                return (
+                    NodeReply::Counter(next),
+                    Some(Effect::Set { key: k, entry }),
+                );
+            }
+        };
+        (NodeReply::Core(reply), effect)
+    }
+
+    /// The counter under `key` (0 when absent), as the fencing scripts read it.
+    fn counter(&mut self, key: &Arc<str>, now_ms: u64) -> u64 {
+        match self.live(key, now_ms) {
+            Some(Entry {
+                value: Value::Counter(n),
+                ..
+            }) => u64::try_from(*n).unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    fn pexpire(&mut self, key: &Arc<str>, at_ms: u64) -> (Reply, Option<Effect>) {
+        let Some(entry) = self.keys.get_mut(key) else {
+            return (Reply::NotHeld, None);
+        };
+        entry.expire_at_ms = Some(at_ms);
+        let effect = Effect::Set {
+            key: key.clone(),
+            entry: entry.clone(),
+        };
+        (Reply::Extended, Some(effect))
+    }
+
+    /// Applies a replicated change.
+    pub(crate) fn apply(&mut self, effect: &Effect) {
+        match effect {
+            Effect::Set { key, entry } => {
+                self.keys.insert(key.clone(), entry.clone());
+            }
+            Effect::Del { key } => {
+                self.keys.remove(key);
+            }
+        }
+    }
+
+    /// The token holding `key` when the server's clock reads `now` milliseconds, if any.
+    pub(crate) fn holder(&self, key: &str, now: u64) -> Option<Token> {
+        self.keys
+            .get(key)
+            .and_then(|e| match (&e.value, e.expire_at_ms) {
+                (Value::Token(token), Some(at)) if now <= at => Some(*token),
+                (Value::Token(token), None) => Some(*token),
+                _ => None,
+            })
+    }
+}
