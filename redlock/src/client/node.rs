@@ -221,11 +221,12 @@ impl Nodes {
                 Admission::Identify if identified => {
                     return Err(NodeFailure::Io("the connection was replaced".into()));
                 }
+                // Boxed, as rare steps: the request's future stays small.
                 Admission::Identify => {
-                    self.identify(node, connection).await?;
+                    Box::pin(self.identify(node, connection)).await?;
                     identified = true;
                 }
-                Admission::Probe => self.probe(node, connection).await?,
+                Admission::Probe => Box::pin(self.probe(node, connection)).await?,
             }
         }
     }
@@ -396,9 +397,17 @@ impl Node {
 
     /// The current connection, opening one if there is none.
     async fn connection(&self) -> Result<Connection, NodeFailure> {
-        if let Some(connection) = self.open() {
-            return Ok(connection);
+        match self.open() {
+            Some(connection) => Ok(connection),
+            // Boxed: opening a connection is a large future that every request would
+            // otherwise carry (and allocate) for the rare time it is needed.
+            None => Box::pin(self.reopen()).await,
         }
+    }
+
+    /// Opens a connection, one attempt at a time (another command's attempt may have
+    /// opened one meanwhile).
+    async fn reopen(&self) -> Result<Connection, NodeFailure> {
         let _one_at_a_time = self.connecting.lock().await;
         if let Some(connection) = self.open() {
             return Ok(connection);
