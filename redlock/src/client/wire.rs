@@ -295,8 +295,10 @@ fn reading(
 /// the holder's value, in the same command (so an uncontended acquisition pays nothing for
 /// it but the three bytes of the argument); Redis 7.0 is the first to take `NX` with `GET`.
 fn set_if_absent(key: &LockKey, token: &Token, ttl: Duration) -> redis::Cmd {
-    let mut cmd = redis::cmd("SET");
-    cmd.arg(key.as_str())
+    // Room for every argument at once: the buffer is not grown argument by argument.
+    let mut cmd = redis::Cmd::with_capacity(7, key.as_str().len() + 64);
+    cmd.arg("SET")
+        .arg(key.as_str())
         .arg(&token.to_hex()[..])
         .arg("NX")
         .arg("GET")

@@ -21,7 +21,7 @@ pub(crate) mod resource;
 
 use std::sync::OnceLock;
 
-use redis::{Cmd, ToRedisArgs};
+use redis::Cmd;
 
 /// A Lua script: its source, and the SHA1 that names it in a node's script cache.
 pub(crate) struct LuaScript {
@@ -44,16 +44,17 @@ impl LuaScript {
     }
 
     /// `EVAL source numkeys keys…`; the caller appends the script's arguments.
-    pub(crate) fn eval<K: ToRedisArgs>(&self, keys: &[K]) -> Cmd {
-        let mut cmd = redis::cmd("EVAL");
-        cmd.arg(self.source).arg(keys.len()).arg(keys);
+    pub(crate) fn eval(&self, keys: &[&str]) -> Cmd {
+        let mut cmd = sized(keys, self.source.len());
+        cmd.arg("EVAL").arg(self.source).arg(keys.len()).arg(keys);
         cmd
     }
 
     /// `EVALSHA hash numkeys keys…`; the caller appends the script's arguments.
-    pub(crate) fn evalsha<K: ToRedisArgs>(&self, keys: &[K]) -> Cmd {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(self.hash()).arg(keys.len()).arg(keys);
+    pub(crate) fn evalsha(&self, keys: &[&str]) -> Cmd {
+        let hash = self.hash();
+        let mut cmd = sized(keys, hash.len());
+        cmd.arg("EVALSHA").arg(hash).arg(keys.len()).arg(keys);
         cmd
     }
 
@@ -63,6 +64,15 @@ impl LuaScript {
         cmd.arg("LOAD").arg(self.source);
         cmd
     }
+}
+
+/// An empty command with room for a script call on `keys` (`body` bytes of source or
+/// hash) and a few arguments: its buffer is allocated once, not grown argument by argument.
+fn sized(keys: &[&str], body: usize) -> Cmd {
+    /// The command's name, the key count and a token, a TTL or a fence.
+    const ROOM: usize = 96;
+    let keys_len: usize = keys.iter().map(|key| key.len()).sum();
+    Cmd::with_capacity(keys.len() + 5, body + keys_len + ROOM)
 }
 
 #[cfg(test)]
