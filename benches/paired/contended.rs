@@ -54,7 +54,7 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
         })
         .collect();
     let spread_grants: Arc<Mutex<Vec<Vec<Grant>>>> = Arc::default();
-    let ours_block = ours_block_over(&runtime, vec![ours.clone()], Arc::clone(&grants));
+    let ours_block = ours_block_over(&runtime, vec![ours], Arc::clone(&grants));
     let spread_block = ours_block_over(&runtime, spread, Arc::clone(&spread_grants));
     // rslock's acquisitions per worker over all its windows, for the record of how evenly it
     // serves them.
