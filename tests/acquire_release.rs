@@ -257,10 +257,12 @@ fn commands(fleet: &redlock_tests::RedisFleet, node: usize) -> Vec<(String, u64)
 }
 
 /// An uncontended lease costs each node one `SET` (its `GET` option names a holder only
-/// when there is one) and one `EVAL` (the release), and no other request: what tells a
-/// waiter's wake-up from a flood of messages adds no request to the path nobody contends.
+/// when there is one) and one `EVALSHA` (the release, by the hash of the script the
+/// connection loaded with its identification), and no other request: what tells a
+/// waiter's wake-up from a flood of messages adds no request to the path nobody contends,
+/// and the script is not sent whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_uncontended_lease_costs_each_node_one_set_and_one_eval() {
+async fn an_uncontended_lease_costs_each_node_one_set_and_one_evalsha() {
     const LEASES: u64 = 20;
     let fleet = fleet(3);
     let redlock = builder(&fleet).build().unwrap();
@@ -286,9 +288,9 @@ async fn an_uncontended_lease_costs_each_node_one_set_and_one_eval() {
             .collect();
         let mut ran = ran;
         ran.sort();
-        // Two requests per lease: the SET and the EVAL of the release script, whose own
+        // Two requests per lease: the SET and the EVALSHA of the release script, whose own
         // GET, DEL and PUBLISH the node counts too.
-        let expected: Vec<(String, u64)> = ["del", "eval", "get", "publish", "set"]
+        let expected: Vec<(String, u64)> = ["del", "evalsha", "get", "publish", "set"]
             .iter()
             .map(|name| ((*name).to_owned(), LEASES))
             .collect();

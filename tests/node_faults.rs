@@ -101,11 +101,11 @@ async fn a_paused_node_costs_no_more_than_the_node_timeout() {
     assert_no_lock_keys(&fleet).await;
 }
 
-/// A release is one command on the wire, whatever the node's script cache holds. With
-/// `EVALSHA` a node with an empty cache answers `NOSCRIPT` and needs two more round trips;
-/// when the node is stalled past the per-node timeout the request is dropped after the first
-/// and the key stays until its TTL (this test failed that way before scripts went out with
-/// `EVAL`).
+/// The script cache never leaves a release unsent. After `SCRIPT FLUSH`, a node stalled
+/// past the per-node timeout answers the release's `EVALSHA` with `NOSCRIPT` only when it
+/// resumes, long after the request's deadline; the `EVAL` that must follow is still sent
+/// then (a release by hash finishes in the background). This test failed when the scripts
+/// went by `EVALSHA` with redis-rs' fallback, before they were sent whole with `EVAL`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_queued_on_a_stalled_node_with_an_empty_script_cache_runs_on_resume() {
     let mut fleet = fleet(3);
@@ -164,8 +164,8 @@ async fn scripts_work_on_nodes_with_an_empty_script_cache() {
     let redlock = builder(&fleet).build().unwrap();
     redlock.acquire("cache").await.unwrap().release().await;
 
-    // SCRIPT FLUSH empties the cache exactly as a restart does (`EVAL` carries the script,
-    // so nothing depends on the cache; `EVALSHA` would get `NOSCRIPT`).
+    // SCRIPT FLUSH empties the cache exactly as a restart does, under connections that
+    // loaded the scripts: each `EVALSHA` gets `NOSCRIPT` and the call follows with `EVAL`.
     for i in 0..3 {
         let mut c = fleet.connect(i).unwrap();
         let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut c).unwrap();

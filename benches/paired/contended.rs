@@ -4,6 +4,12 @@
 //! time per acquisition, so a ratio of times is the inverse ratio of acquisition rates. Ours
 //! also gives the hand-off (a release's start to the next grant) and how evenly the workers
 //! were served over all its blocks.
+//!
+//! Ours runs twice: the 16 workers on one client, and spread over 4 clients (separate
+//! `Redlock` values, as 4 processes would be), where nothing can be handed off inside one
+//! client: every hand-off goes through the nodes (the release, its notification, the
+//! waiter's round). Its hand-off gap is also given in round trips: the median time of one
+//! parallel `PING` to every node, measured in the same run.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -39,35 +45,17 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
     let floor = Arc::new(runtime.block_on(Floor::connect(&urls, Decide::Quorum)));
     let grants: Arc<Mutex<Vec<Vec<Grant>>>> = Arc::default();
 
-    let ours_block: Block<'_> = Box::new(|| {
-        let this_window: Arc<Mutex<Vec<Grant>>> = Arc::default();
-        let per = harness::window(&runtime, WORKERS, WINDOW, |worker, until| {
-            let (ours, this_window) = (ours.clone(), Arc::clone(&this_window));
-            async move {
-                let mut acquired = 0;
-                while Instant::now() < until {
-                    // The default policy: a worker still in line after its longest wait gets
-                    // an error and joins the line again.
-                    let Ok(lease) = ours.acquire(RESOURCE).await else {
-                        continue;
-                    };
-                    let granted = Instant::now();
-                    acquired += 1;
-                    let released = Instant::now();
-                    lease.release().await;
-                    this_window.lock().expect("the grants").push(Grant {
-                        worker,
-                        granted,
-                        released,
-                    });
-                }
-                acquired
-            }
-        });
-        let this_window = std::mem::take(&mut *this_window.lock().expect("the grants"));
-        grants.lock().expect("the grants").push(this_window);
-        per
-    });
+    // The 16 workers on one client, and spread over 4.
+    let spread: Vec<redlock::Redlock> = (0..CLIENTS)
+        .map(|_| {
+            let client = runtime.block_on(async { support::ours(&urls) });
+            runtime.block_on(client.connect());
+            client
+        })
+        .collect();
+    let spread_grants: Arc<Mutex<Vec<Vec<Grant>>>> = Arc::default();
+    let ours_block = ours_block_over(&runtime, vec![ours], Arc::clone(&grants));
+    let spread_block = ours_block_over(&runtime, spread, Arc::clone(&spread_grants));
     // rslock's acquisitions per worker over all its windows, for the record of how evenly it
     // serves them.
     let rslock_per_worker: Arc<Mutex<[u64; WORKERS]>> = Arc::default();
@@ -106,6 +94,7 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
         ROUNDS,
         &mut [
             ("ours", ours_block),
+            ("ours_4_clients", spread_block),
             ("rslock", rslock_block),
             ("floor_spin", floor_block),
         ],
@@ -125,27 +114,45 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
         "contended_ours_floor_spin".into(),
         ratio(&times, "floor_spin", "ours"),
     );
+    out.insert(
+        "contended_ours_4_clients_rslock".into(),
+        ratio(&times, "rslock", "ours_4_clients"),
+    );
+    let round_trip = runtime.block_on(floor.round_trip());
+    println!(
+        "round trip (a parallel PING to every node): median {:.3} ms",
+        round_trip.as_secs_f64() * 1e3
+    );
+    let spread_windows = spread_grants.lock().expect("the grants").split_off(1);
+    let (spread_handoffs, _) = handoffs(spread_windows);
+    let in_round_trips: Vec<f64> = spread_handoffs
+        .iter()
+        .map(|ms| ms / (round_trip.as_secs_f64() * 1e3))
+        .collect();
+    let (p50, p90) = (
+        quantile(&in_round_trips, 0.5),
+        quantile(&in_round_trips, 0.9),
+    );
+    println!(
+        "hand-off over 4 clients: p50 {p50:.2} round trips, p90 {p90:.2} ({:.3} / {:.3} ms) over {} hand-offs",
+        quantile(&spread_handoffs, 0.5),
+        quantile(&spread_handoffs, 0.9),
+        spread_handoffs.len()
+    );
+    out.insert(
+        "contended_4_clients_handoff_round_trips".into(),
+        json!({
+            "median": p50,
+            "q1": quantile(&in_round_trips, 0.25),
+            "q3": quantile(&in_round_trips, 0.75),
+            "p90": p90,
+            "rounds": in_round_trips.len(),
+        }),
+    );
 
     // The warm-up window is the first: leave it out.
     let windows: Vec<Vec<Grant>> = grants.lock().expect("the grants").split_off(1);
-    let mut handoffs = Vec::new();
-    let mut per_worker = [0u64; WORKERS];
-    for mut window in windows {
-        window.sort_by_key(|g| g.granted);
-        for pair in window.windows(2) {
-            handoffs.push(
-                pair[1]
-                    .granted
-                    .saturating_duration_since(pair[0].released)
-                    .as_secs_f64()
-                    * 1e3,
-            );
-        }
-        for grant in &window {
-            per_worker[grant.worker] += 1;
-        }
-    }
-    handoffs.sort_by(f64::total_cmp);
+    let (handoffs, per_worker) = handoffs(windows);
     let (p50, q1, q3) = (
         quantile(&handoffs, 0.5),
         quantile(&handoffs, 0.25),
@@ -181,4 +188,70 @@ pub(crate) fn run(out: &mut BTreeMap<String, serde_json::Value>) {
         json!({ "median": least, "q1": least, "q3": least, "rounds": 1 }),
     );
     support::assert_clean(&fleet, "bench-ours:", "ours (contended)");
+}
+
+/// Clients the workers are spread over in the second run of ours.
+const CLIENTS: usize = 4;
+
+/// One window of ours, worker `w` on client `w % clients.len()`; each window's grants go to
+/// `grants`.
+fn ours_block_over<'a>(
+    runtime: &'a tokio::runtime::Runtime,
+    clients: Vec<redlock::Redlock>,
+    grants: Arc<Mutex<Vec<Vec<Grant>>>>,
+) -> Block<'a> {
+    Box::new(move || {
+        let this_window: Arc<Mutex<Vec<Grant>>> = Arc::default();
+        let per = harness::window(runtime, WORKERS, WINDOW, |worker, until| {
+            let ours = clients[worker % clients.len()].clone();
+            let this_window = Arc::clone(&this_window);
+            async move {
+                let mut acquired = 0;
+                while Instant::now() < until {
+                    // The default policy: a worker still in line after its longest wait gets
+                    // an error and joins the line again.
+                    let Ok(lease) = ours.acquire(RESOURCE).await else {
+                        continue;
+                    };
+                    let granted = Instant::now();
+                    acquired += 1;
+                    let released = Instant::now();
+                    lease.release().await;
+                    this_window.lock().expect("the grants").push(Grant {
+                        worker,
+                        granted,
+                        released,
+                    });
+                }
+                acquired
+            }
+        });
+        let this_window = std::mem::take(&mut *this_window.lock().expect("the grants"));
+        grants.lock().expect("the grants").push(this_window);
+        per
+    })
+}
+
+/// The hand-off gaps of `windows` (a release's start to the next grant, in ms, sorted) and
+/// each worker's grants.
+fn handoffs(windows: Vec<Vec<Grant>>) -> (Vec<f64>, [u64; WORKERS]) {
+    let mut handoffs = Vec::new();
+    let mut per_worker = [0u64; WORKERS];
+    for mut window in windows {
+        window.sort_by_key(|g| g.granted);
+        for pair in window.windows(2) {
+            handoffs.push(
+                pair[1]
+                    .granted
+                    .saturating_duration_since(pair[0].released)
+                    .as_secs_f64()
+                    * 1e3,
+            );
+        }
+        for grant in &window {
+            per_worker[grant.worker] += 1;
+        }
+    }
+    handoffs.sort_by(f64::total_cmp);
+    (handoffs, per_worker)
 }

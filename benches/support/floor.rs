@@ -33,11 +33,38 @@ end
 return 0
 ";
 
+/// The same script with the `PUBLISH` this crate's release sends its waiters (through
+/// `redis.pcall`, as this crate does), for measuring what the notification costs a node.
+const RELEASE_PUBLISHING: &str = r"
+local value = redis.call('GET', KEYS[1])
+if value == ARGV[1] then
+    redis.call('DEL', KEYS[1])
+    redis.pcall('PUBLISH', KEYS[1], ARGV[1])
+    return 1
+elseif value == false then
+    return 0
+end
+return -1
+";
+
+/// The floor's wire, and the variants that add one of this crate's choices at a time, so
+/// that the CPU benchmark (`benches/cpu.rs`) can price each on the nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wire {
+    /// The release script sent whole with `EVAL` on every call, rather than `EVALSHA`.
+    pub eval_whole: bool,
+    /// The release script also `PUBLISH`es the token on the key's channel.
+    pub publish: bool,
+    /// The lock request is `SET key token NX GET PX ttl` (the refused `SET` names the holder).
+    pub set_get: bool,
+}
+
 /// The floor over a set of nodes.
 pub struct Floor {
     connections: Vec<MultiplexedConnection>,
     release: Script,
     decide: Decide,
+    wire: Wire,
 }
 
 /// How long a round waits, as the client's default per-node timeout for a 10 s TTL.
@@ -49,6 +76,11 @@ const ATTEMPTS: usize = 100;
 impl Floor {
     /// Connects to every node (inside the runtime that will drive it).
     pub async fn connect(urls: &[String], decide: Decide) -> Self {
+        Self::connect_with(urls, decide, Wire::default()).await
+    }
+
+    /// Connects to every node, speaking `wire`.
+    pub async fn connect_with(urls: &[String], decide: Decide, wire: Wire) -> Self {
         let mut connections = Vec::new();
         for url in urls {
             // TCP_NODELAY, as the client under test sets it: the floor measures the same
@@ -70,9 +102,35 @@ impl Floor {
         }
         Self {
             connections,
-            release: Script::new(RELEASE),
+            release: Script::new(if wire.publish {
+                RELEASE_PUBLISHING
+            } else {
+                RELEASE
+            }),
             decide,
+            wire,
         }
+    }
+
+    /// The median time of a parallel `PING` to every node, waiting for every answer, over
+    /// 200 rounds: the unit of the hand-off gap.
+    pub async fn round_trip(&self) -> Duration {
+        let mut times = Vec::with_capacity(200);
+        for _ in 0..200 {
+            let started = tokio::time::Instant::now();
+            let pings = self
+                .connections
+                .iter()
+                .map(|c| {
+                    let mut c = c.clone();
+                    async move { redis::cmd("PING").query_async::<()>(&mut c).await }
+                })
+                .collect::<FuturesUnordered<_>>();
+            pings.for_each(|_| async {}).await;
+            times.push(started.elapsed());
+        }
+        times.sort();
+        times[times.len() / 2]
     }
 
     fn quorum(&self) -> usize {
@@ -98,8 +156,16 @@ impl Floor {
             .iter()
             .map(|c| {
                 let mut c = c.clone();
-                let cmd = set_nx(key, &token);
-                async move { matches!(cmd.query_async::<Value>(&mut c).await, Ok(Value::Okay)) }
+                let get = self.wire.set_get;
+                let cmd = set_nx(key, &token, get);
+                async move {
+                    // With `GET`, nil means the key was absent (and is now set).
+                    match cmd.query_async::<Value>(&mut c).await {
+                        Ok(Value::Okay) => !get,
+                        Ok(Value::Nil) => get,
+                        _ => false,
+                    }
+                }
             })
             .collect::<FuturesUnordered<_>>();
         let won = self.round(sets).await;
@@ -119,7 +185,7 @@ impl Floor {
             .enumerate()
             .map(|(index, c)| {
                 let mut c = c.clone();
-                let cmd = set_nx(key, &token);
+                let cmd = set_nx(key, &token, false);
                 async move { (index, cmd.query_async::<Value>(&mut c).await) }
             })
             .collect::<FuturesUnordered<_>>();
@@ -176,7 +242,23 @@ impl Floor {
             .map(|i| {
                 let mut c = self.connections[i].clone();
                 let (script, key, token) = (self.release.clone(), key.to_owned(), token.to_owned());
+                let eval_whole = self.wire.eval_whole.then(|| {
+                    let source = if self.wire.publish {
+                        RELEASE_PUBLISHING
+                    } else {
+                        RELEASE
+                    };
+                    redis::cmd("EVAL")
+                        .arg(source)
+                        .arg(1)
+                        .arg(&key)
+                        .arg(&token)
+                        .clone()
+                });
                 async move {
+                    if let Some(eval) = eval_whole {
+                        return eval.query_async::<i64>(&mut c).await.is_ok();
+                    }
                     let mut invocation = script.key(&key);
                     invocation.arg(&token);
                     invocation.invoke_async::<i64>(&mut c).await.is_ok()
@@ -219,13 +301,14 @@ impl Floor {
     }
 }
 
-/// `SET key token NX PX ttl`: the floor's lock request.
-fn set_nx(key: &str, token: &str) -> redis::Cmd {
-    redis::cmd("SET")
-        .arg(key)
-        .arg(token)
-        .arg("NX")
-        .arg("PX")
-        .arg(super::TTL.as_millis() as u64)
-        .clone()
+/// `SET key token NX PX ttl`: the floor's lock request (`NX GET PX` with `get`: a refused
+/// `SET` answers with the holder's value, a granted one with nil).
+fn set_nx(key: &str, token: &str, get: bool) -> redis::Cmd {
+    let mut cmd = redis::cmd("SET");
+    cmd.arg(key).arg(token).arg("NX");
+    if get {
+        cmd.arg("GET");
+    }
+    cmd.arg("PX").arg(super::TTL.as_millis() as u64);
+    cmd
 }

@@ -209,7 +209,7 @@ impl FencedKey {
     ) -> Result<FencedWrite, FenceError> {
         let fence = fence.into();
         let reply: Value = WRITE
-            .eval(&[&self.key, &self.fence_key, &self.owner_key])
+            .eval(&[&self.key, &self.fence_key, &self.owner_key].map(String::as_str))
             .arg(fence.token)
             .arg(&fence.owner.to_hex()[..])
             .arg(value)
@@ -244,7 +244,7 @@ impl FencedKey {
     ) -> Result<FencedRead, FenceError> {
         let fence = fence.into();
         let reply: Value = READ
-            .eval(&[&self.key, &self.fence_key, &self.owner_key])
+            .eval(&[&self.key, &self.fence_key, &self.owner_key].map(String::as_str))
             .arg(fence.token)
             .arg(&fence.owner.to_hex()[..])
             .query_async(connection)

@@ -1,26 +1,77 @@
-//! Reading a connection's server identity (`run_id`, uptime, eviction policy) from `INFO`.
+//! What a new connection asks first: the server's identity (`run_id`, uptime, eviction
+//! policy) from `INFO`, and, in the same round trip, `SCRIPT LOAD` of the lock scripts so
+//! that the connection can call them by hash.
 
 use redis::aio::MultiplexedConnection;
+use redis::{RedisResult, Value};
 
 use super::wire::classify;
 use crate::core::{NodeFailure, NodeIdentity};
+use crate::lua::lock::LOADED;
 
-/// What one `INFO` on a new connection tells: the identity, why it cannot be known (the node
-/// answered, but not with a usable identity), or a failure of the connection itself.
-pub(crate) async fn read(
-    connection: &mut MultiplexedConnection,
-) -> Result<Result<NodeIdentity, String>, NodeFailure> {
+/// What a new connection learned in its first round trip.
+pub(crate) struct Greeting {
+    /// The identity, or why it cannot be known (the node answered, but not with a usable
+    /// identity).
+    pub(crate) identity: Result<NodeIdentity, String>,
+    /// Whether every lock script is now in the node's cache under the hash this client
+    /// calls it by (not when the user's ACL refuses `SCRIPT`: the connection then keeps
+    /// sending the scripts whole).
+    pub(crate) scripts_loaded: bool,
+}
+
+/// Sends `INFO` and the `SCRIPT LOAD`s as one pipeline and reads the answers; `Err` only
+/// for a failure of the connection itself.
+pub(crate) async fn read(connection: &mut MultiplexedConnection) -> Result<Greeting, NodeFailure> {
+    let mut pipe = redis::pipe();
+    // Each answer on its own: a refused `SCRIPT LOAD` must not cost the identification.
+    pipe.ignore_errors();
     // The default sections hold both `server` (run_id, uptime) and `memory` (the policy);
     // older servers take only one section name.
-    let info: Result<String, _> = redis::cmd("INFO").query_async(connection).await;
-    match info {
-        Ok(text) => Ok(NodeIdentity::from_info(&text)),
-        Err(error) => match classify(error) {
-            // The node answered: INFO is refused (an ACL without `+info`) or unknown (renamed).
-            NodeFailure::Server(why) | NodeFailure::Denied(why) | NodeFailure::Protocol(why) => {
-                Ok(Err(why))
-            }
-            failure => Err(failure),
-        },
+    pipe.cmd("INFO");
+    for script in LOADED {
+        pipe.add_command(script.load());
+    }
+    let mut answers: Vec<RedisResult<Value>> = match pipe.query_async(connection).await {
+        Ok(answers) => answers,
+        Err(error) => return unanswered(error),
+    };
+    if answers.len() != 1 + LOADED.len() {
+        return Err(NodeFailure::Protocol(format!(
+            "{} answers to INFO and {} SCRIPT LOADs",
+            answers.len(),
+            LOADED.len()
+        )));
+    }
+    let loads = answers.split_off(1);
+    let scripts_loaded = loads.iter().zip(LOADED).all(|(answer, script)| {
+        matches!(answer, Ok(Value::BulkString(hash)) if hash == script.hash().as_bytes())
+    });
+    let info = answers.pop().expect("one answer per command");
+    let identity =
+        match info.and_then(|value| redis::from_redis_value::<String>(value).map_err(Into::into)) {
+            Ok(text) => NodeIdentity::from_info(&text),
+            Err(error) => match unanswered(error) {
+                Ok(greeting) => greeting.identity,
+                Err(failure) => return Err(failure),
+            },
+        };
+    Ok(Greeting {
+        identity,
+        scripts_loaded,
+    })
+}
+
+/// A failed `INFO`: an answer without an identity when the node answered (INFO refused by
+/// an ACL without `+info`, or unknown because renamed), else the connection's failure.
+fn unanswered(error: redis::RedisError) -> Result<Greeting, NodeFailure> {
+    match classify(error) {
+        NodeFailure::Server(why) | NodeFailure::Denied(why) | NodeFailure::Protocol(why) => {
+            Ok(Greeting {
+                identity: Err(why),
+                scripts_loaded: false,
+            })
+        }
+        failure => Err(failure),
     }
 }

@@ -8,7 +8,7 @@
 //! restarted node vote through a connection nobody identified.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -55,6 +55,10 @@ struct Connection {
     id: ConnectionId,
     multiplexed: MultiplexedConnection,
     identified: Arc<OnceCell<()>>,
+    /// Whether the lock scripts were loaded with the identification: the connection then
+    /// calls them by hash. Until then (a release before the identification, a node whose
+    /// ACL refuses `SCRIPT`) it sends them whole.
+    scripts_loaded: Arc<AtomicBool>,
 }
 
 impl Nodes {
@@ -133,11 +137,20 @@ impl Nodes {
         let deadline = release_budget.map_or(deadline, |budget| deadline.max(after(budget)));
         // The connection the command went out on, once it has.
         let mut sent_on = None;
+        // A release by hash, which finishes in the background if its deadline cuts it.
+        let mut release_call = None;
         let request = async {
             // Releases are admitted at once (they never wait for an identification).
             self.admit(node, &connection, command).await?;
             sent_on = Some(connection.id);
-            let result = wire::run(command, &mut connection.multiplexed).await;
+            let by_hash = connection.scripts_loaded.load(Ordering::Acquire);
+            let result = match by_hash
+                .then(|| wire::release_by_hash(command, &connection.multiplexed))
+                .flatten()
+            {
+                Some(release) => release_call.insert(release).await,
+                None => wire::run(command, &mut connection.multiplexed, by_hash).await,
+            };
             if let Err(failure) = &result
                 && connection_lost(failure)
             {
@@ -150,6 +163,14 @@ impl Nodes {
             Err(_) => {
                 if let Some(connection) = sent_on {
                     lock(&self.eligibility).unanswered(node.id, connection);
+                }
+                // Its `EVALSHA` may be answered `NOSCRIPT` after the deadline: the `EVAL`
+                // that must follow is still sent (the call ends with the node's answer or
+                // with the connection).
+                if let Some(release) = release_call
+                    && let Ok(runtime) = tokio::runtime::Handle::try_current()
+                {
+                    runtime.spawn(release);
                 }
                 Err(NodeFailure::TimedOut)
             }
@@ -200,11 +221,12 @@ impl Nodes {
                 Admission::Identify if identified => {
                     return Err(NodeFailure::Io("the connection was replaced".into()));
                 }
+                // Boxed, as rare steps: the request's future stays small.
                 Admission::Identify => {
-                    self.identify(node, connection).await?;
+                    Box::pin(self.identify(node, connection)).await?;
                     identified = true;
                 }
-                Admission::Probe => self.probe(node, connection).await?,
+                Admission::Probe => Box::pin(self.probe(node, connection)).await?,
             }
         }
     }
@@ -247,14 +269,15 @@ impl Nodes {
         }
     }
 
-    /// Reads the identity of `connection` once and hands it to the core.
+    /// Reads the identity of `connection` once and hands it to the core; loads the lock
+    /// scripts in the same round trip.
     async fn identify(&self, node: &Node, connection: &Connection) -> Result<(), NodeFailure> {
         connection
             .identified
             .get_or_try_init(|| async {
                 let mut multiplexed = connection.multiplexed.clone();
-                let identity = match identity::read(&mut multiplexed).await {
-                    Ok(identity) => identity,
+                let greeting = match identity::read(&mut multiplexed).await {
+                    Ok(greeting) => greeting,
                     Err(failure) => {
                         if connection_lost(&failure) {
                             node.forget(connection.id);
@@ -262,10 +285,13 @@ impl Nodes {
                         return Err(failure);
                     }
                 };
+                connection
+                    .scripts_loaded
+                    .store(greeting.scripts_loaded, Ordering::Release);
                 let events = lock(&self.eligibility).identified(
                     node.id,
                     connection.id,
-                    identity,
+                    greeting.identity,
                     self.clock.now(),
                 );
                 for event in events {
@@ -371,9 +397,17 @@ impl Node {
 
     /// The current connection, opening one if there is none.
     async fn connection(&self) -> Result<Connection, NodeFailure> {
-        if let Some(connection) = self.open() {
-            return Ok(connection);
+        match self.open() {
+            Some(connection) => Ok(connection),
+            // Boxed: opening a connection is a large future that every request would
+            // otherwise carry (and allocate) for the rare time it is needed.
+            None => Box::pin(self.reopen()).await,
         }
+    }
+
+    /// Opens a connection, one attempt at a time (another command's attempt may have
+    /// opened one meanwhile).
+    async fn reopen(&self) -> Result<Connection, NodeFailure> {
         let _one_at_a_time = self.connecting.lock().await;
         if let Some(connection) = self.open() {
             return Ok(connection);
@@ -387,6 +421,7 @@ impl Node {
             id: ConnectionId(self.opened.fetch_add(1, Ordering::Relaxed) + 1),
             multiplexed,
             identified: Arc::new(OnceCell::new()),
+            scripts_loaded: Arc::default(),
         };
         *lock(&self.current) = Some(connection.clone());
         Ok(connection)

@@ -3,16 +3,20 @@
 
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
 use crate::core::{Command, KeyReading, KeyValue, LockKey, NodeFailure, Reply, Token};
+use crate::lua::LuaScript;
 use crate::lua::lock as scripts;
 
-/// Sends `command` on `connection` and reads the node's answer.
+/// Sends `command` on `connection` and reads the node's answer. A script goes by its hash
+/// when `by_hash` (the connection has loaded the lock scripts), whole otherwise.
 pub(crate) async fn run(
     command: &Command,
     connection: &mut MultiplexedConnection,
+    by_hash: bool,
 ) -> Result<Reply, NodeFailure> {
     match command {
         Command::SetIfAbsent { key, token, ttl } => {
@@ -57,13 +61,17 @@ pub(crate) async fn run(
             })
         }
         Command::SetIfAbsentReadFence { key, token, ttl } => {
-            let value: Value = scripts::ACQUIRE_FENCED
-                .eval(&[key.as_str(), &key.fence_key()])
-                .arg(&token.to_hex()[..])
-                .arg(Command::px(*ttl))
-                .query_async(connection)
-                .await
-                .map_err(classify)?;
+            let value = call(
+                connection,
+                &scripts::ACQUIRE_FENCED,
+                &[key.as_str(), &key.fence_key()],
+                |cmd| {
+                    cmd.arg(&token.to_hex()[..]);
+                    cmd.arg(Command::px(*ttl));
+                },
+                by_hash,
+            )
+            .await?;
             match value {
                 Value::Array(items) => match items.as_slice() {
                     [Value::Int(taken), Value::Int(counter)] if *counter >= 0 => {
@@ -80,13 +88,17 @@ pub(crate) async fn run(
             }
         }
         Command::RaiseFence { key, token, fence } => {
-            let value: Value = scripts::RAISE_FENCE
-                .eval(&[key.as_str(), &key.fence_key()])
-                .arg(&token.to_hex()[..])
-                .arg(*fence)
-                .query_async(connection)
-                .await
-                .map_err(classify)?;
+            let value = call(
+                connection,
+                &scripts::RAISE_FENCE,
+                &[key.as_str(), &key.fence_key()],
+                |cmd| {
+                    cmd.arg(&token.to_hex()[..]);
+                    cmd.arg(*fence);
+                },
+                by_hash,
+            )
+            .await?;
             match value {
                 Value::Int(-1) => Ok(Reply::HeldByOther),
                 Value::Int(-2) => Ok(Reply::NotHeld),
@@ -97,23 +109,31 @@ pub(crate) async fn run(
             }
         }
         Command::ReleaseIfOwner { key, token } => {
-            let value: Value = scripts::RELEASE
-                .eval(&[key.as_str()])
-                .arg(&token.to_hex()[..])
-                .query_async(connection)
-                .await
-                .map_err(classify)?;
+            let value = call(
+                connection,
+                &scripts::RELEASE,
+                &[key.as_str()],
+                |cmd| {
+                    cmd.arg(&token.to_hex()[..]);
+                },
+                by_hash,
+            )
+            .await?;
             owner_reply(value, Reply::Released, "release")
         }
         Command::SetAllIfAbsent { keys, token, ttl } => {
             let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
-            let value: Value = scripts::ACQUIRE_ALL
-                .eval(&keys)
-                .arg(&token.to_hex()[..])
-                .arg(Command::px(*ttl))
-                .query_async(connection)
-                .await
-                .map_err(classify)?;
+            let value = call(
+                connection,
+                &scripts::ACQUIRE_ALL,
+                &keys,
+                |cmd| {
+                    cmd.arg(&token.to_hex()[..]);
+                    cmd.arg(Command::px(*ttl));
+                },
+                by_hash,
+            )
+            .await?;
             match value {
                 Value::Int(1) => Ok(Reply::Acquired),
                 Value::Int(0) => Ok(Reply::Taken),
@@ -122,33 +142,45 @@ pub(crate) async fn run(
         }
         Command::ReleaseAllIfOwner { keys, token } => {
             let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
-            let value: Value = scripts::RELEASE_ALL
-                .eval(&keys)
-                .arg(&token.to_hex()[..])
-                .query_async(connection)
-                .await
-                .map_err(classify)?;
+            let value = call(
+                connection,
+                &scripts::RELEASE_ALL,
+                &keys,
+                |cmd| {
+                    cmd.arg(&token.to_hex()[..]);
+                },
+                by_hash,
+            )
+            .await?;
             owner_reply(value, Reply::Released, "multi-key release")
         }
         Command::ExtendAllIfOwner { keys, token, ttl } => {
             let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
-            let value: Value = scripts::EXTEND_ALL
-                .eval(&keys)
-                .arg(&token.to_hex()[..])
-                .arg(Command::px(*ttl))
-                .query_async(connection)
-                .await
-                .map_err(classify)?;
+            let value = call(
+                connection,
+                &scripts::EXTEND_ALL,
+                &keys,
+                |cmd| {
+                    cmd.arg(&token.to_hex()[..]);
+                    cmd.arg(Command::px(*ttl));
+                },
+                by_hash,
+            )
+            .await?;
             owner_reply(value, Reply::Extended, "multi-key extend")
         }
         Command::ExtendIfOwner { key, token, ttl } => {
-            let value: Value = scripts::EXTEND
-                .eval(&[key.as_str()])
-                .arg(&token.to_hex()[..])
-                .arg(Command::px(*ttl))
-                .query_async(connection)
-                .await
-                .map_err(classify)?;
+            let value = call(
+                connection,
+                &scripts::EXTEND,
+                &[key.as_str()],
+                |cmd| {
+                    cmd.arg(&token.to_hex()[..]);
+                    cmd.arg(Command::px(*ttl));
+                },
+                by_hash,
+            )
+            .await?;
             owner_reply(value, Reply::Extended, "extend")
         }
         Command::ReadHolder { key } => read_holder(key, connection).await,
@@ -157,6 +189,54 @@ pub(crate) async fn run(
             "this client does not know how to send {other:?}"
         ))),
     }
+}
+
+/// Runs `script` on `keys` with the arguments `args` appends: by its hash when `by_hash`,
+/// and whole (`EVAL`) otherwise or when the node answers that it does not have it
+/// (`NOSCRIPT`: its cache was emptied under this connection) or refuses `EVALSHA` to this
+/// user. The `EVAL` then goes out in the same poll that read the answer: nothing can cut
+/// the call between the two.
+async fn call(
+    connection: &mut MultiplexedConnection,
+    script: &LuaScript,
+    keys: &[&str],
+    args: impl Fn(&mut redis::Cmd),
+    by_hash: bool,
+) -> Result<Value, NodeFailure> {
+    if by_hash {
+        let mut cmd = script.evalsha(keys);
+        args(&mut cmd);
+        match cmd.query_async::<Value>(connection).await {
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    ErrorKind::Server(ServerErrorKind::NoScript | ServerErrorKind::NoPerm)
+                ) => {}
+            answer => return answer.map_err(classify),
+        }
+    }
+    let mut cmd = script.eval(keys);
+    args(&mut cmd);
+    cmd.query_async(connection).await.map_err(classify)
+}
+
+/// A release that goes by hash, as a request that owns what it needs: cut by its deadline,
+/// it can still finish in the background, so that a `NOSCRIPT` answering late is still
+/// followed by the `EVAL` (a release is never left unsent). `None` for other commands.
+pub(crate) fn release_by_hash(
+    command: &Command,
+    connection: &MultiplexedConnection,
+) -> Option<BoxFuture<'static, Result<Reply, NodeFailure>>> {
+    if !matches!(
+        command,
+        Command::ReleaseIfOwner { .. } | Command::ReleaseAllIfOwner { .. }
+    ) {
+        return None;
+    }
+    let (command, mut connection) = (command.clone(), connection.clone());
+    Some(Box::pin(async move {
+        run(&command, &mut connection, true).await
+    }))
 }
 
 /// `GET key`, `PTTL key` and `GET` of the fence counter in one `MULTI`, so that the three
@@ -215,8 +295,10 @@ fn reading(
 /// the holder's value, in the same command (so an uncontended acquisition pays nothing for
 /// it but the three bytes of the argument); Redis 7.0 is the first to take `NX` with `GET`.
 fn set_if_absent(key: &LockKey, token: &Token, ttl: Duration) -> redis::Cmd {
-    let mut cmd = redis::cmd("SET");
-    cmd.arg(key.as_str())
+    // Room for every argument at once: the buffer is not grown argument by argument.
+    let mut cmd = redis::Cmd::with_capacity(7, key.as_str().len() + 64);
+    cmd.arg("SET")
+        .arg(key.as_str())
         .arg(&token.to_hex()[..])
         .arg("NX")
         .arg("GET")

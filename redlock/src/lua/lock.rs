@@ -2,8 +2,8 @@
 //! two phases of a fenced acquisition, and multi-resource leases.
 //!
 //! Each runs atomically on the node, so no other client can slip in between the check and
-//! the change. They are sent with `EVAL`, one command per request (see [`crate::lua`] for
-//! why not `EVALSHA`).
+//! the change. Every new connection loads them ([`LOADED`]) and then calls them with
+//! `EVALSHA` (see [`crate::lua`]).
 
 use super::LuaScript;
 
@@ -156,3 +156,15 @@ pub(crate) static RAISE_FENCE: LuaScript = LuaScript::new(RAISE_FENCE_SOURCE);
 pub(crate) static ACQUIRE_ALL: LuaScript = LuaScript::new(ACQUIRE_ALL_SOURCE);
 pub(crate) static RELEASE_ALL: LuaScript = LuaScript::new(RELEASE_ALL_SOURCE);
 pub(crate) static EXTEND_ALL: LuaScript = LuaScript::new(EXTEND_ALL_SOURCE);
+
+/// The scripts a new connection to a lock node loads (`SCRIPT LOAD`) with its
+/// identification, so that it can call them by hash.
+pub(crate) static LOADED: [&LuaScript; 7] = [
+    &RELEASE,
+    &EXTEND,
+    &ACQUIRE_FENCED,
+    &RAISE_FENCE,
+    &ACQUIRE_ALL,
+    &RELEASE_ALL,
+    &EXTEND_ALL,
+];

@@ -1,40 +1,78 @@
-//! Every Lua script of the crate, and how it is sent: whole, with `EVAL`.
+//! Every Lua script of the crate, and how it is sent.
 //!
 //! - [`lock`]: the scripts the client runs on the lock nodes (ownership-checked release and
 //!   extension, the two phases of a fenced acquisition, multi-resource leases).
 //! - [`resource`]: the scripts [`crate::fencing::FencedKey`] runs on the protected Redis
 //!   target (the token check before every write or read).
 //!
-//! `EVALSHA` saves a few hundred bytes per call but needs the script in the node's cache,
-//! which a restart, a failover or `SCRIPT FLUSH` empties. Its fallback (`NOSCRIPT`, then
-//! `SCRIPT LOAD`, then `EVALSHA` again) takes three round trips, and every request here is
-//! bounded by one per-node timeout and then dropped: a fallback cut short after the first
-//! reply leaves a release unsent, and the key it should have deleted stays until its TTL.
-//! With `EVAL` every operation is one command, sent whole or not at all, in order with the
-//! lease's other commands on the connection. The node caches the compiled script under its
-//! SHA1 either way, so the only cost is the script's bytes on the wire.
+//! A script sent whole with `EVAL` is hashed by the node on every call (SHA1 of its
+//! source) and costs its bytes on the wire; `EVALSHA` sends only the hash, but needs the
+//! script in the node's cache, which a restart, a failover or `SCRIPT FLUSH` empties. The
+//! lock scripts are therefore loaded (`SCRIPT LOAD`) on every new connection to a lock
+//! node, in the same round trip as the `INFO` that identifies it, and a connection sends
+//! `EVALSHA` only once those loads answered with the expected hashes: a restarted node is
+//! reached through a new connection, which sends `EVAL` until it has loaded them. Should
+//! the cache still be emptied under an open connection (`SCRIPT FLUSH`), the `NOSCRIPT`
+//! answer is followed by the same call with `EVAL` at once, and a release's call is never
+//! cut in between (see the client's wire). The fenced target's scripts are sent whole.
 
 pub(crate) mod lock;
 pub(crate) mod resource;
 
-use redis::{Cmd, ToRedisArgs};
+use std::sync::OnceLock;
 
-/// A Lua script, sent whole on every call.
+use redis::Cmd;
+
+/// A Lua script: its source, and the SHA1 that names it in a node's script cache.
 pub(crate) struct LuaScript {
     source: &'static str,
+    hash: OnceLock<String>,
 }
 
 impl LuaScript {
     pub(crate) const fn new(source: &'static str) -> Self {
-        Self { source }
+        Self {
+            source,
+            hash: OnceLock::new(),
+        }
+    }
+
+    /// The script's SHA1 in hex, as `SCRIPT LOAD` answers and `EVALSHA` takes it.
+    pub(crate) fn hash(&self) -> &str {
+        self.hash
+            .get_or_init(|| sha1_smol::Sha1::from(self.source).digest().to_string())
     }
 
     /// `EVAL source numkeys keys…`; the caller appends the script's arguments.
-    pub(crate) fn eval<K: ToRedisArgs>(&self, keys: &[K]) -> Cmd {
-        let mut cmd = redis::cmd("EVAL");
-        cmd.arg(self.source).arg(keys.len()).arg(keys);
+    pub(crate) fn eval(&self, keys: &[&str]) -> Cmd {
+        let mut cmd = sized(keys, self.source.len());
+        cmd.arg("EVAL").arg(self.source).arg(keys.len()).arg(keys);
         cmd
     }
+
+    /// `EVALSHA hash numkeys keys…`; the caller appends the script's arguments.
+    pub(crate) fn evalsha(&self, keys: &[&str]) -> Cmd {
+        let hash = self.hash();
+        let mut cmd = sized(keys, hash.len());
+        cmd.arg("EVALSHA").arg(hash).arg(keys.len()).arg(keys);
+        cmd
+    }
+
+    /// `SCRIPT LOAD source`: puts the script in the node's cache; answers its hash.
+    pub(crate) fn load(&self) -> Cmd {
+        let mut cmd = redis::cmd("SCRIPT");
+        cmd.arg("LOAD").arg(self.source);
+        cmd
+    }
+}
+
+/// An empty command with room for a script call on `keys` (`body` bytes of source or
+/// hash) and a few arguments: its buffer is allocated once, not grown argument by argument.
+fn sized(keys: &[&str], body: usize) -> Cmd {
+    /// The command's name, the key count and a token, a TTL or a fence.
+    const ROOM: usize = 96;
+    let keys_len: usize = keys.iter().map(|key| key.len()).sum();
+    Cmd::with_capacity(keys.len() + 5, body + keys_len + ROOM)
 }
 
 #[cfg(test)]
@@ -55,6 +93,34 @@ mod tests {
             .collect();
         let expected: Vec<&[u8]> = vec![b"EVAL", b"return KEYS[2]", b"2", b"a", b"b", b"x"];
         assert_eq!(args, expected);
+    }
+
+    fn args(cmd: &redis::Cmd) -> Vec<Vec<u8>> {
+        cmd.args_iter()
+            .map(|arg| match arg {
+                redis::Arg::Simple(bytes) => bytes.to_vec(),
+                _ => b"<cursor>".to_vec(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn evalsha_names_the_script_by_the_sha1_of_its_source() {
+        // The SHA1 Redis gives `return 1` (`SCRIPT LOAD "return 1"`).
+        let script = LuaScript::new("return 1");
+        assert_eq!(script.hash(), "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
+        let mut cmd = script.evalsha(&["k"]);
+        cmd.arg("x");
+        let expected: Vec<&[u8]> = vec![
+            b"EVALSHA",
+            b"e0e1f9fabfc9d4800c877a703b823ac0578ff8db",
+            b"1",
+            b"k",
+            b"x",
+        ];
+        assert_eq!(args(&cmd), expected);
+        let load: Vec<&[u8]> = vec![b"SCRIPT", b"LOAD", b"return 1"];
+        assert_eq!(args(&script.load()), load);
     }
 
     /// Every script of the crate is in this module: no Lua, and no script handle, anywhere
