@@ -54,13 +54,18 @@
 pub mod checker;
 mod client;
 pub mod clock;
+pub mod corpus;
 pub mod explain;
 pub mod history;
+pub mod jsonl;
+pub mod merge;
 mod message;
 mod net;
 pub mod report;
+pub mod run_output;
 pub mod scenario;
 mod server;
+pub mod shard;
 #[cfg(test)]
 mod svg_check;
 pub mod sweep;
