@@ -61,6 +61,7 @@ pub mod jsonl;
 pub mod merge;
 mod message;
 mod net;
+pub mod recording;
 pub mod report;
 pub mod run_output;
 pub mod scenario;
@@ -90,6 +91,8 @@ pub struct Run {
     pub history: History,
     /// The event trace, when asked for.
     pub trace: Option<String>,
+    /// The messages and clock readings, when the trace was asked for.
+    pub recording: Option<recording::Recording>,
 }
 
 /// Runs `scenario` with `seed`; records the event trace when `trace` is set.
@@ -116,5 +119,6 @@ pub fn run(scenario: &Scenario, seed: u64, trace: bool) -> Result<Run, SimError>
         judgement,
         history: outcome.history,
         trace: outcome.trace,
+        recording: outcome.recording,
     })
 }

@@ -126,6 +126,8 @@ enum Command {
         /// Also print the full event trace.
         #[arg(long)]
         trace: bool,
+        #[command(flatten)]
+        pages: cli::explain::PageArgs,
     },
 }
 
@@ -203,6 +205,7 @@ fn explain(
     seed: Option<u64>,
     svg: Option<&Path>,
     trace: bool,
+    pages: &cli::explain::PageArgs,
 ) -> Result<bool, String> {
     let scenario = load(file)?;
     let seed = seed.unwrap_or(scenario.seed);
@@ -219,6 +222,7 @@ fn explain(
             .map_err(|e| format!("{}: {e}", path.display()))?;
         println!("\nspace-time diagram written to {}", path.display());
     }
+    pages.write(&scenario, &run)?;
     Ok(run.report.matches)
 }
 
@@ -340,7 +344,8 @@ fn main() -> ExitCode {
             seed,
             svg,
             trace,
-        } => explain(file, *seed, svg.as_deref(), *trace),
+            pages,
+        } => explain(file, *seed, svg.as_deref(), *trace, pages),
         Command::Sweep {
             file,
             param,
