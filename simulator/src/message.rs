@@ -186,8 +186,9 @@ impl Msg {
                 NodeReply::Failure(_) => "reply: failure".into(),
             },
             Self::Notify { .. } => "notification".into(),
-            Self::Access { access } => format!("access #{access}"),
-            Self::AccessAck { access } => format!("ack of access #{access}"),
+            // The access's own arrow says which: a label shared by all keeps the page small.
+            Self::Access { .. } => "access".into(),
+            Self::AccessAck { .. } => "ack of an access".into(),
         }
     }
 }

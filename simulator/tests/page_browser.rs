@@ -61,7 +61,6 @@ fn headless(page: &Path, action: &str, net_log: &Path) -> Output {
             "--proxy-bypass-list=<-loopback>",
             "--hide-scrollbars",
             "--window-size=1400,1000",
-            "--virtual-time-budget=5000",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--log-net-log={}", net_log.display()))
@@ -288,4 +287,58 @@ fn the_network_check_sees_a_request_when_a_page_makes_one() {
     let output = headless(&page, "--dump-dom", &net_log);
     assert!(output.status.success(), "{}", text(&output));
     assert_eq!(page_requests(&net_log), ["http://127.0.0.1:9/x.png"]);
+}
+
+/// `sweep --html`: the index's chart has a link per point, each to a page that exists and
+/// renders; the index makes no request either.
+#[test]
+fn a_sweep_index_links_each_point_to_a_run_page() {
+    let dir = out_dir().join("sweep-rl-02");
+    let _ = std::fs::remove_dir_all(&dir);
+    let output = Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
+        .args([
+            "sweep",
+            "scenarios/rl-02-pause-15s.toml",
+            "--param",
+            "client-pause",
+            "--from",
+            "0",
+            "--to",
+            "20000",
+            "--steps",
+            "5",
+            "--seeds",
+            "3",
+            "--html",
+        ])
+        .arg(&dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    let index = dir.join("index.html");
+    let net_log = dir.join("index.netlog.json");
+    let dumped = headless(&index, "--dump-dom", &net_log);
+    assert!(dumped.status.success(), "{}", text(&dumped));
+    let dom = String::from_utf8(dumped.stdout).unwrap();
+    let links: Vec<&str> = dom
+        .split("<a href=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    // One link per point in the chart, and one per row of the table.
+    assert_eq!(dom.matches("class=\"point-link\"").count(), 5, "{dom}");
+    assert_eq!(links.len(), 10, "{links:?}");
+    for link in &links {
+        assert!(link.starts_with("runs/"), "{link}");
+        assert!(dir.join(link).is_file(), "{link}");
+    }
+    // The paused runs above the validity: the linked run shows the stale write.
+    let last = std::fs::read_to_string(dir.join(links[4])).unwrap();
+    assert!(
+        last.contains("the resource applied it stale"),
+        "{}",
+        links[4]
+    );
+    assert!(page_requests(&net_log).is_empty());
 }

@@ -20,9 +20,9 @@ use crate::history::{AccessKind, KeyEnd};
 use crate::scenario::Scenario;
 use crate::time::Nanos;
 
-/// The policy: nothing may be fetched, connected to or submitted; only the page's own
-/// inline style and script run.
-pub(crate) const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; \
+/// The pages' Content-Security-Policy: nothing may be fetched, connected to or submitted;
+/// only the page's own inline style and script run.
+pub const CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; \
      script-src 'unsafe-inline'; img-src data:; connect-src 'none'; font-src 'none'; \
      base-uri 'none'; form-action 'none'";
 
@@ -51,15 +51,10 @@ struct Lease {
     extensions: usize,
 }
 
-#[derive(Serialize)]
-struct Key {
-    lane: usize,
-    epoch: Option<u64>,
-    token: String,
-    from: Nanos,
-    until: Nanos,
-    ended: &'static str,
-}
+/// A lock key on a server, in microseconds (a run has thousands):
+/// (lane, epoch of its holder or `None` when no lease has its token, from, until, how it
+/// ended: 0 expired, 1 removed, 2 held at the end).
+type Key = (usize, Option<u64>, u64, u64, u8);
 
 #[derive(Serialize)]
 struct Access {
@@ -103,8 +98,11 @@ struct Data {
     faults: Vec<Fault>,
     /// Labels of the messages, each once.
     labels: Vec<String>,
-    /// Messages: (from lane, to lane, sent, arrival or `None` when lost, label index).
-    messages: Vec<(usize, usize, Nanos, Option<Nanos>, usize)>,
+    /// Messages in the order sent, in microseconds: (from lane, to lane, time since the
+    /// previous message was sent, time in flight or `None` when lost, label index).
+    /// Differences of whole microseconds, not instants in nanoseconds: a long run has tens of
+    /// thousands of messages, and this keeps each to about 20 bytes.
+    messages: Vec<(usize, usize, u64, Option<u64>, usize)>,
     /// Per client lane: its clock readings, (true time, reading).
     clocks: BTreeMap<usize, Vec<(Nanos, u64)>>,
 }
@@ -176,21 +174,24 @@ fn data(scenario: &Scenario, run: &Run) -> Data {
     let keys = history
         .keys
         .iter()
-        .map(|key| Key {
-            lane: servers + key.server,
-            epoch: history
+        .map(|key| {
+            let epoch = history
                 .leases
                 .iter()
                 .find(|l| l.token == key.token)
-                .map(|l| l.epoch),
-            token: key.token.short(),
-            from: key.from,
-            until: key.until,
-            ended: match key.ended {
-                KeyEnd::Expired => "expired",
-                KeyEnd::Removed => "removed",
-                KeyEnd::Held => "held at the end",
-            },
+                .map(|l| l.epoch);
+            let ended = match key.ended {
+                KeyEnd::Expired => 0,
+                KeyEnd::Removed => 1,
+                KeyEnd::Held => 2,
+            };
+            (
+                servers + key.server,
+                epoch,
+                key.from / 1000,
+                key.until / 1000,
+                ended,
+            )
         })
         .collect();
     let accesses = history
@@ -256,10 +257,14 @@ fn data(scenario: &Scenario, run: &Run) -> Data {
     let mut messages = Vec::new();
     let mut clocks = BTreeMap::new();
     if let Some(recording) = &run.recording {
+        let mut previous = 0;
         for m in &recording.messages {
             let (Some(from), Some(to)) = (lane_of(&m.from), lane_of(&m.to)) else {
                 continue;
             };
+            let sent = m.sent_at / 1000;
+            let since = sent.saturating_sub(previous);
+            previous = sent;
             let label = labels
                 .iter()
                 .position(|l| *l == m.label)
@@ -267,7 +272,8 @@ fn data(scenario: &Scenario, run: &Run) -> Data {
                     labels.push(m.label.clone());
                     labels.len() - 1
                 });
-            messages.push((from, to, m.sent_at, m.arrives_at, label));
+            let flight = m.arrives_at.map(|at| (at / 1000).saturating_sub(sent));
+            messages.push((from, to, since, flight, label));
         }
         for (c, readings) in recording.clocks.iter().enumerate() {
             clocks.insert(c, readings.clone());

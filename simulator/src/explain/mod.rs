@@ -12,7 +12,7 @@ mod timeline;
 mod words;
 
 pub use chrome_trace::chrome_trace;
-pub use html::html;
+pub use html::{CSP, html};
 pub use svg::svg;
 pub use timeline::timeline;
 pub use words::verdict_words;

@@ -14,8 +14,16 @@
     "#9c755f", "#e15759"];
   const color = (epoch) => PALETTE[(epoch + PALETTE.length - 1) % PALETTE.length];
   const LEFT = 150, RIGHT = 24, TOP = 34, LANE = 34, CLOCK = 16, GAP = 6;
+  // Up to this many messages in view, each is an arrow with its own details.
+  const MESSAGE_DETAIL = 1500;
   const end = Math.max(D.end, 1);
   let view = { from: 0, to: end };
+  // Messages come as differences in microseconds (see html.rs): back to instants in ns.
+  let sentAt = 0;
+  const messages = D.messages.map(([from, to, since, flight, label]) => {
+    sentAt += since;
+    return [from, to, sentAt * 1000, flight === null ? null : (sentAt + flight) * 1000, label];
+  });
 
   // Rows: each lane, and a clock row under each client.
   const rows = [];
@@ -33,9 +41,12 @@
   svg.setAttribute("height", height);
 
   const ms = (ns) => (ns / 1e6).toFixed(3) + " ms";
-  const width = () => Math.max(svg.clientWidth || 1200, 400);
-  const x = (t) => LEFT + (t - view.from) / (view.to - view.from) * (width() - LEFT - RIGHT);
-  const timeAt = (px) => view.from + (px - LEFT) / (width() - LEFT - RIGHT) * (view.to - view.from);
+  // The width is read once per drawing: reading it after each new shape would make the
+  // browser lay the page out again every time.
+  let canvas = 1200;
+  const width = () => canvas;
+  const x = (t) => LEFT + (t - view.from) / (view.to - view.from) * (canvas - LEFT - RIGHT);
+  const timeAt = (px) => view.from + (px - LEFT) / (canvas - LEFT - RIGHT) * (view.to - view.from);
   const visible = (a, b) => b >= view.from && a <= view.to;
   const mid = (i) => rows[i].y + rows[i].h / 2;
 
@@ -101,7 +112,8 @@
 
   function draw() {
     while (svg.firstChild) svg.removeChild(svg.firstChild);
-    const W = width();
+    canvas = Math.max(svg.clientWidth || 1200, 400);
+    const W = canvas;
     svg.setAttribute("viewBox", "0 0 " + W + " " + height);
     const grid = el("g", { class: "grid" }, svg);
     for (const t of ticks()) {
@@ -150,13 +162,15 @@
     }
     // Lock keys on the servers.
     const keys = el("g", { class: "keys" }, svg);
-    for (const k of D.keys) {
-      if (!visible(k.from, k.until)) continue;
-      const b = band(k.from, k.until, 2);
-      el("rect", { x: b.x, y: rows[k.lane].y + 8, width: b.w, height: LANE - 16, class: "key",
-        fill: k.epoch ? color(k.epoch) : "#9e9e9e" }, keys,
-        D.lanes[k.lane].name + " holds the key of " + (k.epoch ? "epoch " + k.epoch : "an unknown holder") +
-        " (token " + k.token + ") from " + ms(k.from) + " to " + ms(k.until) + ": " + k.ended);
+    const ENDED = ["expired", "removed", "held at the end"];
+    for (const [lane, epoch, fromUs, untilUs, ended] of D.keys) {
+      const from = fromUs * 1000, until = untilUs * 1000;
+      if (!visible(from, until)) continue;
+      const b = band(from, until, 2);
+      el("rect", { x: b.x, y: rows[lane].y + 8, width: b.w, height: LANE - 16, class: "key",
+        fill: epoch ? color(epoch) : "#9e9e9e" }, keys,
+        D.lanes[lane].name + " holds the key of " + (epoch ? "epoch " + epoch : "a holder without a lease") +
+        " from " + ms(from) + " to " + ms(until) + ": " + ENDED[ended]);
     }
     // Validity (dashed, top half) and believed windows (filled, bottom half) per lease.
     const leases = el("g", { class: "leases" }, svg);
@@ -203,11 +217,32 @@
     const resource = D.lanes.length - 1;
     if (document.getElementById("show-messages").checked) {
       const msgs = el("g", { class: "messages" }, svg);
-      for (const [from, to, sent, arrived, label] of D.messages) {
-        if (!visible(sent, arrived === null ? sent : arrived)) continue;
-        arrow(from, to, sent, arrived, "msg", msgs, D.lanes[from].name + " \u2192 " + D.lanes[to].name +
-          ": " + D.labels[label] + "\nsent " + ms(sent) +
-          (arrived === null ? ", lost" : ", arrives " + ms(arrived)));
+      const shown = messages.filter(([, , sent, arrived]) =>
+        visible(sent, arrived === null ? sent : arrived));
+      if (shown.length <= MESSAGE_DETAIL) {
+        for (const [from, to, sent, arrived, label] of shown) {
+          arrow(from, to, sent, arrived, "msg", msgs, D.lanes[from].name + " \u2192 " +
+            D.lanes[to].name + ": " + D.labels[label] + "\nsent " + ms(sent) +
+            (arrived === null ? ", lost" : ", arrives " + ms(arrived)));
+        }
+      } else {
+        // Too many to tell apart: one path of plain lines per pair of lanes, and the
+        // details once zoomed in.
+        const paths = new Map();
+        for (const [from, to, sent, arrived] of shown) {
+          const key = from + ">" + to;
+          const x0 = x(sent), y0 = mid(from);
+          const x1 = arrived === null ? x0 + 14 : x(arrived);
+          const y1 = arrived === null ? (y0 + mid(to)) / 2 : mid(to);
+          paths.set(key, (paths.get(key) || "") + "M" + x0.toFixed(1) + " " + y0 + "L" +
+            x1.toFixed(1) + " " + y1.toFixed(1));
+        }
+        for (const [key, d] of paths) {
+          const [from, to] = key.split(">").map(Number);
+          el("path", { d: d, class: "msg" }, msgs, shown.length + " messages in view; " +
+            D.lanes[from].name + " \u2192 " + D.lanes[to].name + " among them. Zoom in to see " +
+            "each one (at most " + MESSAGE_DETAIL + " in view).");
+        }
       }
     }
     const accesses = el("g", { class: "accesses" }, svg);
