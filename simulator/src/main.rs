@@ -97,6 +97,10 @@ enum Command {
         /// Write the chart (SVG) here.
         #[arg(long)]
         svg: Option<PathBuf>,
+        /// Write pages into this directory: index.html with the chart, each point linking
+        /// to the page of one run at that value (under runs/).
+        #[arg(long)]
+        html: Option<PathBuf>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -237,6 +241,7 @@ struct SweepArgs<'a> {
     threads: Option<usize>,
     csv: Option<&'a Path>,
     svg: Option<&'a Path>,
+    html: Option<&'a Path>,
     json: bool,
     threshold: Option<(f64, String)>,
     shard: Option<redlock_sim::shard::Shard>,
@@ -298,6 +303,9 @@ fn sweep(args: SweepArgs<'_>) -> Result<bool, String> {
         svg: args.svg,
     };
     cli::sweep::write(&result, &outputs, Some((threads, started.elapsed())))?;
+    if let Some(dir) = args.html {
+        cli::sweep::write_pages(dir, &scenario, &spec, &result, args.json)?;
+    }
     if let Some(shard) = args.shard
         && !args.json
     {
@@ -360,6 +368,7 @@ fn main() -> ExitCode {
             threads,
             csv,
             svg,
+            html,
             json,
             threshold,
             threshold_label,
@@ -376,6 +385,7 @@ fn main() -> ExitCode {
                 threads: *threads,
                 csv: csv.as_deref(),
                 svg: svg.as_deref(),
+                html: html.as_deref(),
                 json: *json,
                 threshold: threshold.map(|at| (at, threshold_label.clone())),
                 shard: shard.shard,

@@ -94,3 +94,33 @@ pub(crate) fn write_jsonl(
         .collect();
     jsonl::write(&redlock_sim::shard::fill_path(path, shard), &lines).map_err(|e| e.to_string())
 }
+
+/// Writes the sweep's pages into `dir`: index.html and runs/; says so unless the output is
+/// JSON.
+pub(crate) fn write_pages(
+    dir: &Path,
+    scenario: &Scenario,
+    spec: &SweepSpec,
+    result: &Sweep,
+    json: bool,
+) -> Result<(), String> {
+    let pages =
+        redlock_sim::sweep::pages::pages(scenario, spec, result).map_err(|e| e.to_string())?;
+    let io = |path: &Path, e: std::io::Error| format!("{}: {e}", path.display());
+    let runs = dir.join("runs");
+    std::fs::create_dir_all(&runs).map_err(|e| io(&runs, e))?;
+    let index = dir.join("index.html");
+    std::fs::write(&index, &pages.index).map_err(|e| io(&index, e))?;
+    for (file, page) in &pages.runs {
+        let path = dir.join(file);
+        std::fs::write(&path, page).map_err(|e| io(&path, e))?;
+    }
+    if !json {
+        println!(
+            "pages written to {} ({} run pages)",
+            index.display(),
+            pages.runs.len()
+        );
+    }
+    Ok(())
+}

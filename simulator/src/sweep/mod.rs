@@ -6,13 +6,14 @@
 
 mod chart;
 mod knob;
+pub mod pages;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-pub use chart::svg;
+pub use chart::{svg, svg_linked};
 pub use knob::{Knob, Target};
 
 use crate::shard::{Shard, sweep_key};
@@ -148,13 +149,7 @@ pub fn sweep_shard(
     let scenarios: Vec<Scenario> = spec
         .values
         .iter()
-        .map(|&value| {
-            let mut adjusted = spec.knob.apply(scenario, &target, value)?;
-            if spec.noise && spec.knob != Knob::Latency {
-                add_noise(&mut adjusted);
-            }
-            Ok(adjusted)
-        })
+        .map(|&value| spec.scenario_at(scenario, value))
         .collect::<Result<_, SweepError>>()?;
 
     let results: Vec<Mutex<Option<Result<SweepRun, SimError>>>> =
@@ -213,6 +208,20 @@ pub fn sweep_shard(
 }
 
 impl SweepSpec {
+    /// The scenario the sweep runs at `value`: the knob set, and the noise added if asked.
+    ///
+    /// # Errors
+    ///
+    /// When the knob does not apply to the scenario.
+    pub fn scenario_at(&self, scenario: &Scenario, value: f64) -> Result<Scenario, SweepError> {
+        let target = self.knob.resolve_target(scenario, self.target.as_ref())?;
+        let mut adjusted = self.knob.apply(scenario, &target, value)?;
+        if self.noise && self.knob != Knob::Latency {
+            add_noise(&mut adjusted);
+        }
+        Ok(adjusted)
+    }
+
     /// The name of the client or node the knob applies to in `scenario` (empty when it
     /// takes none): part of each run's identity for sharding.
     ///
