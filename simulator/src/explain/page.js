@@ -16,6 +16,8 @@
   const LEFT = 150, RIGHT = 24, TOP = 34, LANE = 34, CLOCK = 16, GAP = 6;
   // Up to this many messages in view, each is an arrow with its own details.
   const MESSAGE_DETAIL = 1500;
+  // Likewise for the lock keys on the servers.
+  const KEY_DETAIL = 1500;
   const end = Math.max(D.end, 1);
   let view = { from: 0, to: end };
   // Messages come as differences in microseconds (see html.rs): back to instants in ns.
@@ -50,15 +52,28 @@
   const visible = (a, b) => b >= view.from && a <= view.to;
   const mid = (i) => rows[i].y + rows[i].h / 2;
 
-  function el(name, attrs, parent, tipText) {
+  // Hover details, by shape: a number on the shape, the words here. Words are made only
+  // when hovered (a function) where a run has thousands of shapes, and never copied into
+  // the document.
+  let tips = [];
+  function el(name, attrs, parent, tip) {
     const e = document.createElementNS(NS, name);
     for (const k in attrs) e.setAttribute(k, attrs[k]);
-    if (tipText) e.dataset.tip = tipText;
+    if (tip) {
+      e.setAttribute("data-t", tips.length);
+      tips.push(tip);
+    }
     parent.appendChild(e);
     return e;
   }
-  function text(content, attrs, parent) {
-    const e = el("text", attrs, parent);
+  function tipOf(target) {
+    const id = target.getAttribute && target.getAttribute("data-t");
+    if (id === null || id === undefined) return null;
+    const tip = tips[Number(id)];
+    return typeof tip === "function" ? tip() : tip;
+  }
+  function text(content, attrs, parent, tip) {
+    const e = el("text", attrs, parent, tip);
     e.textContent = content;
     return e;
   }
@@ -112,6 +127,7 @@
 
   function draw() {
     while (svg.firstChild) svg.removeChild(svg.firstChild);
+    tips = [];
     canvas = Math.max(svg.clientWidth || 1200, 400);
     const W = canvas;
     svg.setAttribute("viewBox", "0 0 " + W + " " + height);
@@ -137,9 +153,9 @@
           const off = Math.abs(r - t) >= 1e6;
           text((r / 1e6).toLocaleString("en", { maximumFractionDigits: 3 }),
             { x: x(t), y: rows[i].clockY + 11, "text-anchor": "middle",
-              class: "clock-reading" + (off ? " off" : "") }, c).dataset.tip =
+              class: "clock-reading" + (off ? " off" : "") }, c,
             lane.name + "'s clock reads " + ms(r) + " at " + ms(t) + " true time" +
-            (off ? " (" + ((r - t) / 1e6).toFixed(3) + " ms off)" : "");
+            (off ? " (" + ((r - t) / 1e6).toFixed(3) + " ms off)" : ""));
         }
       }
     });
@@ -163,14 +179,33 @@
     // Lock keys on the servers.
     const keys = el("g", { class: "keys" }, svg);
     const ENDED = ["expired", "removed", "held at the end"];
-    for (const [lane, epoch, fromUs, untilUs, ended] of D.keys) {
-      const from = fromUs * 1000, until = untilUs * 1000;
-      if (!visible(from, until)) continue;
-      const b = band(from, until, 2);
-      el("rect", { x: b.x, y: rows[lane].y + 8, width: b.w, height: LANE - 16, class: "key",
-        fill: epoch ? color(epoch) : "#9e9e9e" }, keys,
-        D.lanes[lane].name + " holds the key of " + (epoch ? "epoch " + epoch : "a holder without a lease") +
-        " from " + ms(from) + " to " + ms(until) + ": " + ENDED[ended]);
+    const shownKeys = D.keys.filter(([, , fromUs, untilUs]) => visible(fromUs * 1000, untilUs * 1000));
+    if (shownKeys.length <= KEY_DETAIL) {
+      for (const [lane, epoch, fromUs, untilUs, ended] of shownKeys) {
+        const from = fromUs * 1000, until = untilUs * 1000;
+        const b = band(from, until, 2);
+        el("rect", { x: b.x, y: rows[lane].y + 8, width: b.w, height: LANE - 16, class: "key",
+          fill: epoch ? color(epoch) : "#9e9e9e" }, keys,
+          () => D.lanes[lane].name + " holds the key of " +
+            (epoch ? "epoch " + epoch : "a holder without a lease") + " from " + ms(from) +
+            " to " + ms(until) + ": " + ENDED[ended]);
+      }
+    } else {
+      // Too many to tell apart: one path per lane and colour, and the details once zoomed in.
+      const paths = new Map();
+      for (const [lane, epoch, fromUs, untilUs] of shownKeys) {
+        const b = band(fromUs * 1000, untilUs * 1000, 2);
+        const fill = epoch ? color(epoch) : "#9e9e9e";
+        const key = lane + " " + fill;
+        paths.set(key, (paths.get(key) || "") + "M" + b.x.toFixed(1) + " " + (rows[lane].y + 8) +
+          "h" + b.w.toFixed(1) + "v" + (LANE - 16) + "h" + (-b.w).toFixed(1) + "z");
+      }
+      for (const [key, d] of paths) {
+        const [lane, fill] = key.split(" ");
+        el("path", { d: d, class: "key", fill: fill }, keys, shownKeys.length +
+          " keys in view; zoom in to see each one's holder and end (at most " + KEY_DETAIL +
+          " in view). On " + D.lanes[Number(lane)].name + ".");
+      }
     }
     // Validity (dashed, top half) and believed windows (filled, bottom half) per lease.
     const leases = el("g", { class: "leases" }, svg);
@@ -183,7 +218,7 @@
         const b = band(l.granted, validUntil, 2);
         el("rect", { x: b.x, y: top + 3, width: b.w, height: LANE / 2 - 4, class: "validity",
           stroke: color(l.epoch), "data-lease": i }, leases,
-          details + "\nvalidity it computed: until " + ms(l.valid_until_local) + " on its clock, read at " +
+          () => details + "\nvalidity it computed: until " + ms(l.valid_until_local) + " on its clock, read at " +
           (l.valid_until === null ? "no time before the end" : ms(l.valid_until) + " true time"));
       }
       for (const [from, until] of l.windows) {
@@ -191,7 +226,7 @@
         const b = band(from, until, 2);
         el("rect", { x: b.x, y: top + LANE / 2, width: b.w, height: LANE / 2 - 3, class: "window",
           fill: color(l.epoch), "data-lease": i }, leases,
-          details + "\nbelieved it held the lease from " + ms(from) + " to " + ms(until) +
+          () => details + "\nbelieved it held the lease from " + ms(from) + " to " + ms(until) +
           (l.released !== null ? "\nreleased at " + ms(l.released) : "") +
           (l.crashed !== null ? "\ncrashed at " + ms(l.crashed) : "") +
           (l.extensions ? "\nextended " + l.extensions + " time(s)" : ""));
@@ -221,21 +256,25 @@
         visible(sent, arrived === null ? sent : arrived));
       if (shown.length <= MESSAGE_DETAIL) {
         for (const [from, to, sent, arrived, label] of shown) {
-          arrow(from, to, sent, arrived, "msg", msgs, D.lanes[from].name + " \u2192 " +
+          arrow(from, to, sent, arrived, "msg", msgs, () => D.lanes[from].name + " \u2192 " +
             D.lanes[to].name + ": " + D.labels[label] + "\nsent " + ms(sent) +
             (arrived === null ? ", lost" : ", arrives " + ms(arrived)));
         }
       } else {
         // Too many to tell apart: one path of plain lines per pair of lanes, and the
         // details once zoomed in.
+        // Lines that would fall on the same pixels are drawn once.
         const paths = new Map();
+        const drawn = new Set();
         for (const [from, to, sent, arrived] of shown) {
           const key = from + ">" + to;
-          const x0 = x(sent), y0 = mid(from);
-          const x1 = arrived === null ? x0 + 14 : x(arrived);
+          const x0 = Math.round(x(sent)), y0 = mid(from);
+          const x1 = arrived === null ? x0 + 14 : Math.round(x(arrived));
           const y1 = arrived === null ? (y0 + mid(to)) / 2 : mid(to);
-          paths.set(key, (paths.get(key) || "") + "M" + x0.toFixed(1) + " " + y0 + "L" +
-            x1.toFixed(1) + " " + y1.toFixed(1));
+          const line = key + ":" + x0 + ":" + x1 + ":" + (arrived === null);
+          if (drawn.has(line)) continue;
+          drawn.add(line);
+          paths.set(key, (paths.get(key) || "") + "M" + x0 + " " + y0 + "L" + x1 + " " + y1);
         }
         for (const [key, d] of paths) {
           const [from, to] = key.split(">").map(Number);
@@ -249,7 +288,7 @@
     for (const a of D.accesses) {
       if (!visible(a.sent, a.arrived === null ? a.sent : a.arrived)) continue;
       arrow(a.from, resource, a.sent, a.arrived, "access " + a.fates[0], accesses,
-        D.lanes[a.from].name + "'s " + a.kind + " #" + a.index + " (epoch " + a.epoch + ", fence " +
+        () => D.lanes[a.from].name + "'s " + a.kind + " #" + a.index + " (epoch " + a.epoch + ", fence " +
         a.fence + ")\nsent " + ms(a.sent) + (a.arrived === null ? ", never arrived" : ", arrives " +
         ms(a.arrived)) + "\nplain: " + a.fates[0] + ", fenced: " + a.fates[1] + ", strict: " + a.fates[2]);
     }
@@ -288,7 +327,7 @@
     pan(-dx / (width() - LEFT - RIGHT) * (view.to - view.from));
   });
   svg.addEventListener("mouseover", (e) => {
-    const t = e.target.dataset ? e.target.dataset.tip : null;
+    const t = tipOf(e.target);
     if (!t) { tip.hidden = true; return; }
     tip.textContent = t;
     tip.hidden = false;
