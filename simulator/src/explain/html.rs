@@ -412,6 +412,14 @@ mod tests {
     }
 
     #[test]
+    fn the_same_seed_gives_the_same_page() {
+        assert_eq!(
+            page("rl-09-client-clock-slow-2pc.toml"),
+            page("rl-09-client-clock-slow-2pc.toml")
+        );
+    }
+
+    #[test]
     fn the_data_cannot_close_its_script_element() {
         let text = r#"
 name = "</script><b>x</b>"
