@@ -265,7 +265,7 @@ fn other_table(results: &Results, out: &mut String) {
     );
     let _ = writeln!(
         out,
-        "| simulator, whole catalogue × 100 seeds | {} s |\n",
+        "| simulator, whole catalogue × 100 seeds | {} s |",
         cell(
             results
                 .get("simulator/catalogue_x100_seeds")
@@ -273,6 +273,35 @@ fn other_table(results: &Results, out: &mut String) {
             2
         )
     );
+    let millis = |id: &str| results.get(id).map(|m| m.median_ns / 1e6);
+    let _ = writeln!(
+        out,
+        "| simulator, merge of 10⁴ runs' JSON Lines (`benches/simulator_outputs.rs`) | {} ms |",
+        cell(millis("simulator_outputs/merge_10k_runs_jsonl"), 0)
+    );
+    let _ = writeln!(
+        out,
+        "| simulator, writing the page of a 30 s run | {} ms |",
+        cell(millis("simulator_outputs/page_30s_write"), 1)
+    );
+    let _ = writeln!(
+        out,
+        "| headless Chromium loading that page, start-up included | {} ms |",
+        cell(millis("simulator_outputs/page_30s_headless_load"), 0)
+    );
+    let _ = writeln!(
+        out,
+        "| headless Chromium loading an empty page | {} ms |\n",
+        cell(millis("simulator_outputs/empty_page_headless_load"), 0)
+    );
+}
+
+/// What loading the 30 s run's page in headless Chromium costs beyond the browser's own
+/// start-up: the median load of the page less the median load of an empty page.
+fn page_render_ns(results: &Results) -> Option<f64> {
+    let page = results.get("simulator_outputs/page_30s_headless_load")?;
+    let empty = results.get("simulator_outputs/empty_page_headless_load")?;
+    Some(page.median_ns - empty.median_ns)
 }
 
 /// A target: its text, the ratio measured by criterion (contenders one after another), the
@@ -290,7 +319,7 @@ impl Target {
         Self {
             text: text.into(),
             ratio,
-            paired: Some(paired.to_owned()),
+            paired: (!paired.is_empty()).then(|| paired.to_owned()),
             at_most: Some(bound),
             at_least: None,
         }
@@ -408,6 +437,20 @@ fn targets(results: &Results) -> Vec<Target> {
             rate("simulator/events_rl18").map(|r| r / 1e6),
             "",
             2.0,
+        ),
+        Target::at_most(
+            "simulator, merging 10⁴ runs' JSON Lines from 4 shards into the table, s",
+            results
+                .get("simulator_outputs/merge_10k_runs_jsonl")
+                .map(|m| m.median_ns / 1e9),
+            "",
+            1.0,
+        ),
+        Target::at_most(
+            "simulator, page of a 30 s run in headless Chromium (its load less an empty page's), s",
+            page_render_ns(results).map(|ns| ns / 1e9),
+            "",
+            1.0,
         ),
     ]);
     targets

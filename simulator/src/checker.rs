@@ -42,14 +42,14 @@
 //! cause is the first overlap's; without an overlap, a resource verdict other than `SAFE` is
 //! `B` (a holder's access arrived after its validity).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::history::{AccessKind, History, KeyEnd};
 use crate::scenario::{Cause, ResourceMode, Scenario, Verdict};
 use crate::time::Nanos;
 
 /// The counts behind a verdict.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     /// Leases granted.
     pub leases: usize,

@@ -54,13 +54,19 @@
 pub mod checker;
 mod client;
 pub mod clock;
+pub mod corpus;
 pub mod explain;
 pub mod history;
+pub mod jsonl;
+pub mod merge;
 mod message;
 mod net;
+pub mod recording;
 pub mod report;
+pub mod run_output;
 pub mod scenario;
 mod server;
+pub mod shard;
 mod store;
 #[cfg(test)]
 mod svg_check;
@@ -86,6 +92,8 @@ pub struct Run {
     pub history: History,
     /// The event trace, when asked for.
     pub trace: Option<String>,
+    /// The messages and clock readings, when the trace was asked for.
+    pub recording: Option<recording::Recording>,
 }
 
 /// Runs `scenario` with `seed`; records the event trace when `trace` is set.
@@ -112,5 +120,6 @@ pub fn run(scenario: &Scenario, seed: u64, trace: bool) -> Result<Run, SimError>
         judgement,
         history: outcome.history,
         trace: outcome.trace,
+        recording: outcome.recording,
     })
 }

@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use redlock_sim::{Report, Scenario};
+use redlock_sim::Scenario;
+use redlock_sim::run_output::RunFormat;
+
+mod cli;
 
 #[derive(Parser)]
 #[command(
@@ -44,6 +47,12 @@ enum Command {
         /// column shows "-" and the exit code ignores them.
         #[arg(long)]
         tokens: Option<String>,
+        #[command(flatten)]
+        shard: ShardArgs,
+        /// Replay the failing seeds kept in this JSON Lines file first, then add the runs
+        /// that fail now (created when missing).
+        #[arg(long)]
+        corpus: Option<PathBuf>,
     },
     /// Vary one parameter of a scenario over a range, run many seeds per value, and chart
     /// the rate of each verdict against it.
@@ -88,6 +97,10 @@ enum Command {
         /// Write the chart (SVG) here.
         #[arg(long)]
         svg: Option<PathBuf>,
+        /// Write pages into this directory: index.html with the chart, each point linking
+        /// to the page of one run at that value (under runs/).
+        #[arg(long)]
+        html: Option<PathBuf>,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -97,7 +110,12 @@ enum Command {
         /// The label of --threshold.
         #[arg(long, default_value = "expected boundary")]
         threshold_label: String,
+        #[command(flatten)]
+        shard: ShardArgs,
     },
+    /// Merge the --jsonl files of a sharded run or sweep: prints the table (and writes the
+    /// CSV and chart) one unsharded run prints, after checking every run is there once.
+    Merge(cli::merge::MergeArgs),
     /// Print the first counterexample of one scenario as a timeline; write a space-time
     /// diagram with --svg.
     Explain {
@@ -112,10 +130,26 @@ enum Command {
         /// Also print the full event trace.
         #[arg(long)]
         trace: bool,
+        #[command(flatten)]
+        pages: cli::explain::PageArgs,
     },
 }
 
-fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+/// Sharding and JSON Lines output, shared by `run` and `sweep`.
+#[derive(clap::Args)]
+struct ShardArgs {
+    /// Run only shard I of N (1 <= I <= N), or `auto`: from REDLOCK_SIM_SHARD=I/N,
+    /// JOB_COMPLETION_INDEX with REDLOCK_SIM_SHARD_COUNT (Kubernetes), or
+    /// SLURM_ARRAY_TASK_ID, _MIN and _COUNT (Slurm).
+    #[arg(long, value_parser = redlock_sim::shard::parse_arg)]
+    shard: Option<redlock_sim::shard::Shard>,
+    /// Write one JSON line per run here, for `redlock-sim merge`; `{shard}` in the path
+    /// becomes the shard, as `2-of-4` (`all` when unsharded).
+    #[arg(long)]
+    jsonl: Option<PathBuf>,
+}
+
+pub(crate) fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
     for path in paths {
         if path.is_dir() {
@@ -135,11 +169,11 @@ fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     Ok(files)
 }
 
-fn load(path: &Path) -> Result<Scenario, String> {
+pub(crate) fn load(path: &Path) -> Result<Scenario, String> {
     Scenario::load(path).map_err(|e| e.to_string())
 }
 
-fn parse_tokens(name: &str) -> Result<redlock_sim::scenario::TokenSource, String> {
+pub(crate) fn parse_tokens(name: &str) -> Result<redlock_sim::scenario::TokenSource, String> {
     use redlock_sim::scenario::TokenSource;
     match name {
         "linearizable" => Ok(TokenSource::Linearizable),
@@ -151,20 +185,10 @@ fn parse_tokens(name: &str) -> Result<redlock_sim::scenario::TokenSource, String
     }
 }
 
-/// How `run` prints its reports.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum RunFormat {
-    /// The table that fits 100 columns, with its legend.
-    Table,
-    /// Every column, full names.
-    Wide,
-    Json,
-}
-
 /// A progress bar on stderr for `total` runs, drawn only when stderr is a terminal:
 /// indicatif hides a bar whose target is not one, so that a pipe or a file receives exactly
 /// the output a script reads, with no carriage returns.
-fn progress_bar(total: u64, what: &str) -> indicatif::ProgressBar {
+pub(crate) fn progress_bar(total: u64, what: &str) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::with_draw_target(
         Some(total),
         indicatif::ProgressDrawTarget::stderr(),
@@ -180,103 +204,12 @@ fn progress_bar(total: u64, what: &str) -> indicatif::ProgressBar {
     bar
 }
 
-/// `1 run`, `65 runs`: the summary line stays within 100 columns up to millions of runs.
-fn counted(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
-}
-
-fn run(
-    paths: &[PathBuf],
-    seed: Option<u64>,
-    seeds: u64,
-    format: RunFormat,
-    tokens: Option<&str>,
-) -> Result<bool, String> {
-    let files = scenario_files(paths)?;
-    let tokens = tokens.map(parse_tokens).transpose()?;
-    let scenarios = files
-        .iter()
-        .map(|file| load(file))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut reports: Vec<Report> = Vec::new();
-    let started = std::time::Instant::now();
-    let bar = progress_bar(files.len() as u64 * seeds.max(1), "run");
-    for (file, mut scenario) in files.iter().zip(scenarios) {
-        if let Some(tokens) = tokens {
-            scenario = scenario.with_tokens(tokens);
-        }
-        let first = seed.unwrap_or(scenario.seed);
-        for offset in 0..seeds.max(1) {
-            let seed = first.wrapping_add(offset);
-            let run = redlock_sim::run(&scenario, seed, false)
-                .map_err(|e| format!("{}: seed {seed}: {e}", file.display()));
-            let run = match run {
-                Ok(run) => run,
-                Err(e) => {
-                    bar.finish_and_clear();
-                    return Err(e);
-                }
-            };
-            let mut report = run.report;
-            if tokens.is_some() {
-                // The file's expectations were written for its own token source.
-                report.uncheck();
-            }
-            reports.push(report);
-            bar.inc(1);
-        }
-    }
-    bar.finish_and_clear();
-    let all_match = !reports.iter().any(Report::mismatched);
-    if format == RunFormat::Json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&reports).map_err(|e| e.to_string())?
-        );
-    } else {
-        if format == RunFormat::Wide {
-            print!("{}", redlock_sim::report::table(&reports));
-        } else {
-            print!("{}", redlock_sim::report::compact_table(&reports));
-            print!("\n{}", redlock_sim::report::COMPACT_LEGEND);
-        }
-        let events: u64 = reports.iter().map(|r| r.events).sum();
-        let wall = started.elapsed();
-        println!(
-            "\n{} of {}: {} matched, {} mismatched{}; {events} events in {wall:.2?} ({:.0} events/s)",
-            counted(reports.len(), "run"),
-            counted(files.len(), "scenario"),
-            reports.iter().filter(|r| r.matches).count(),
-            reports.iter().filter(|r| r.mismatched()).count(),
-            match reports.iter().filter(|r| r.unchecked).count() {
-                0 => String::new(),
-                n => format!(", {n} unchecked"),
-            },
-            events as f64 / wall.as_secs_f64().max(1e-9),
-        );
-        for report in reports.iter().filter(|r| r.mismatched()) {
-            println!(
-                "MISMATCH {} (seed {}): {}\n  replay: redlock-sim explain {} --seed {}",
-                report.scenario,
-                report.seed,
-                report.mismatch().unwrap_or_default(),
-                report.source,
-                report.seed
-            );
-        }
-    }
-    Ok(all_match)
-}
-
 fn explain(
     file: &Path,
     seed: Option<u64>,
     svg: Option<&Path>,
     trace: bool,
+    pages: &cli::explain::PageArgs,
 ) -> Result<bool, String> {
     let scenario = load(file)?;
     let seed = seed.unwrap_or(scenario.seed);
@@ -293,6 +226,7 @@ fn explain(
             .map_err(|e| format!("{}: {e}", path.display()))?;
         println!("\nspace-time diagram written to {}", path.display());
     }
+    pages.write(&scenario, &run)?;
     Ok(run.report.matches)
 }
 
@@ -307,8 +241,11 @@ struct SweepArgs<'a> {
     threads: Option<usize>,
     csv: Option<&'a Path>,
     svg: Option<&'a Path>,
+    html: Option<&'a Path>,
     json: bool,
     threshold: Option<(f64, String)>,
+    shard: Option<redlock_sim::shard::Shard>,
+    jsonl: Option<&'a Path>,
 }
 
 fn values(
@@ -352,30 +289,30 @@ fn sweep(args: SweepArgs<'_>) -> Result<bool, String> {
     let total = spec.values.len() as u64 * spec.seeds;
     let bar = progress_bar(total, &format!("sweep {}", args.param));
     let started = std::time::Instant::now();
-    let result =
-        redlock_sim::sweep::sweep(&scenario, &spec, &|done, _| bar.set_position(done as u64));
+    let result = redlock_sim::sweep::sweep_shard(&scenario, &spec, args.shard, &|done, _| {
+        bar.set_position(done as u64);
+    });
     bar.finish_and_clear();
     let result = result.map_err(|e| e.to_string())?;
-    if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&result.points).map_err(|e| e.to_string())?
-        );
-    } else {
-        print!("{}", result.table());
-        let events: u64 = result.runs.iter().map(|r| r.events).sum();
-        println!(
-            "{} runs on {threads} thread(s), {events} events in {:.2?}",
-            result.runs.len(),
-            started.elapsed()
-        );
+    if let Some(path) = args.jsonl {
+        cli::sweep::write_jsonl(path, &scenario, &spec, &result, args.shard)?;
     }
-    if let Some(path) = args.csv {
-        std::fs::write(path, result.csv()).map_err(|e| format!("{}: {e}", path.display()))?;
+    let outputs = cli::sweep::Outputs {
+        json: args.json,
+        csv: args.csv,
+        svg: args.svg,
+    };
+    cli::sweep::write(&result, &outputs, Some((threads, started.elapsed())))?;
+    if let Some(dir) = args.html {
+        cli::sweep::write_pages(dir, &scenario, &spec, &result, args.json)?;
     }
-    if let Some(path) = args.svg {
-        let chart = redlock_sim::sweep::svg(&result)?;
-        std::fs::write(path, chart).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(shard) = args.shard
+        && !args.json
+    {
+        println!(
+            "shard {shard}: {} of {total} runs; `redlock-sim merge` joins the shards' --jsonl files",
+            result.runs.len()
+        );
     }
     Ok(true)
 }
@@ -390,20 +327,33 @@ fn main() -> ExitCode {
             json,
             wide,
             tokens,
+            shard,
+            corpus,
         } => {
             let format = match (*json, *wide) {
                 (true, _) => RunFormat::Json,
                 (false, true) => RunFormat::Wide,
                 (false, false) => RunFormat::Table,
             };
-            run(paths, *seed, *seeds, format, tokens.as_deref())
+            cli::run::run(&cli::run::RunArgs {
+                paths,
+                seed: *seed,
+                seeds: *seeds,
+                format,
+                tokens: tokens.as_deref(),
+                shard: shard.shard,
+                jsonl: shard.jsonl.as_deref(),
+                corpus: corpus.as_deref(),
+            })
         }
+        Command::Merge(args) => cli::merge::merge(args),
         Command::Explain {
             file,
             seed,
             svg,
             trace,
-        } => explain(file, *seed, svg.as_deref(), *trace),
+            pages,
+        } => explain(file, *seed, svg.as_deref(), *trace, pages),
         Command::Sweep {
             file,
             param,
@@ -418,9 +368,11 @@ fn main() -> ExitCode {
             threads,
             csv,
             svg,
+            html,
             json,
             threshold,
             threshold_label,
+            shard,
         } => values(*from, *to, *steps, explicit).and_then(|values| {
             sweep(SweepArgs {
                 file,
@@ -433,8 +385,11 @@ fn main() -> ExitCode {
                 threads: *threads,
                 csv: csv.as_deref(),
                 svg: svg.as_deref(),
+                html: html.as_deref(),
                 json: *json,
                 threshold: threshold.map(|at| (at, threshold_label.clone())),
+                shard: shard.shard,
+                jsonl: shard.jsonl.as_deref(),
             })
         }),
     };

@@ -155,3 +155,40 @@ pub(crate) enum Msg {
     /// Resource to client.
     AccessAck { access: usize },
 }
+
+impl Msg {
+    /// A few words for a diagram: the command, or the answer's kind.
+    pub(crate) fn label(&self) -> String {
+        /// A Debug rendering's variant name, without its fields.
+        fn variant(debug: String) -> String {
+            let end = debug.find([' ', '{', '(']).unwrap_or(debug.len());
+            debug[..end].to_owned()
+        }
+        match self {
+            Self::Request { cmd, .. } => match cmd {
+                NodeOp::SetNx { .. } => "SET NX".into(),
+                NodeOp::SetNxReportHolder { .. } => "SET NX + PTTL".into(),
+                NodeOp::SetNxReadFence { .. } => "acquire + read fence".into(),
+                NodeOp::RaiseFence { .. } => "raise fence".into(),
+                NodeOp::ReleaseIfOwner { .. } => "release".into(),
+                NodeOp::ExtendIfOwner { .. } => "extend".into(),
+                NodeOp::Identify => "INFO".into(),
+                NodeOp::Ping => "PING".into(),
+                NodeOp::Del { .. } => "DEL".into(),
+                NodeOp::SetOrExtend { .. } => "set or extend".into(),
+                NodeOp::Incr { .. } => "INCR".into(),
+            },
+            Self::Reply { reply, .. } => match reply {
+                NodeReply::Core(reply) => format!("reply: {}", variant(format!("{reply:?}"))),
+                NodeReply::Counter(n) => format!("reply: counter {n}"),
+                NodeReply::Identity { .. } => "reply: INFO".into(),
+                NodeReply::Pong => "PONG".into(),
+                NodeReply::Failure(_) => "reply: failure".into(),
+            },
+            Self::Notify { .. } => "notification".into(),
+            // The access's own arrow says which: a label shared by all keeps the page small.
+            Self::Access { .. } => "access".into(),
+            Self::AccessAck { .. } => "ack of an access".into(),
+        }
+    }
+}

@@ -1,14 +1,17 @@
 //! The result of running a scenario: verdicts against expectations, counts, and output as
 //! a table or JSON.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::checker::{Counts, Judgement};
 use crate::scenario::{Cause, Expectation, ResourceMode, Scenario, Verdict};
 use crate::time::Nanos;
 
 /// One run of one scenario with one seed.
-#[derive(Clone, Debug, Serialize)]
+///
+/// A report read back from JSON (from a shard's JSON Lines) has no expectation: its
+/// [`Report::mismatch`] is not meaningful, and the line carries that text instead.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Report {
     /// The scenario's name.
     pub scenario: String,
@@ -33,13 +36,13 @@ pub struct Report {
     /// Simulated time covered, in nanoseconds.
     pub simulated_ns: Nanos,
     /// What the scenario expects.
-    #[serde(skip)]
+    #[serde(skip, default = "Expectation::unknown")]
     pub expected: Expectation,
     /// Whether the verdicts and cause match the expectation; `false` when the expectation
     /// was not checked, so that an unchecked run never counts as a match.
     pub matches: bool,
     /// Whether the expectation was not checked (the run changed the scenario's token source).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unchecked: bool,
 }
 

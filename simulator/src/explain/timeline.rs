@@ -17,6 +17,10 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
     let mut out = String::new();
     verdicts(&mut out, scenario, run);
     first_problem(&mut out, scenario, run);
+    let _ = writeln!(out, "\nin words:");
+    for sentence in super::verdict_words(scenario, run) {
+        let _ = writeln!(out, "  - {sentence}");
+    }
     let mut events = Events::default();
     for (index, lease) in run.history.leases.iter().enumerate() {
         lease_events(&mut events, scenario, &run.history, index, lease);

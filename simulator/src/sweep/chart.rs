@@ -200,6 +200,68 @@ pub fn svg(sweep: &Sweep) -> Result<String, String> {
     draw(sweep).map(|(svg, _)| svg)
 }
 
+/// Renders the sweep as an SVG chart in which each point (its column of markers) links to
+/// `links[j]` when it is set: (the address, a tooltip), e.g. the page of a run at that value.
+///
+/// # Errors
+///
+/// As [`svg`].
+pub fn svg_linked(sweep: &Sweep, links: &[Option<(String, String)>]) -> Result<String, String> {
+    let (mut svg, markers) = draw(sweep)?;
+    let points = sweep.points.len();
+    // Markers are pushed series by series, each with every point in order.
+    let columns: Vec<Vec<(i32, i32)>> = (0..points)
+        .map(|j| {
+            markers
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| k % points == j)
+                .map(|(_, &(_, at))| at)
+                .collect()
+        })
+        .collect();
+    let centre = |j: usize| {
+        let xs = &columns[j];
+        xs.iter().map(|&(x, _)| f64::from(x)).sum::<f64>() / xs.len().max(1) as f64
+    };
+    let spacing = (1..points)
+        .map(|j| (centre(j) - centre(j - 1)).abs())
+        .fold(40.0_f64, f64::min)
+        .max(8.0);
+    let mut anchors = String::new();
+    for (j, link) in links.iter().enumerate().take(points) {
+        let Some((href, title)) = link else {
+            continue;
+        };
+        let ys = columns[j].iter().map(|&(_, y)| y);
+        let (top, bottom) = (
+            ys.clone().min().unwrap_or(0) - 12,
+            ys.max().unwrap_or(0) + 12,
+        );
+        anchors.push_str(&format!(
+            "<a href=\"{}\" class=\"point-link\"><title>{}</title><rect x=\"{:.1}\" y=\"{top}\" \
+             width=\"{:.1}\" height=\"{}\" fill=\"#000\" fill-opacity=\"0\" \
+             stroke=\"none\"/></a>\n",
+            esc(href),
+            esc(title),
+            centre(j) - spacing / 2.0,
+            spacing,
+            bottom - top
+        ));
+    }
+    if let Some(end) = svg.rfind("</svg>") {
+        svg.insert_str(end, &anchors);
+    }
+    Ok(svg)
+}
+
+fn esc(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
 /// Where each series' markers went: (series, centre in pixels).
 type Markers = Vec<(usize, (i32, i32))>;
 

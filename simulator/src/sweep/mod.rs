@@ -6,14 +6,18 @@
 
 mod chart;
 mod knob;
+pub mod pages;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-pub use chart::svg;
+pub use chart::{svg, svg_linked};
 pub use knob::{Knob, Target};
+
+use crate::shard::{Shard, sweep_key};
+use knob::Resolved;
 
 use crate::scenario::{Cause, Scenario, Verdict};
 use crate::time::MS;
@@ -41,7 +45,7 @@ pub struct SweepSpec {
 }
 
 /// One run of the sweep.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SweepRun {
     /// The parameter's value.
     pub value: f64,
@@ -109,20 +113,43 @@ pub fn sweep(
     spec: &SweepSpec,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Sweep, SweepError> {
+    sweep_shard(scenario, spec, None, progress)
+}
+
+/// Runs the runs of the sweep that belong to `shard` (all of them when `None`): those whose
+/// [`sweep_key`] of (scenario, parameter, target, value, seed) the shard contains. The
+/// points are the rates of the runs this shard made.
+///
+/// # Errors
+///
+/// As [`sweep`].
+pub fn sweep_shard(
+    scenario: &Scenario,
+    spec: &SweepSpec,
+    shard: Option<Shard>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Sweep, SweepError> {
     let target = spec.knob.resolve_target(scenario, spec.target.as_ref())?;
+    let target_name = target_name(scenario, target);
+    let label = spec.knob.label();
     let jobs: Vec<(usize, u64)> = (0..spec.values.len())
         .flat_map(|v| (0..spec.seeds).map(move |s| (v, spec.first_seed.wrapping_add(s))))
+        .filter(|&(v, seed)| {
+            shard.is_none_or(|shard| {
+                shard.contains(sweep_key(
+                    &scenario.name,
+                    label,
+                    &target_name,
+                    spec.values[v],
+                    seed,
+                ))
+            })
+        })
         .collect();
     let scenarios: Vec<Scenario> = spec
         .values
         .iter()
-        .map(|&value| {
-            let mut adjusted = spec.knob.apply(scenario, &target, value)?;
-            if spec.noise && spec.knob != Knob::Latency {
-                add_noise(&mut adjusted);
-            }
-            Ok(adjusted)
-        })
+        .map(|&value| spec.scenario_at(scenario, value))
         .collect::<Result<_, SweepError>>()?;
 
     let results: Vec<Mutex<Option<Result<SweepRun, SimError>>>> =
@@ -167,41 +194,96 @@ pub fn sweep(
             .ok_or(SweepError::Incomplete)?;
         runs.push(outcome?);
     }
-    let points = spec
-        .values
-        .iter()
-        .map(|&value| {
-            let at: Vec<&SweepRun> = runs.iter().filter(|r| r.value == value).collect();
-            let share = |hit: &dyn Fn(&SweepRun) -> bool| {
-                at.iter().filter(|r| hit(r)).count() as f64 / at.len().max(1) as f64
-            };
-            let rate = |verdict: Verdict, mode: usize| share(&|r| r.verdicts[mode] == verdict);
-            let calls: u64 = at.iter().map(|r| r.acquire_calls).sum();
-            let failures: u64 = at.iter().map(|r| r.acquire_failures).sum();
-            SweepPoint {
-                value,
-                runs: at.len(),
-                exclusion_violated: share(&|r| r.exclusion == Verdict::Violated),
-                violated: [0, 1, 2].map(|m| rate(Verdict::Violated, m)),
-                prevented: [0, 1, 2].map(|m| rate(Verdict::PreventedByFencing, m)),
-                acquired: if calls == 0 {
-                    1.0
-                } else {
-                    (calls - failures) as f64 / calls as f64
-                },
-            }
-        })
-        .collect();
-    Ok(Sweep {
-        scenario: scenario.name.clone(),
-        parameter: spec.knob.label().to_owned(),
+    let threshold = spec
+        .threshold
+        .clone()
+        .or_else(|| spec.knob.threshold(scenario, &target));
+    Ok(Sweep::from_runs(
+        scenario.name.clone(),
+        label.to_owned(),
+        &spec.values,
         runs,
-        points,
-        threshold: spec
-            .threshold
-            .clone()
-            .or_else(|| spec.knob.threshold(scenario, &target)),
-    })
+        threshold,
+    ))
+}
+
+impl SweepSpec {
+    /// The scenario the sweep runs at `value`: the knob set, and the noise added if asked.
+    ///
+    /// # Errors
+    ///
+    /// When the knob does not apply to the scenario.
+    pub fn scenario_at(&self, scenario: &Scenario, value: f64) -> Result<Scenario, SweepError> {
+        let target = self.knob.resolve_target(scenario, self.target.as_ref())?;
+        let mut adjusted = self.knob.apply(scenario, &target, value)?;
+        if self.noise && self.knob != Knob::Latency {
+            add_noise(&mut adjusted);
+        }
+        Ok(adjusted)
+    }
+
+    /// The name of the client or node the knob applies to in `scenario` (empty when it
+    /// takes none): part of each run's identity for sharding.
+    ///
+    /// # Errors
+    ///
+    /// When the target does not exist or the knob takes none.
+    pub fn target_name(&self, scenario: &Scenario) -> Result<String, SweepError> {
+        let target = self.knob.resolve_target(scenario, self.target.as_ref())?;
+        Ok(target_name(scenario, target))
+    }
+}
+
+/// The name of what the knob applies to: a client's, a node's, or empty.
+pub(crate) fn target_name(scenario: &Scenario, target: Resolved) -> String {
+    match target {
+        Resolved::None => String::new(),
+        Resolved::Client(c) => scenario.clients[c].name.clone(),
+        Resolved::Node(n) => scenario.servers[n].name.clone(),
+    }
+}
+
+impl Sweep {
+    /// The sweep made of these runs (ordered by value, then seed), with one point per value.
+    pub fn from_runs(
+        scenario: String,
+        parameter: String,
+        values: &[f64],
+        runs: Vec<SweepRun>,
+        threshold: Option<(f64, String)>,
+    ) -> Self {
+        let points = values
+            .iter()
+            .map(|&value| {
+                let at: Vec<&SweepRun> = runs.iter().filter(|r| r.value == value).collect();
+                let share = |hit: &dyn Fn(&SweepRun) -> bool| {
+                    at.iter().filter(|r| hit(r)).count() as f64 / at.len().max(1) as f64
+                };
+                let rate = |verdict: Verdict, mode: usize| share(&|r| r.verdicts[mode] == verdict);
+                let calls: u64 = at.iter().map(|r| r.acquire_calls).sum();
+                let failures: u64 = at.iter().map(|r| r.acquire_failures).sum();
+                SweepPoint {
+                    value,
+                    runs: at.len(),
+                    exclusion_violated: share(&|r| r.exclusion == Verdict::Violated),
+                    violated: [0, 1, 2].map(|m| rate(Verdict::Violated, m)),
+                    prevented: [0, 1, 2].map(|m| rate(Verdict::PreventedByFencing, m)),
+                    acquired: if calls == 0 {
+                        1.0
+                    } else {
+                        (calls - failures) as f64 / calls as f64
+                    },
+                }
+            })
+            .collect();
+        Self {
+            scenario,
+            parameter,
+            runs,
+            points,
+            threshold,
+        }
+    }
 }
 
 /// Light background noise: latency jitter up to 3 ms and 1 % of messages 5 ms late.

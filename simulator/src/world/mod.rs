@@ -22,6 +22,7 @@ use crate::client::{Client, Ctx, Outgoing, Timer};
 use crate::history::History;
 use crate::message::Msg;
 use crate::net::Network;
+use crate::recording::{CLOCK_SAMPLES, MessageRecord, Recording};
 use crate::scenario::{Endpoint, Scenario};
 use crate::server::{Effect, Server};
 use crate::time::{Nanos, fmt_ms};
@@ -120,6 +121,8 @@ pub(crate) struct Outcome {
     pub(crate) history: History,
     /// Every event, one line each, when tracing was on.
     pub(crate) trace: Option<String>,
+    /// Messages and clock readings, when tracing was on.
+    pub(crate) recording: Option<Recording>,
     /// Events processed.
     pub(crate) events: u64,
     /// True time at the end.
@@ -141,6 +144,7 @@ pub(crate) struct World<'s> {
     routes: Vec<Vec<usize>>,
     history: History,
     trace: Option<String>,
+    recording: Option<Recording>,
     events: u64,
     epochs: u64,
     /// Open lock-key spans, for the diagrams.
@@ -175,6 +179,7 @@ impl<'s> World<'s> {
             routes,
             history: History::new(scenario.clients.len()),
             trace: trace.then(String::new),
+            recording: trace.then(Recording::default),
             events: 0,
             epochs: 0,
             spans: OpenSpans::default(),
@@ -370,6 +375,15 @@ impl<'s> World<'s> {
 
     fn send(&mut self, from: Endpoint, to: Endpoint, msg: Msg) {
         let deliveries = self.network.send(self.now, from, to, &mut self.rng);
+        if let Some(recording) = &mut self.recording {
+            recording.messages.push(MessageRecord {
+                from: self.scenario.endpoint_name(from),
+                to: self.scenario.endpoint_name(to),
+                sent_at: self.now,
+                arrives_at: deliveries.first().copied(),
+                label: msg.label(),
+            });
+        }
         if self.trace.is_some() {
             let (f, t) = (
                 self.scenario.endpoint_name(from),
@@ -475,11 +489,34 @@ impl<'s> World<'s> {
         let end = self.now;
         self.close_open_spans(end);
         self.close_windows();
+        if let Some(recording) = &mut self.recording {
+            recording.clocks = self
+                .clients
+                .iter()
+                .map(|client| clock_readings(&client.clock, end))
+                .collect();
+        }
         Outcome {
             history: self.history,
             trace: self.trace,
+            recording: self.recording,
             events: self.events,
             ended_at: end,
         }
     }
+}
+
+/// A clock's readings from 0 to `end`: evenly spaced, and just before and at each step.
+fn clock_readings(clock: &crate::clock::ClockModel, end: Nanos) -> Vec<(Nanos, u64)> {
+    let mut at: Vec<Nanos> = (0..=CLOCK_SAMPLES)
+        .map(|i| (u128::from(end) * u128::from(i) / u128::from(CLOCK_SAMPLES)) as Nanos)
+        .collect();
+    for &(step, _) in clock.steps() {
+        if step <= end {
+            at.extend([step.saturating_sub(1), step]);
+        }
+    }
+    at.sort_unstable();
+    at.dedup();
+    at.into_iter().map(|t| (t, clock.read(t))).collect()
 }

@@ -1,0 +1,105 @@
+//! `explain`'s files: the run's page, and the trace in Chrome's Trace Event format; and the
+//! size of every catalogue scenario's page.
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn sim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run redlock-sim")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn explain_writes_the_page_and_a_chrome_trace() {
+    let dir = std::env::temp_dir().join(format!("redlock-sim-explain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (page, trace) = (dir.join("run.html"), dir.join("run.trace.json"));
+    let output = sim(&[
+        "explain",
+        "scenarios/rl-05-crash-no-persistence.toml",
+        "--html",
+        page.to_str().unwrap(),
+        "--trace-file",
+        trace.to_str().unwrap(),
+        "--trace-format",
+        "chrome",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("Content-Security-Policy"));
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    assert!(events.iter().any(|e| e["cat"] == "overlap"), "{trace}");
+    assert!(events.iter().any(|e| e["cat"] == "window"), "{trace}");
+
+    // The text trace to a file is the one --trace prints.
+    let text_trace = dir.join("run.trace.txt");
+    let output = sim(&[
+        "explain",
+        "scenarios/rl-00-baseline.toml",
+        "--trace",
+        "--trace-file",
+        text_trace.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let written = std::fs::read_to_string(&text_trace).unwrap();
+    assert!(!written.is_empty());
+    assert!(String::from_utf8_lossy(&output.stdout).contains(&written));
+}
+
+#[test]
+fn a_trace_format_needs_a_trace_file() {
+    let output = sim(&[
+        "explain",
+        "scenarios/rl-00-baseline.toml",
+        "--trace-format",
+        "chrome",
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output));
+    assert!(text(&output).contains("--trace-file"), "{}", text(&output));
+}
+
+/// Every catalogue scenario's page stays under 1 MB, and so does the page of 30 s of
+/// contention (tests/fixtures/), a run longer and busier than any in the catalogue.
+#[test]
+fn pages_stay_under_a_megabyte() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<_> = std::fs::read_dir(root.join("scenarios"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    let long = root.join("tests/fixtures/thirty-seconds-of-contention.toml");
+    files.push(long.clone());
+    for file in files {
+        let scenario = redlock_sim::Scenario::load(&file).unwrap();
+        let run = redlock_sim::run(&scenario, scenario.seed, true).unwrap();
+        let size = redlock_sim::explain::html(&scenario, &run).len();
+        assert!(size < 1_000_000, "{}: {size} bytes", file.display());
+        if file == long {
+            assert!(
+                run.report.simulated_ns >= 30_000_000_000,
+                "{:?}",
+                run.report
+            );
+            assert!(run.report.matches, "{:?}", run.report.mismatch());
+            let messages = run.recording.as_ref().unwrap().messages.len();
+            assert!(messages > 20_000, "{messages}");
+        }
+    }
+}
