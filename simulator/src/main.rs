@@ -116,8 +116,31 @@ enum Command {
     /// Merge the --jsonl files of a sharded run or sweep: prints the table (and writes the
     /// CSV and chart) one unsharded run prints, after checking every run is there once.
     Merge(cli::merge::MergeArgs),
+    /// Explore every interleaving of the core's machines in a bounded model (a check file:
+    /// nodes, clients, ticks of true time, clock bounds, a fault budget) and judge every
+    /// state. Exits 0 when every *always* property held, 1 with a counterexample.
+    Check {
+        /// The check file.
+        file: PathBuf,
+        /// Worker threads (default 1).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Stop after this many distinct states (the result is then incomplete).
+        #[arg(long)]
+        max_states: Option<u64>,
+        /// Write a violation here as the check file plus its path, which `run` and
+        /// `explain` replay.
+        #[arg(long)]
+        counterexample: Option<PathBuf>,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Count states that differ only in which client is which separately.
+        #[arg(long)]
+        no_symmetry: bool,
+    },
     /// Print the first counterexample of one scenario as a timeline; write a space-time
-    /// diagram with --svg.
+    /// diagram with --svg. On a check file, print its counterexample step by step.
     Explain {
         /// The scenario file.
         file: PathBuf,
@@ -211,6 +234,9 @@ fn explain(
     trace: bool,
     pages: &cli::explain::PageArgs,
 ) -> Result<bool, String> {
+    if cli::check::is_check_file(file) {
+        return cli::check::explain(file);
+    }
     let scenario = load(file)?;
     let seed = seed.unwrap_or(scenario.seed);
     let run = redlock_sim::run(&scenario, seed, true).map_err(|e| e.to_string())?;
@@ -347,6 +373,21 @@ fn main() -> ExitCode {
             })
         }
         Command::Merge(args) => cli::merge::merge(args),
+        Command::Check {
+            file,
+            threads,
+            max_states,
+            counterexample,
+            json,
+            no_symmetry,
+        } => cli::check::check(&cli::check::CheckArgs {
+            file,
+            threads: *threads,
+            max_states: *max_states,
+            counterexample: counterexample.as_deref(),
+            json: *json,
+            symmetry: !*no_symmetry,
+        }),
         Command::Explain {
             file,
             seed,

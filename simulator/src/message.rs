@@ -7,7 +7,7 @@ use redlock_core::{ConnectionId, NodeFailure, Reply, RequestId, Token};
 /// An operation a Redis server performs. The first six are exactly what the client's
 /// `SET NX GET PX` and single-key Lua scripts do; `Identify` is the `INFO` the client reads on
 /// every new connection; the rest model broken clients and weak token sources.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum NodeOp {
     /// `SET key token NX GET PX ttl`: a refusal names the holder's token.
     SetNx {
@@ -75,7 +75,7 @@ impl ServerId {
 }
 
 /// A server's answer.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum NodeReply {
     /// One of the answers the core understands.
     Core(Reply),

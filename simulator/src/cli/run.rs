@@ -58,7 +58,12 @@ fn run_jobs(
 }
 
 pub(crate) fn run(args: &RunArgs<'_>) -> Result<bool, String> {
-    let files = scenario_files(args.paths)?;
+    // Check files among the paths: their counterexamples are replayed, not simulated.
+    let (checks, files) = super::check::split(scenario_files(args.paths)?);
+    let checks_match = super::check::replay_all(&checks)?;
+    if files.is_empty() {
+        return Ok(checks_match);
+    }
     let tokens = args.tokens.map(parse_tokens).transpose()?;
     let mut scenarios = files
         .iter()
@@ -178,5 +183,5 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<bool, String> {
             println!("corpus {}: added {added} failing {runs}", path.display());
         }
     }
-    Ok(all_match && corpus_failures == 0)
+    Ok(all_match && corpus_failures == 0 && checks_match)
 }

@@ -24,24 +24,24 @@ use crate::message::NodeOp;
 use crate::scenario::{ClientSpec, ExtendImpl, LossOrder, ReleaseImpl, TimingImpl};
 
 /// The timing of the acquisition round in progress, as the faults need it.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct RoundClock {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct RoundClock {
     /// When the round started (client clock).
-    pub(super) start: Timestamp,
+    pub(crate) start: Timestamp,
     /// When its first reply arrived.
-    pub(super) first_reply: Option<Timestamp>,
+    pub(crate) first_reply: Option<Timestamp>,
 }
 
 /// The keys a client's commands name on the wire.
-#[derive(Clone, Debug)]
-pub(super) struct Keys {
-    pub(super) key: Arc<str>,
-    pub(super) fence_key: Arc<str>,
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Keys {
+    pub(crate) key: Arc<str>,
+    pub(crate) fence_key: Arc<str>,
 }
 
 /// A client's faults (none for the shipped client).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Faults {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Faults {
     timing: TimingImpl,
     release: ReleaseImpl,
     extend: ExtendImpl,
@@ -51,7 +51,7 @@ pub(super) struct Faults {
 impl Faults {
     /// The shipped client's (no fault).
     #[cfg(test)]
-    pub(super) fn none() -> Self {
+    pub(crate) fn none() -> Self {
         Self {
             timing: TimingImpl::Correct,
             release: ReleaseImpl::Script,
@@ -60,17 +60,27 @@ impl Faults {
         }
     }
 
-    pub(super) fn of(spec: &ClientSpec) -> Self {
+    pub(crate) fn of(spec: &ClientSpec) -> Self {
+        Self::new(spec.timing, spec.release, spec.extend, spec.loss_order)
+    }
+
+    /// A client with these implementation variants.
+    pub(crate) fn new(
+        timing: TimingImpl,
+        release: ReleaseImpl,
+        extend: ExtendImpl,
+        loss_order: LossOrder,
+    ) -> Self {
         Self {
-            timing: spec.timing,
-            release: spec.release,
-            extend: spec.extend,
-            loss_order: spec.loss_order,
+            timing,
+            release,
+            extend,
+            loss_order,
         }
     }
 
     /// Whether a lost lease is released before its work has stopped.
-    pub(super) fn releases_before_stop(self) -> bool {
+    pub(crate) fn releases_before_stop(self) -> bool {
         self.loss_order == LossOrder::ReleaseFirst
     }
 
@@ -85,7 +95,7 @@ impl Faults {
     }
 
     /// The time the acquisition machine is told, for a reply (`reply`) or a timer at `now`.
-    pub(super) fn acquire_now(self, round: RoundClock, now: Timestamp, reply: bool) -> Timestamp {
+    pub(crate) fn acquire_now(self, round: RoundClock, now: Timestamp, reply: bool) -> Timestamp {
         match self.timing {
             TimingImpl::Correct => now,
             // The round is treated as instantaneous: replies arrive "at the start".
@@ -98,13 +108,13 @@ impl Faults {
 
     /// When the client's clock must read for a machine timer at `at` (the machine's time
     /// runs behind the clock by the late start).
-    pub(super) fn acquire_timer(self, round: RoundClock, at: Timestamp) -> Timestamp {
+    pub(crate) fn acquire_timer(self, round: RoundClock, at: Timestamp) -> Timestamp {
         at.saturating_add(self.late_start(round))
     }
 
     /// The grant as the (possibly faulty) client believes it: its deadline moved by the
     /// round's length or the late start.
-    pub(super) fn believed(self, mut grant: Grant, round: RoundClock, now: Timestamp) -> Grant {
+    pub(crate) fn believed(self, mut grant: Grant, round: RoundClock, now: Timestamp) -> Grant {
         grant.valid_until = match self.timing {
             TimingImpl::Correct => grant.valid_until,
             TimingImpl::NoElapsedCheck => grant
@@ -118,7 +128,7 @@ impl Faults {
     }
 
     /// An extension of `held` at `now`, as this client makes it.
-    pub(super) fn extend(self, config: &LockConfig, held: &Held, now: Timestamp) -> Extend {
+    pub(crate) fn extend(self, config: &LockConfig, held: &Held, now: Timestamp) -> Extend {
         match self.extend {
             ExtendImpl::Script => held.extend(config, now),
             // The re-acquiring variant does not check its own validity first.
@@ -139,7 +149,7 @@ impl Faults {
     ///
     /// The multi-resource commands, which the simulated servers do not model: the machine
     /// gets this failure instead of a reply (a command is never dropped silently).
-    pub(super) fn node_op(self, command: Command, keys: &Keys) -> Result<NodeOp, NodeFailure> {
+    pub(crate) fn node_op(self, command: Command, keys: &Keys) -> Result<NodeOp, NodeFailure> {
         let key = keys.key.clone();
         Ok(match command {
             Command::SetIfAbsent { token, ttl, .. } => NodeOp::SetNx {

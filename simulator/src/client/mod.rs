@@ -19,7 +19,7 @@
 //! verdict for a client without faults is therefore a verdict on the code the tokio client
 //! and the `redlock` command run, with their defaults.
 
-mod faults;
+pub(crate) mod faults;
 mod hold;
 mod holding;
 mod links;

@@ -61,13 +61,13 @@ impl ScenarioError {
 }
 
 /// Where in the text an error points.
-pub(super) struct Locator<'a> {
-    pub(super) file: &'a str,
-    pub(super) text: &'a str,
+pub(crate) struct Locator<'a> {
+    pub(crate) file: &'a str,
+    pub(crate) text: &'a str,
 }
 
 impl Locator<'_> {
-    pub(super) fn error(
+    pub(crate) fn error(
         &self,
         offset: usize,
         field: impl Into<String>,
@@ -86,7 +86,7 @@ impl Locator<'_> {
         }
     }
 
-    pub(super) fn at<T>(
+    pub(crate) fn at<T>(
         &self,
         spanned: &Spanned<T>,
         field: impl Into<String>,

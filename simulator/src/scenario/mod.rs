@@ -5,7 +5,7 @@
 //! `file.rs` translates it into a checked [`Scenario`], and `error.rs` points each error at
 //! its line, column and field.
 
-mod error;
+pub(crate) mod error;
 mod file;
 mod raw;
 
@@ -394,7 +394,7 @@ pub enum ClockKind {
 }
 
 /// How a client releases (implementation variants).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ReleaseImpl {
     /// Compare-and-delete (correct).
@@ -405,7 +405,7 @@ pub enum ReleaseImpl {
 }
 
 /// What a kept-alive client does first when its lease is lost (implementation variants).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LossOrder {
     /// The work stops, then the lease is released (the core's keeper; correct).
@@ -417,7 +417,7 @@ pub enum LossOrder {
 }
 
 /// How a client extends (implementation variants).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ExtendImpl {
     /// Compare-and-`PEXPIRE`, refused after the lease expired (correct).
@@ -429,7 +429,7 @@ pub enum ExtendImpl {
 }
 
 /// How a client measures a round (implementation variants).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TimingImpl {
     /// Elapsed time from before the first `SET` (correct).

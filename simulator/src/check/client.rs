@@ -1,0 +1,819 @@
+//! A client of the model: the core's machines ([`Acquire`], [`Waiting`], [`Held`],
+//! [`Keeper`], [`Release`], [`Eligibility`]) driven as the simulator's clients drive them,
+//! with every reading of time taken from the client's clock in ticks.
+//!
+//! The driver moves bytes and reads the clock; every decision is a machine's. What it adds
+//! is what a process does between the machines' calls: one connection per node, identified
+//! before it carries anything but a release, commands to a node in the order issued; a
+//! work that runs `work_ticks` of the client's clock and, told to stop, stops at the end of
+//! its step (a separate step of the model, so that anything may happen before it).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use redlock_core::{
+    Acquire, AcquireEvent, Admission, ConnectionId, DEFAULT_KEY_PREFIX, Eligibility, Extend,
+    ExtendOutcome, Held, KeepAlive, Keeper, KeeperEvent, LockConfig, LockKey, Machine, NodeFailure,
+    NodeId, NodeIdentity, Release, Reply, RequestId, Timestamp, Token, Transmit, Waiting,
+};
+
+use super::rate::Strays;
+use super::spec::CheckSpec;
+use crate::client::faults::{Faults, Keys, RoundClock};
+use crate::message::{NodeOp, NodeReply};
+
+/// A message between one client and one node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Msg {
+    /// A command; `request` is `None` for a connection's identification.
+    Request {
+        conn: u32,
+        op: u16,
+        request: Option<RequestId>,
+        cmd: NodeOp,
+    },
+    /// Its answer.
+    Reply {
+        conn: u32,
+        op: u16,
+        request: Option<RequestId>,
+        reply: NodeReply,
+    },
+    /// The release script's notification: the released token.
+    Released(Token),
+    /// The connection broke: the node crashed, or refused it while down.
+    Closed { conn: u32 },
+}
+
+/// One connection to a node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Conn {
+    id: u32,
+    /// Whether its identification is on its way.
+    identifying: bool,
+    /// The node crashed under it: what is written is lost, and `Closed` is on its way.
+    broken: bool,
+    /// Requests written and not answered: (operation, request; `None` for the
+    /// identification).
+    outstanding: Vec<(u16, Option<RequestId>)>,
+    /// Commands waiting for the identification, in the order issued.
+    waiting: VecDeque<(u16, Transmit)>,
+}
+
+/// What the work under a lease is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Work {
+    /// Running until the client's clock reads this tick.
+    Running(u32),
+    /// Told to stop: it stops when its current step ends.
+    Stopping,
+    Stopped,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Acquiring {
+    op: u16,
+    machine: Acquire,
+    round: RoundClock,
+    waiting: Waiting,
+    /// Whether a round was lost: a grant after it is a contended hand-off.
+    lost_a_round: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Lease {
+    /// The keep-alive's operation.
+    op: u16,
+    pub(super) held: Held,
+    keeper: Option<Keeper>,
+    pub(super) work: Work,
+    /// The release, once started (its operation and machine; `None` once done).
+    releasing: Option<(u16, Option<Release>)>,
+    /// When (client clock, ticks) the work extends the lease by hand, until it has.
+    extend_at: Option<u32>,
+    /// The work's own extension, while it runs (its operation and machine).
+    extending: Option<(u16, Extend)>,
+    /// How many grants the world had made when this lease was granted.
+    grants_before: u16,
+}
+
+impl Lease {
+    /// Starts the release, as operation `op + 1`.
+    fn begin_release(&mut self, op: &mut u16, config: &LockConfig, now: Timestamp) {
+        *op += 1;
+        self.releasing = Some((*op, Some(self.held.release(config, now))));
+    }
+
+    /// Whether the release has started.
+    pub(super) fn released(&self) -> bool {
+        self.releasing.is_some()
+    }
+
+    /// Until when the keys may still exist (validity plus the drift allowance): the keeper's
+    /// release deadline.
+    pub(super) fn keys_expired_at(&self, spec: &CheckSpec) -> Timestamp {
+        match &self.keeper {
+            Some(keeper) => keeper.release_deadline(),
+            None => self.held.valid_until().saturating_add(spec.config.drift()),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Phase {
+    Acquiring(Box<Acquiring>),
+    Holding(Box<Lease>),
+    Done,
+}
+
+/// What a step of a client did that the properties ask about.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Happened {
+    /// A lease whose deadline had passed was extended after another client's grant: its
+    /// holder believed it throughout (as the simulator's checker counts windows), across
+    /// the other's.
+    pub(super) revived_over_another: bool,
+    /// A grant, with its fence when fenced.
+    pub(super) granted: Option<Option<u64>>,
+    /// The grant came after a lost round.
+    pub(super) handed_off: bool,
+    pub(super) extended: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Client {
+    /// Its clock, in ticks.
+    pub(super) clock: u32,
+    pub(super) strays: Strays,
+    pub(super) paused: bool,
+    /// Whether the last step of the model was this client's.
+    pub(super) acted: bool,
+    pub(super) phase: Phase,
+    iteration: u32,
+    op: u16,
+    conns: Vec<Option<Conn>>,
+    opened: u32,
+    eligibility: Eligibility,
+    faults: Faults,
+    /// Commands to each node, in order.
+    pub(super) to_node: Vec<VecDeque<Msg>>,
+    /// Replies (and connection closes) from each node, in order.
+    pub(super) from_node: Vec<VecDeque<Msg>>,
+    /// Release notifications from each node (a subscription is a connection of its own).
+    pub(super) notices: Vec<VecDeque<Msg>>,
+    /// Per node, the links whose messages may arrive after the next tick (a delay fault):
+    /// bits of [`Link::bit`](super::model::Link::bit).
+    pub(super) late: Vec<u8>,
+}
+
+/// What a client needs from the world while it steps.
+pub(super) struct Env<'a> {
+    pub(super) spec: &'a CheckSpec,
+    pub(super) key: &'a LockKey,
+    pub(super) keys: &'a Keys,
+    /// The next token to hand out (tokens are numbered in the world, not per client, so
+    /// that clients stay interchangeable).
+    pub(super) tokens: &'a mut u16,
+    /// Grants made so far, by every client.
+    pub(super) grants: u16,
+    pub(super) happened: Happened,
+}
+
+impl Env<'_> {
+    fn fresh_token(&mut self) -> Token {
+        *self.tokens += 1;
+        let mut bytes = [0; 16];
+        bytes[..2].copy_from_slice(&self.tokens.to_be_bytes());
+        Token::from_bytes(bytes)
+    }
+}
+
+impl Client {
+    pub(super) fn new(spec: &CheckSpec) -> Self {
+        let nodes = spec.nodes;
+        Self {
+            clock: 0,
+            strays: Strays::default(),
+            paused: false,
+            acted: false,
+            phase: Phase::Done,
+            iteration: 0,
+            op: 0,
+            conns: vec![None; nodes],
+            opened: 0,
+            eligibility: Eligibility::new(nodes, spec.restart),
+            faults: Faults::new(spec.timing, spec.release, spec.extend, spec.loss_order),
+            to_node: vec![VecDeque::new(); nodes],
+            from_node: vec![VecDeque::new(); nodes],
+            notices: vec![VecDeque::new(); nodes],
+            late: vec![0; nodes],
+        }
+    }
+
+    /// Its clock as the machines read it.
+    pub(super) fn now(&self, spec: &CheckSpec) -> Timestamp {
+        Timestamp::from_duration(spec.ticks(self.clock))
+    }
+
+    /// Opens and identifies a connection to every node, as a client that has been running
+    /// for a while has: `identities[n]` is what node `n` answers to `INFO`.
+    pub(super) fn connect(&mut self, identities: &[NodeReply], spec: &CheckSpec) {
+        let now = self.now(spec);
+        for (node, identity) in identities.iter().enumerate() {
+            let NodeReply::Identity { server, uptime_ms } = identity else {
+                continue;
+            };
+            self.opened += 1;
+            self.conns[node] = Some(Conn {
+                id: self.opened,
+                identifying: false,
+                broken: false,
+                outstanding: Vec::new(),
+                waiting: VecDeque::new(),
+            });
+            self.eligibility.identified(
+                NodeId::new(node),
+                ConnectionId(u64::from(self.opened)),
+                Ok(NodeIdentity {
+                    run_id: server.run_id(),
+                    uptime: std::time::Duration::from_millis(*uptime_ms),
+                    maxmemory_policy: None,
+                }),
+                now,
+            );
+        }
+    }
+
+    /// Starts its first acquisition.
+    pub(super) fn start(&mut self, env: &mut Env<'_>) {
+        self.begin_acquire(env);
+        self.settle(env);
+    }
+
+    fn begin_acquire(&mut self, env: &mut Env<'_>) {
+        let now = self.now(env.spec);
+        let key = env.key.clone();
+        let token = env.fresh_token();
+        self.op += 1;
+        self.phase = Phase::Acquiring(Box::new(Acquiring {
+            op: self.op,
+            machine: Acquire::new(&env.spec.config, key.clone(), token, now),
+            round: RoundClock {
+                start: now,
+                first_reply: None,
+            },
+            waiting: Waiting::new(&env.spec.config, key),
+            lost_a_round: false,
+        }));
+    }
+
+    /// Whether it believes it holds a lease now: its clock reads before the lease's deadline,
+    /// from the grant until it both released and its work stopped.
+    pub(super) fn believes(&self, spec: &CheckSpec) -> bool {
+        match &self.phase {
+            Phase::Holding(lease) => {
+                !(lease.released() && lease.work == Work::Stopped)
+                    && self.now(spec) < lease.held.valid_until()
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether its lease was released while its work still ran and its keys could still
+    /// exist: the stop-before-release rule broken.
+    pub(super) fn released_before_stop(&self, spec: &CheckSpec) -> bool {
+        match &self.phase {
+            Phase::Holding(lease) => {
+                lease.released()
+                    && lease.work != Work::Stopped
+                    && self.now(spec) < lease.keys_expired_at(spec)
+            }
+            _ => false,
+        }
+    }
+
+    /// When its next timer is due (machine timers, the next round, the work's end).
+    fn next_timer(&self, spec: &CheckSpec) -> Option<Timestamp> {
+        let earliest = |a: Option<Timestamp>, b: Option<Timestamp>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match &self.phase {
+            Phase::Acquiring(a) => a.waiting.next_round().or_else(|| {
+                a.machine
+                    .poll_timeout()
+                    .map(|at| self.faults.acquire_timer(a.round, at))
+            }),
+            Phase::Holding(lease) => {
+                let work = match lease.work {
+                    Work::Running(until) => Some(Timestamp::from_duration(spec.ticks(until))),
+                    _ => None,
+                };
+                let keeper = lease.keeper.as_ref().and_then(Keeper::poll_timeout);
+                let extend = match (&lease.extending, lease.extend_at) {
+                    (Some((_, extend)), _) => extend.poll_timeout(),
+                    (None, Some(at)) => Some(Timestamp::from_duration(spec.ticks(at))),
+                    (None, None) => None,
+                };
+                let release = match &lease.releasing {
+                    Some((_, Some(release))) => release.poll_timeout(),
+                    _ => None,
+                };
+                earliest(earliest(work, keeper), earliest(extend, release))
+            }
+            Phase::Done => None,
+        }
+    }
+
+    /// Whether one of its timers is due.
+    pub(super) fn timer_due(&self, spec: &CheckSpec) -> bool {
+        self.next_timer(spec).is_some_and(|at| at <= self.now(spec))
+    }
+
+    pub(super) fn work_stopping(&self) -> bool {
+        matches!(&self.phase, Phase::Holding(lease) if lease.work == Work::Stopping)
+    }
+
+    /// Its lease side in a few words, for a counterexample's steps.
+    pub(super) fn summary(&self, spec: &CheckSpec) -> String {
+        match &self.phase {
+            Phase::Acquiring(a) => format!("acquiring with {}", a.machine.token().short()),
+            Phase::Holding(lease) => {
+                let until = lease.held.valid_until().as_duration().as_millis()
+                    / spec.tick.as_millis().max(1);
+                let work = match lease.work {
+                    Work::Running(_) => "work runs",
+                    Work::Stopping => "work stopping",
+                    Work::Stopped => "work stopped",
+                };
+                let released = match lease.releasing {
+                    None => "",
+                    Some((_, Some(_))) => ", releasing",
+                    Some((_, None)) => ", released",
+                };
+                let believes = if self.believes(spec) {
+                    "believes it holds"
+                } else {
+                    "holds"
+                };
+                format!(
+                    "{believes} {} valid before clock {until}, {work}{released}",
+                    lease.held.token().short()
+                )
+            }
+            Phase::Done => "done".to_owned(),
+        }
+    }
+
+    pub(super) fn is_acquiring(&self) -> bool {
+        matches!(self.phase, Phase::Acquiring(_))
+    }
+
+    pub(super) fn is_done(&self) -> bool {
+        matches!(self.phase, Phase::Done)
+    }
+
+    // ----- events -------------------------------------------------------------------------
+
+    /// Its due timers fire.
+    pub(super) fn fire(&mut self, env: &mut Env<'_>) {
+        let now = self.now(env.spec);
+        let token = match &self.phase {
+            Phase::Acquiring(a) if a.waiting.next_round().is_some_and(|at| at <= now) => {
+                Some(env.fresh_token())
+            }
+            _ => None,
+        };
+        match &mut self.phase {
+            Phase::Acquiring(a) => match token {
+                Some(token) => {
+                    a.round = RoundClock {
+                        start: now,
+                        first_reply: None,
+                    };
+                    a.waiting.round_started(now);
+                    a.machine.retry(token, now);
+                }
+                None => {
+                    let machine_now = self.faults.acquire_now(a.round, now, false);
+                    a.machine.handle_timeout(machine_now);
+                }
+            },
+            Phase::Holding(lease) => {
+                if let Work::Running(until) = lease.work
+                    && Timestamp::from_duration(env.spec.ticks(until)) <= now
+                {
+                    // The work ends on its own: the keeper (if any) is told, else release.
+                    lease.work = Work::Stopped;
+                    if let Some(keeper) = &mut lease.keeper {
+                        if !keeper.is_released() {
+                            keeper.work_stopped(now);
+                        }
+                    } else if lease.releasing.is_none() {
+                        lease.begin_release(&mut self.op, &env.spec.config, now);
+                    }
+                }
+                if let Some(at) = lease.extend_at
+                    && Timestamp::from_duration(env.spec.ticks(at)) <= now
+                    && lease.work != Work::Stopped
+                {
+                    // The work's extension step: as this client's implementation makes it.
+                    lease.extend_at = None;
+                    self.op += 1;
+                    let extend = self.faults.extend(&env.spec.config, &lease.held, now);
+                    lease.extending = Some((self.op, extend));
+                } else if let Some((_, extend)) = &mut lease.extending {
+                    extend.handle_timeout(now);
+                }
+                if let Some(keeper) = &mut lease.keeper {
+                    keeper.handle_timeout(now);
+                }
+                if let Some((_, Some(release))) = &mut lease.releasing {
+                    release.handle_timeout(now);
+                }
+            }
+            Phase::Done => {}
+        }
+        self.settle(env);
+    }
+
+    /// Its work, told to stop, reaches the end of its step.
+    pub(super) fn stop_work(&mut self, env: &mut Env<'_>) {
+        let now = self.now(env.spec);
+        if let Phase::Holding(lease) = &mut self.phase
+            && lease.work == Work::Stopping
+        {
+            lease.work = Work::Stopped;
+            if let Some(keeper) = &mut lease.keeper
+                && !keeper.is_released()
+            {
+                keeper.work_stopped(now);
+            }
+        }
+        self.settle(env);
+    }
+
+    /// The next message from node `node` on the replies' connection arrives.
+    pub(super) fn receive(&mut self, node: usize, msg: Msg, env: &mut Env<'_>) {
+        let now = self.now(env.spec);
+        match msg {
+            Msg::Reply {
+                conn,
+                op,
+                request,
+                reply,
+            } => {
+                let Some(c) = self.conns[node].as_mut().filter(|c| c.id == conn) else {
+                    return;
+                };
+                c.outstanding.retain(|&(o, r)| (o, r) != (op, request));
+                match (request, reply) {
+                    (None, NodeReply::Identity { server, uptime_ms }) => {
+                        c.identifying = false;
+                        let identity = NodeIdentity {
+                            run_id: server.run_id(),
+                            uptime: std::time::Duration::from_millis(uptime_ms),
+                            maxmemory_policy: None,
+                        };
+                        self.eligibility.identified(
+                            NodeId::new(node),
+                            ConnectionId(u64::from(conn)),
+                            Ok(identity),
+                            now,
+                        );
+                        let waiting = std::mem::take(&mut c.waiting);
+                        for (op, transmit) in waiting {
+                            self.issue(op, transmit, env);
+                        }
+                    }
+                    (None, _) => {}
+                    (Some(request), reply) => {
+                        let result = match reply {
+                            NodeReply::Core(reply) => Ok(reply),
+                            NodeReply::Failure(failure) => Err(failure),
+                            other => Err(NodeFailure::Protocol(format!("{other:?}"))),
+                        };
+                        self.feed(op, request, result, now);
+                    }
+                }
+            }
+            Msg::Closed { conn } => {
+                // What else was written on it is lost with it.
+                self.to_node[node]
+                    .retain(|m| !matches!(m, Msg::Request { conn: on, .. } if *on == conn));
+                if let Some(c) = self.conns[node].take_if(|c| c.id == conn) {
+                    let failure = || NodeFailure::Io("connection closed".into());
+                    for (op, request) in c.outstanding {
+                        if let Some(request) = request {
+                            self.feed(op, request, Err(failure()), now);
+                        }
+                    }
+                    for (op, transmit) in c.waiting {
+                        self.feed(op, transmit.request, Err(failure()), now);
+                    }
+                }
+            }
+            Msg::Released(token) => {
+                if let Phase::Acquiring(a) = &mut self.phase {
+                    a.waiting.notified(
+                        NodeId::new(node),
+                        env.keys.key.as_bytes(),
+                        &token.to_hex(),
+                        now,
+                    );
+                }
+            }
+            Msg::Request { .. } => {}
+        }
+        self.settle(env);
+    }
+
+    /// The node crashed under its connection: what is written is lost, the close is on its
+    /// way.
+    pub(super) fn node_crashed(&mut self, node: usize) {
+        self.late[node] = 0;
+        self.to_node[node].clear();
+        self.from_node[node].clear();
+        self.notices[node].clear();
+        if let Some(conn) = &mut self.conns[node] {
+            conn.broken = true;
+            self.from_node[node].push_back(Msg::Closed { conn: conn.id });
+        }
+    }
+
+    /// A reply (or failure) for operation `op`'s machine.
+    fn feed(
+        &mut self,
+        op: u16,
+        request: RequestId,
+        result: Result<Reply, NodeFailure>,
+        now: Timestamp,
+    ) {
+        match &mut self.phase {
+            Phase::Acquiring(a) if a.op == op => {
+                if a.round.first_reply.is_none() && a.machine.expects(request) {
+                    a.round.first_reply = Some(now);
+                }
+                let machine_now = self.faults.acquire_now(a.round, now, true);
+                a.machine.handle_reply(request, result, machine_now);
+            }
+            Phase::Holding(lease) => match &mut lease.releasing {
+                Some((release_op, Some(release))) if *release_op == op => {
+                    release.handle_reply(request, result, now);
+                }
+                _ if lease.extending.as_ref().is_some_and(|(o, _)| *o == op) => {
+                    if let Some((_, extend)) = &mut lease.extending {
+                        extend.handle_reply(request, result, now);
+                    }
+                }
+                _ if lease.op == op => {
+                    if let Some(keeper) = &mut lease.keeper {
+                        keeper.handle_reply(request, result, now);
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    // ----- the connections ----------------------------------------------------------------
+
+    /// Issues `transmit` of operation `op`: out on its node's connection in turn, once the
+    /// core's eligibility admits it there.
+    fn issue(&mut self, op: u16, transmit: Transmit, env: &mut Env<'_>) {
+        let now = self.now(env.spec);
+        let node = transmit.node.index();
+        let opened = &mut self.opened;
+        let conn = self.conns[node].get_or_insert_with(|| {
+            *opened += 1;
+            Conn {
+                id: *opened,
+                identifying: false,
+                broken: false,
+                outstanding: Vec::new(),
+                waiting: VecDeque::new(),
+            }
+        });
+        if !conn.waiting.is_empty() {
+            // Behind what waits for the identification: commands to a node keep their order.
+            conn.waiting.push_back((op, transmit));
+            return;
+        }
+        let connection = ConnectionId(u64::from(conn.id));
+        match self
+            .eligibility
+            .admit(transmit.node, connection, &transmit.command, now)
+        {
+            Admission::Send => match self.faults.node_op(transmit.command, env.keys) {
+                Ok(cmd) => {
+                    conn.outstanding.push((op, Some(transmit.request)));
+                    if !conn.broken {
+                        self.to_node[node].push_back(Msg::Request {
+                            conn: conn.id,
+                            op,
+                            request: Some(transmit.request),
+                            cmd,
+                        });
+                    }
+                }
+                Err(failure) => self.feed(op, transmit.request, Err(failure), now),
+            },
+            Admission::Identify => {
+                if !conn.identifying {
+                    conn.identifying = true;
+                    conn.outstanding.push((0, None));
+                    if !conn.broken {
+                        self.to_node[node].push_back(Msg::Request {
+                            conn: conn.id,
+                            op: 0,
+                            request: None,
+                            cmd: NodeOp::Identify,
+                        });
+                    }
+                }
+                conn.waiting.push_back((op, transmit));
+            }
+            // No request times out unanswered in the model (the probe is not explored), so
+            // the core never asks for one; were it to, the command is refused, never dropped.
+            Admission::Probe => {
+                self.feed(op, transmit.request, Err(NodeFailure::Unresponsive), now)
+            }
+            Admission::Refuse(failure) => self.feed(op, transmit.request, Err(failure), now),
+        }
+    }
+
+    // ----- the machines -------------------------------------------------------------------
+
+    /// Runs the machines as far as they go without an event.
+    fn settle(&mut self, env: &mut Env<'_>) {
+        loop {
+            let progressed = match std::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Acquiring(a) => self.settle_acquire(a, env),
+                Phase::Holding(lease) => self.settle_lease(lease, env),
+                Phase::Done => false,
+            };
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    fn settle_acquire(&mut self, mut a: Box<Acquiring>, env: &mut Env<'_>) -> bool {
+        let now = self.now(env.spec);
+        while let Some(transmit) = a.machine.poll_transmit() {
+            self.issue(a.op, transmit, env);
+        }
+        match a.machine.poll_outcome() {
+            None => {
+                self.phase = Phase::Acquiring(a);
+                false
+            }
+            Some(AcquireEvent::Acquired(grant)) => {
+                let grant = self.faults.believed(grant, a.round, now);
+                env.happened.granted = Some(grant.fence);
+                env.happened.handed_off = a.lost_a_round;
+                let held = Held::new(grant);
+                let keeper = env.spec.keep_alive.then(|| {
+                    Keeper::new(
+                        &env.spec.config,
+                        KeepAlive::at_half_life(env.spec.config.ttl()),
+                        held.clone(),
+                    )
+                });
+                self.op += 1;
+                self.phase = Phase::Holding(Box::new(Lease {
+                    op: self.op,
+                    held,
+                    keeper,
+                    work: Work::Running(self.clock.saturating_add(env.spec.work_ticks)),
+                    releasing: None,
+                    extend_at: env
+                        .spec
+                        .extend_after_ticks
+                        .map(|t| self.clock.saturating_add(t)),
+                    extending: None,
+                    grants_before: env.grants,
+                }));
+                true
+            }
+            Some(AcquireEvent::Retry {
+                window,
+                failure,
+                wake_on_release,
+                ..
+            }) => {
+                let timer = self.faults.acquire_timer(a.round, window.earliest());
+                a.waiting.round_lost(&failure, wake_on_release, timer);
+                a.lost_a_round = true;
+                self.phase = Phase::Acquiring(a);
+                false
+            }
+            Some(_) => {
+                self.next_iteration(env);
+                true
+            }
+        }
+    }
+
+    fn settle_lease(&mut self, mut lease: Box<Lease>, env: &mut Env<'_>) -> bool {
+        let now = self.now(env.spec);
+        let mut progressed = false;
+        if let Some(mut keeper) = lease.keeper.take() {
+            loop {
+                while let Some(transmit) = keeper.poll_transmit() {
+                    self.issue(lease.op, transmit, env);
+                }
+                let Some(event) = keeper.poll_outcome() else {
+                    break;
+                };
+                match event {
+                    KeeperEvent::Extended(_) => {
+                        lease.held = keeper.held().clone();
+                        env.happened.extended = true;
+                    }
+                    KeeperEvent::Lost(_) => {
+                        if matches!(lease.work, Work::Running(_)) {
+                            lease.work = Work::Stopping;
+                        }
+                        if self.faults.releases_before_stop() && lease.releasing.is_none() {
+                            // The fault: released at the loss, while the work finishes its
+                            // step.
+                            lease.begin_release(&mut self.op, &env.spec.config, now);
+                        } else if lease.work == Work::Stopped {
+                            keeper.work_stopped(now);
+                        }
+                    }
+                    KeeperEvent::Release(_) if lease.releasing.is_none() => {
+                        lease.begin_release(&mut self.op, &env.spec.config, now);
+                    }
+                    _ => {}
+                }
+            }
+            lease.keeper = Some(keeper);
+        }
+        if let Some((op, mut extend)) = lease.extending.take() {
+            while let Some(transmit) = extend.poll_transmit() {
+                self.issue(op, transmit, env);
+            }
+            match extend.poll_outcome() {
+                None => lease.extending = Some((op, extend)),
+                Some(ExtendOutcome::Extended(extension)) => {
+                    if now >= lease.held.valid_until() && env.grants > lease.grants_before {
+                        env.happened.revived_over_another = true;
+                    }
+                    lease.held.apply(&extension);
+                    env.happened.extended = true;
+                }
+                Some(_) => {
+                    // The work was waiting for this step: it ends here, and the lease is
+                    // released.
+                    lease.work = Work::Stopped;
+                    if let Some(keeper) = &mut lease.keeper {
+                        if !keeper.is_released() {
+                            keeper.work_stopped(now);
+                        }
+                    } else if lease.releasing.is_none() {
+                        lease.begin_release(&mut self.op, &env.spec.config, now);
+                    }
+                    progressed = true;
+                }
+            }
+        }
+        if let Some((op, Some(release))) = &mut lease.releasing {
+            while let Some(transmit) = release.poll_transmit() {
+                let op = *op;
+                self.issue(op, transmit, env);
+            }
+            if release.poll_outcome().is_some() {
+                lease.releasing = Some((*op, None));
+                progressed = true;
+            }
+        }
+        if matches!(lease.releasing, Some((_, None))) && lease.work == Work::Stopped {
+            self.next_iteration(env);
+            return true;
+        }
+        self.phase = Phase::Holding(lease);
+        progressed
+    }
+
+    fn next_iteration(&mut self, env: &mut Env<'_>) {
+        self.iteration += 1;
+        if self.iteration >= env.spec.iterations {
+            self.phase = Phase::Done;
+        } else {
+            self.begin_acquire(env);
+        }
+    }
+}
+
+/// The model's lock key and the names its commands carry.
+pub(super) fn model_keys() -> (LockKey, Keys) {
+    let key = LockKey::new(DEFAULT_KEY_PREFIX, "model").expect("a constant, valid resource name");
+    let keys = Keys {
+        key: Arc::from(key.as_str()),
+        fence_key: Arc::from(key.fence_key().as_str()),
+    };
+    (key, keys)
+}

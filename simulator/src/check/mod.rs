@@ -1,0 +1,288 @@
+//! `redlock-sim check`: every interleaving of the shipped machines within bounds.
+//!
+//! The simulator samples one order of events per seed; a check explores *every* order a
+//! small model allows — N nodes, M clients, true time in ticks up to a horizon, clocks that
+//! stray within a bound, and a budget of faults — and judges each state it reaches. The
+//! clients run the core's machines ([`redlock_core::Acquire`], `Waiting`, `Held`, `Keeper`,
+//! `Release`, `Eligibility`), the same the tokio client and the simulator drive, and the
+//! nodes keep their keys in the simulator's own keyspace; nothing of the algorithm is
+//! written twice.
+//!
+//! A check file (`simulator/checks/*.toml`, see [`CheckSpec`]) says the bounds and what is
+//! expected: `no-violation` or `violation`. A violation comes back as the path of steps
+//! that reaches it; written into the check file as `[counterexample]`, `redlock-sim run`
+//! replays it with the same verdict and `redlock-sim explain` prints it step by step.
+//!
+//! # Example
+//!
+//! ```
+//! let text = r#"
+//! name = "two clients, three nodes, no faults"
+//! [model]
+//! horizon_ticks = 4
+//! [expect]
+//! outcome = "no-violation"
+//! "#;
+//! let spec = redlock_sim::check::parse(text, "inline").unwrap();
+//! let report = redlock_sim::check::check(spec, redlock_sim::check::Options::default());
+//! assert!(report.exploration.complete && report.exploration.violation.is_none());
+//! assert!(report.matches());
+//! ```
+
+mod client;
+mod explore;
+mod model;
+mod node;
+mod rate;
+mod spec;
+
+use std::fmt::Write as _;
+
+pub use explore::{Exploration, Options, Progress};
+pub use model::{Action, Link, Property};
+pub use spec::{CheckSpec, Durability, Outcome, PauseKind, parse};
+
+use model::{Model, World};
+
+/// A check's result.
+#[derive(Debug)]
+pub struct CheckReport {
+    /// The check.
+    pub spec: CheckSpec,
+    /// What the exploration found.
+    pub exploration: Exploration,
+    /// Whether client symmetry was used.
+    pub symmetry: bool,
+}
+
+/// Explores `spec` exhaustively within its bounds.
+pub fn check(spec: CheckSpec, options: Options) -> CheckReport {
+    let model = Model::new(spec);
+    let exploration = explore::explore(&model, options);
+    CheckReport {
+        spec: model.spec,
+        exploration,
+        symmetry: options.symmetry,
+    }
+}
+
+impl CheckReport {
+    /// What was found: a violation, or none.
+    pub fn outcome(&self) -> Outcome {
+        if self.exploration.violation.is_some() {
+            Outcome::Violation
+        } else {
+            Outcome::NoViolation
+        }
+    }
+
+    /// Whether the outcome is the expected one (an incomplete exploration without a
+    /// violation proves nothing, and so does not match a `no-violation` expectation).
+    pub fn matches(&self) -> bool {
+        match self.spec.expect {
+            Outcome::Violation => self.exploration.violation.is_some(),
+            Outcome::NoViolation => {
+                self.exploration.violation.is_none() && self.exploration.complete
+            }
+        }
+    }
+
+    /// Each property and its result: `held`, `violated`, `unknown` (a violation of another
+    /// ended the search), `not-checked`, `reached` or `not-reached`.
+    pub fn properties(&self) -> Vec<(Property, &'static str)> {
+        let violated = self.exploration.violation.as_ref().map(|(p, _)| *p);
+        Property::ALL
+            .iter()
+            .map(|&p| {
+                let result = if p.is_always() {
+                    if violated == Some(p) {
+                        "violated"
+                    } else if self.spec.always & p.bit() == 0
+                        || (p == Property::FencesIncrease && !self.spec.config.fencing())
+                    {
+                        "not-checked"
+                    } else if violated.is_some() || !self.exploration.complete {
+                        "unknown"
+                    } else {
+                        "held"
+                    }
+                } else if self.exploration.reached & p.bit() != 0 {
+                    "reached"
+                } else {
+                    "not-reached"
+                };
+                (p, result)
+            })
+            .collect()
+    }
+
+    /// The states per second.
+    pub fn rate(&self) -> f64 {
+        self.exploration.states as f64 / self.exploration.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// The report as text.
+    pub fn text(&self) -> String {
+        let e = &self.exploration;
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", self.spec.name);
+        let _ = writeln!(
+            out,
+            "  {} states, {} distinct, depth {}, {:.2} s, {:.0} states/s{}{}",
+            e.states,
+            e.distinct,
+            e.depth,
+            e.elapsed.as_secs_f64(),
+            self.rate(),
+            if self.symmetry {
+                ", client symmetry"
+            } else {
+                ""
+            },
+            if e.complete {
+                ", complete"
+            } else {
+                ", INCOMPLETE (--max-states)"
+            },
+        );
+        for (property, result) in self.properties() {
+            let _ = writeln!(
+                out,
+                "  {:<9} {:<21} {result}",
+                property.kind(),
+                property.name()
+            );
+        }
+        if let Some((property, path)) = &e.violation {
+            let _ = writeln!(
+                out,
+                "  counterexample ({} steps) to {}: {}",
+                path.len(),
+                property.name(),
+                path.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let verdict = if self.matches() {
+            "as expected"
+        } else {
+            "NOT AS EXPECTED"
+        };
+        let _ = writeln!(
+            out,
+            "  outcome: {} (expected {}): {verdict}",
+            self.outcome().name(),
+            self.spec.expect.name()
+        );
+        out
+    }
+
+    /// The report as one JSON object.
+    pub fn json(&self) -> serde_json::Value {
+        let e = &self.exploration;
+        serde_json::json!({
+            "name": self.spec.name,
+            "states": e.states,
+            "distinct_states": e.distinct,
+            "seconds": e.elapsed.as_secs_f64(),
+            "states_per_second": self.rate(),
+            "depth": e.depth,
+            "complete": e.complete,
+            "symmetry": self.symmetry,
+            "outcome": self.outcome().name(),
+            "expected": self.spec.expect.name(),
+            "matches": self.matches(),
+            "properties": self.properties().iter().map(|(p, result)| serde_json::json!({
+                "name": p.name(),
+                "kind": p.kind(),
+                "result": result,
+            })).collect::<Vec<_>>(),
+            "counterexample": e.violation.as_ref().map(|(p, path)| serde_json::json!({
+                "property": p.name(),
+                "path": path.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            })),
+        })
+    }
+
+    /// The check file's text with the counterexample appended as `[counterexample]`, for
+    /// `redlock-sim run` and `explain` to replay; `None` without a violation.
+    pub fn counterexample_file(&self, original: &str) -> Option<String> {
+        let (property, path) = self.exploration.violation.as_ref()?;
+        let mut out = String::new();
+        for line in original.lines() {
+            if line.trim() == "[counterexample]" {
+                break;
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+        let _ = writeln!(
+            out,
+            "\n# Found by `redlock-sim check`: {} steps to a state that breaks {}.",
+            path.len(),
+            property.name()
+        );
+        out.push_str("[counterexample]\npath = [\n");
+        for action in path {
+            let _ = writeln!(out, "    \"{action}\",");
+        }
+        out.push_str("]\n");
+        Some(out)
+    }
+}
+
+/// A counterexample replayed: each step with what it led to, and the property broken.
+#[derive(Debug)]
+pub struct Replay {
+    /// One line per step: the step, then the state it led to.
+    pub steps: Vec<String>,
+    /// The property the last state breaks, if any.
+    pub violation: Option<Property>,
+}
+
+/// Replays the `[counterexample]` path of `spec` from the initial state.
+///
+/// # Errors
+///
+/// A step that is not enabled where the path takes it (the file was edited, or the
+/// algorithm changed since the counterexample was found), or a file without a path.
+pub fn replay(spec: CheckSpec) -> Result<Replay, String> {
+    let Some(path) = spec.counterexample.clone() else {
+        return Err("the check file has no [counterexample] path to replay".into());
+    };
+    let model = Model::new(spec);
+    let mut world = model.initial();
+    let mut steps = vec![format!("start: {}", describe(&model, &world))];
+    let mut actions = Vec::new();
+    for (i, wanted) in path.iter().enumerate() {
+        model.actions(&world, &mut actions);
+        let Some(&action) = actions.iter().find(|a| a.to_string() == *wanted) else {
+            return Err(format!(
+                "counterexample.path[{i}]: `{wanted}` is not possible there (possible: {})",
+                actions
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        };
+        world = model.step(&world, action).0;
+        steps.push(format!(
+            "{:>3}. {action:<24} {}",
+            i + 1,
+            describe(&model, &world)
+        ));
+    }
+    Ok(Replay {
+        steps,
+        violation: world.violation,
+    })
+}
+
+/// One line about a state: true time, each node's clock and holder, each client's clock and
+/// what it believes.
+fn describe(model: &Model, world: &World) -> String {
+    model.describe(world)
+}

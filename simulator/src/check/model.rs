@@ -1,0 +1,710 @@
+//! The model: every node and client, the messages between them, true time, and the steps
+//! the explorer may take from any state.
+//!
+//! True time advances in ticks, only when no running client has something due (a process
+//! does not sleep through its own timer). Between ticks, any order of the enabled steps is
+//! explored: each link's next message delivered (or lost, within the fault budget), a
+//! client's due timers, a work reaching its stop, and the faults.
+
+use std::fmt;
+
+use redlock_core::{LockKey, Reply};
+
+use super::client::{Client, Env, Happened, Msg, model_keys};
+use super::node::Node;
+use super::spec::{CheckSpec, PauseKind};
+use crate::client::faults::Keys;
+use crate::message::{NodeOp, NodeReply};
+
+/// A property of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Property {
+    /// *Always*: no two clients believe they hold the lease at once (their windows, as the
+    /// simulator's checker defines them, never overlap in true time).
+    MutualExclusion,
+    /// *Always*: each grant's fencing token is higher than every earlier grant's, so a
+    /// fenced resource accepts the holders' tokens in strictly increasing order (checked
+    /// when the model fences).
+    FencesIncrease,
+    /// *Always*: a lease is released only once its work has stopped, or once its keys have
+    /// expired on every clock within the drift allowance.
+    StopBeforeRelease,
+    /// *Sometimes*: a client is granted the lease.
+    Grant,
+    /// *Sometimes*: a client that lost a round to a holder is granted the lease later.
+    HandOff,
+    /// *Sometimes*: a lease is extended.
+    Extension,
+}
+
+impl Property {
+    /// Every property, in the order reported.
+    pub const ALL: [Self; 6] = [
+        Self::MutualExclusion,
+        Self::FencesIncrease,
+        Self::StopBeforeRelease,
+        Self::Grant,
+        Self::HandOff,
+        Self::Extension,
+    ];
+
+    /// Its name in reports and `--json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::MutualExclusion => "mutual-exclusion",
+            Self::FencesIncrease => "fences-increase",
+            Self::StopBeforeRelease => "stop-before-release",
+            Self::Grant => "grant",
+            Self::HandOff => "contended-hand-off",
+            Self::Extension => "extension",
+        }
+    }
+
+    /// `always` or `sometimes`.
+    pub fn kind(self) -> &'static str {
+        if self.is_always() {
+            "always"
+        } else {
+            "sometimes"
+        }
+    }
+
+    /// Whether it is an invariant (else it must be reached somewhere).
+    pub fn is_always(self) -> bool {
+        matches!(
+            self,
+            Self::MutualExclusion | Self::FencesIncrease | Self::StopBeforeRelease
+        )
+    }
+
+    pub(crate) fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// Which link a message travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Link {
+    /// A client's commands to a node.
+    ToNode,
+    /// A node's replies to a client.
+    ToClient,
+    /// A node's release notifications to a client.
+    Notice,
+}
+
+impl Link {
+    const ALL: [Self; 3] = [Self::ToNode, Self::ToClient, Self::Notice];
+
+    pub(super) fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+
+    fn queue(self, client: &Client, node: usize) -> &std::collections::VecDeque<Msg> {
+        match self {
+            Self::ToNode => &client.to_node[node],
+            Self::ToClient => &client.from_node[node],
+            Self::Notice => &client.notices[node],
+        }
+    }
+
+    fn queue_mut(self, client: &mut Client, node: usize) -> &mut std::collections::VecDeque<Msg> {
+        match self {
+            Self::ToNode => &mut client.to_node[node],
+            Self::ToClient => &mut client.from_node[node],
+            Self::Notice => &mut client.notices[node],
+        }
+    }
+}
+
+/// One step of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// True time advances a tick; the clients in `slow` lose it, the nodes in `fast` gain
+    /// one (bit sets).
+    Tick {
+        /// Clients whose clocks do not advance.
+        slow: u8,
+        /// Nodes whose clocks advance two ticks.
+        fast: u8,
+    },
+    /// A client's due timers fire.
+    Fire(u8),
+    /// A client's work, told to stop, reaches the end of its step.
+    StopWork(u8),
+    /// The next message on a link arrives.
+    Deliver {
+        /// The client.
+        client: u8,
+        /// The node.
+        node: u8,
+        /// Which way.
+        link: Link,
+    },
+    /// The messages on a link may arrive after the next tick (a fault): without it, every
+    /// message arrives before true time moves on.
+    Delay {
+        /// The client.
+        client: u8,
+        /// The node.
+        node: u8,
+        /// Which way.
+        link: Link,
+    },
+    /// The next message on a link is lost (a fault).
+    Drop {
+        /// The client.
+        client: u8,
+        /// The node.
+        node: u8,
+        /// Which way.
+        link: Link,
+    },
+    /// A node crashes (a fault).
+    Crash(u8),
+    /// A crashed node starts again.
+    Restart(u8),
+    /// A client's process stops (a fault).
+    Pause(u8),
+    /// A paused client's process goes on.
+    Resume(u8),
+    /// A node's clock jumps forward (a fault).
+    Jump(u8),
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let link =
+            |f: &mut fmt::Formatter<'_>, verb: &str, client: u8, node: u8, link: Link| match link {
+                Link::ToNode => write!(f, "{verb} c{client}->n{node}"),
+                Link::ToClient => write!(f, "{verb} n{node}->c{client}"),
+                Link::Notice => write!(f, "{verb} notice n{node}->c{client}"),
+            };
+        match *self {
+            Self::Tick { slow, fast } => {
+                f.write_str("tick")?;
+                for c in bits(slow) {
+                    write!(f, " slow=c{c}")?;
+                }
+                for n in bits(fast) {
+                    write!(f, " fast=n{n}")?;
+                }
+                Ok(())
+            }
+            Self::Fire(c) => write!(f, "fire c{c}"),
+            Self::StopWork(c) => write!(f, "stop-work c{c}"),
+            Self::Deliver {
+                client,
+                node,
+                link: l,
+            } => link(f, "deliver", client, node, l),
+            Self::Delay {
+                client,
+                node,
+                link: l,
+            } => link(f, "delay", client, node, l),
+            Self::Drop {
+                client,
+                node,
+                link: l,
+            } => link(f, "drop", client, node, l),
+            Self::Crash(n) => write!(f, "crash n{n}"),
+            Self::Restart(n) => write!(f, "restart n{n}"),
+            Self::Pause(c) => write!(f, "pause c{c}"),
+            Self::Resume(c) => write!(f, "resume c{c}"),
+            Self::Jump(n) => write!(f, "jump n{n}"),
+        }
+    }
+}
+
+impl Action {
+    /// The client whose step it is, if one's.
+    fn client(self) -> Option<usize> {
+        match self {
+            Self::Fire(c) | Self::StopWork(c) | Self::Pause(c) | Self::Resume(c) => {
+                Some(usize::from(c))
+            }
+            Self::Deliver { client, .. }
+            | Self::Delay { client, .. }
+            | Self::Drop { client, .. } => Some(usize::from(client)),
+            Self::Tick { .. } | Self::Crash(_) | Self::Restart(_) | Self::Jump(_) => None,
+        }
+    }
+}
+
+fn bits(set: u8) -> impl Iterator<Item = u8> {
+    (0..8).filter(move |i| set & (1 << i) != 0)
+}
+
+/// The fixed parts of a check: its specification and the key every client locks.
+#[derive(Debug)]
+pub(crate) struct Model {
+    pub(crate) spec: CheckSpec,
+    key: LockKey,
+    keys: Keys,
+}
+
+/// One state of the model.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct World {
+    /// True time, in ticks.
+    pub(crate) time: u32,
+    pub(super) nodes: Vec<Node>,
+    pub(super) clients: Vec<Client>,
+    faults_used: u32,
+    tokens: u16,
+    /// Grants so far.
+    grants: u16,
+    /// Whether nothing but resumes happened since true time last moved on.
+    tick_fresh: bool,
+    max_fence: u64,
+    /// The *always* property this state breaks, if any.
+    pub(crate) violation: Option<Property>,
+}
+
+impl World {
+    /// Hashes everything but the time, the nodes and the clients (the symmetric
+    /// fingerprint hashes those itself).
+    pub(crate) fn hash_globals<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
+        (
+            self.faults_used,
+            self.tokens,
+            self.grants,
+            self.max_fence,
+            self.violation,
+        )
+            .hash(h);
+    }
+}
+
+impl Model {
+    pub(crate) fn new(spec: CheckSpec) -> Self {
+        let (key, keys) = model_keys();
+        Self { spec, key, keys }
+    }
+
+    /// The one initial state: every client starts its first acquisition at time zero.
+    pub(crate) fn initial(&self) -> World {
+        let mut world = World {
+            time: 0,
+            nodes: (0..self.spec.nodes).map(|_| Node::new()).collect(),
+            clients: (0..self.spec.clients)
+                .map(|_| Client::new(&self.spec))
+                .collect(),
+            faults_used: 0,
+            tokens: 0,
+            grants: 0,
+            tick_fresh: true,
+            max_fence: 0,
+            violation: None,
+        };
+        let identities: Vec<_> = world
+            .nodes
+            .iter_mut()
+            .enumerate()
+            .map(|(n, node)| node.execute(n, &NodeOp::Identify, &self.spec))
+            .collect();
+        for client in &mut world.clients {
+            client.connect(&identities, &self.spec);
+        }
+        for c in 0..world.clients.len() {
+            let World {
+                clients, tokens, ..
+            } = &mut world;
+            let mut env = self.env(tokens, 0);
+            clients[c].start(&mut env);
+        }
+        world
+    }
+
+    fn env<'a>(&'a self, tokens: &'a mut u16, grants: u16) -> Env<'a> {
+        Env {
+            spec: &self.spec,
+            key: &self.key,
+            keys: &self.keys,
+            tokens,
+            grants,
+            happened: Happened::default(),
+        }
+    }
+
+    /// One line about `world`: true time, each node's clock and key holder, each client's
+    /// clock and lease.
+    pub(crate) fn describe(&self, world: &World) -> String {
+        let spec = &self.spec;
+        let mut parts = vec![format!("t={}", world.time)];
+        for (n, node) in world.nodes.iter().enumerate() {
+            let now_ms = node.now_ms(spec);
+            let state = if node.up {
+                node.keys
+                    .holder(&self.keys.key, now_ms)
+                    .map_or_else(|| "free".to_owned(), |t| format!("key {}", t.short()))
+            } else {
+                "down".to_owned()
+            };
+            parts.push(format!("n{n}(clock {}, {state})", node.clock));
+        }
+        for (c, client) in world.clients.iter().enumerate() {
+            let paused = if client.paused { ", paused" } else { "" };
+            parts.push(format!(
+                "c{c}(clock {}{paused}, {})",
+                client.clock,
+                client.summary(spec)
+            ));
+        }
+        if let Some(property) = world.violation {
+            parts.push(format!("BREAKS {}", property.name()));
+        }
+        parts.join(" ")
+    }
+
+    fn budget_left(&self, world: &World) -> bool {
+        world.faults_used < self.spec.fault_budget
+    }
+
+    /// Every step enabled in `world`, in a fixed order.
+    pub(crate) fn actions(&self, world: &World, out: &mut Vec<Action>) {
+        let deliver = |(client, node, link)| Action::Deliver { client, node, link };
+        let drop = |(client, node, link)| Action::Drop { client, node, link };
+        out.clear();
+        if world.violation.is_some() {
+            return;
+        }
+        let spec = &self.spec;
+        let budget = self.budget_left(world);
+        let mut urgent = false;
+        for (c, client) in world.clients.iter().enumerate() {
+            let c8 = c as u8;
+            if !client.paused {
+                if client.timer_due(spec) {
+                    out.push(Action::Fire(c8));
+                    urgent = true;
+                }
+                if client.work_stopping() {
+                    out.push(Action::StopWork(c8));
+                    urgent = true;
+                }
+            }
+            for n in 0..spec.nodes {
+                let n8 = n as u8;
+                for link in Link::ALL {
+                    // A paused process reads nothing; what is sent to it waits.
+                    if link != Link::ToNode && client.paused {
+                        continue;
+                    }
+                    let Some(msg) = link.queue(client, n).front() else {
+                        continue;
+                    };
+                    let late = client.late[n] & link.bit() != 0;
+                    if !late {
+                        // An undelayed message arrives before true time moves on.
+                        urgent = true;
+                    }
+                    let at = |link| (c8, n8, link);
+                    out.push(deliver(at(link)));
+                    // A command's reply travels with it (see `step`): a delay or a loss of
+                    // either way is a fault of the command's link. A reply that waits for a
+                    // paused client, or a connection's close, is neither lost nor delayed.
+                    if link == Link::ToClient {
+                        continue;
+                    }
+                    if budget && spec.delay && !late {
+                        out.push(Action::Delay {
+                            client: c8,
+                            node: n8,
+                            link,
+                        });
+                    }
+                    if budget && spec.drop && droppable(msg) {
+                        out.push(drop(at(link)));
+                        if link == Link::ToNode && world.nodes[n].up {
+                            // Performed, and its reply lost.
+                            out.push(drop(at(Link::ToClient)));
+                        }
+                    }
+                }
+            }
+            // A pause or a resume commutes with every step of the others: a pause is taken
+            // only right after the client's own step (or as true time moves on), a resume only
+            // as true time moves on. Every other placement reaches the same states, in an
+            // order these cover.
+            if client.paused {
+                if world.tick_fresh {
+                    out.push(Action::Resume(c8));
+                }
+            } else if spec.pause != PauseKind::None
+                && budget
+                && !client.is_done()
+                && (world.tick_fresh || client.acted)
+            {
+                out.push(Action::Pause(c8));
+            }
+        }
+        for (n, node) in world.nodes.iter().enumerate() {
+            let n8 = n as u8;
+            if node.up {
+                if spec.crash && budget {
+                    out.push(Action::Crash(n8));
+                }
+                if spec.clock_jump_ticks > 0 && budget {
+                    out.push(Action::Jump(n8));
+                }
+            } else if node.down_for >= spec.restart_delay_ticks {
+                out.push(Action::Restart(n8));
+            }
+        }
+        let all_done = world.clients.iter().all(Client::is_done);
+        if urgent || world.time >= spec.horizon_ticks || all_done {
+            return;
+        }
+        // True time advances: every combination of the clocks that may stray now.
+        let mut may_slow = 0u8;
+        for (c, client) in world.clients.iter().enumerate() {
+            let frozen = client.paused && spec.pause == PauseKind::Frozen;
+            if !frozen && client.strays.may_stray(spec.client_slow_ticks) {
+                may_slow |= 1 << c;
+            }
+        }
+        let mut may_fast = 0u8;
+        for (n, node) in world.nodes.iter().enumerate() {
+            if node.strays.may_stray(spec.node_fast_ticks) {
+                may_fast |= 1 << n;
+            }
+        }
+        for slow in subsets(may_slow) {
+            for fast in subsets(may_fast) {
+                out.push(Action::Tick { slow, fast });
+            }
+        }
+    }
+
+    /// The state after `action`, and the *sometimes* properties it reached (bits of
+    /// [`Property::bit`]).
+    pub(crate) fn step(&self, world: &World, action: Action) -> (World, u8) {
+        let mut next = world.clone();
+        let spec = &self.spec;
+        let happened = {
+            let World {
+                nodes,
+                clients,
+                tokens,
+                faults_used,
+                time,
+                grants,
+                ..
+            } = &mut next;
+            let mut env = self.env(tokens, *grants);
+            match action {
+                Action::Tick { slow, fast } => {
+                    *time += 1;
+                    for (c, client) in clients.iter_mut().enumerate() {
+                        let frozen = client.paused && spec.pause == PauseKind::Frozen;
+                        let loses = slow & (1 << c) != 0;
+                        if !frozen && !loses {
+                            client.clock += 1;
+                        }
+                        client.strays.tick(loses, spec.ttl_ticks);
+                    }
+                    for (n, node) in nodes.iter_mut().enumerate() {
+                        let gains = fast & (1 << n) != 0;
+                        node.tick(1 + u32::from(gains));
+                        node.strays.tick(gains, spec.ttl_ticks);
+                        if !node.up {
+                            node.down_for += 1;
+                        }
+                    }
+                }
+                Action::Fire(c) => clients[usize::from(c)].fire(&mut env),
+                Action::StopWork(c) => clients[usize::from(c)].stop_work(&mut env),
+                Action::Deliver { client, node, link } => {
+                    let (c, n) = (usize::from(client), usize::from(node));
+                    if link == Link::ToNode {
+                        // The reply reaches a running client in the same step: what could
+                        // happen between is independent of it (another node's step, another
+                        // client's), or a fault of its own (a lost or delayed command).
+                        if let Some(reply) = self.to_node(nodes, clients, c, n) {
+                            if clients[c].paused {
+                                clients[c].from_node[n].push_back(reply);
+                            } else {
+                                clients[c].receive(n, reply, &mut env);
+                            }
+                        }
+                    } else if let Some(msg) = link.queue_mut(&mut clients[c], n).pop_front() {
+                        clients[c].receive(n, msg, &mut env);
+                    }
+                }
+                Action::Delay { client, node, link } => {
+                    clients[usize::from(client)].late[usize::from(node)] |= link.bit();
+                    *faults_used += 1;
+                }
+                Action::Drop { client, node, link } => {
+                    let (c, n) = (usize::from(client), usize::from(node));
+                    if link == Link::ToClient {
+                        // The command is performed; its reply is lost.
+                        let _ = self.to_node(nodes, clients, c, n);
+                    } else {
+                        link.queue_mut(&mut clients[c], n).pop_front();
+                    }
+                    *faults_used += 1;
+                }
+                Action::Crash(n) => {
+                    nodes[usize::from(n)].crash(spec.durability);
+                    for client in clients.iter_mut() {
+                        client.node_crashed(usize::from(n));
+                    }
+                    *faults_used += 1;
+                }
+                Action::Restart(n) => nodes[usize::from(n)].restart(),
+                Action::Pause(c) => {
+                    clients[usize::from(c)].paused = true;
+                    *faults_used += 1;
+                }
+                Action::Resume(c) => clients[usize::from(c)].paused = false,
+                Action::Jump(n) => {
+                    nodes[usize::from(n)].tick(spec.clock_jump_ticks);
+                    *faults_used += 1;
+                }
+            }
+            env.happened
+        };
+        next.tick_fresh = match action {
+            Action::Tick { .. } => true,
+            Action::Resume(_) => world.tick_fresh,
+            _ => false,
+        };
+        let actor = action.client();
+        for (c, client) in next.clients.iter_mut().enumerate() {
+            client.acted = actor == Some(c);
+            for n in 0..spec.nodes {
+                for link in Link::ALL {
+                    if link.queue(client, n).is_empty() {
+                        client.late[n] &= !link.bit();
+                    }
+                }
+            }
+        }
+        let reached = self.judge(&mut next, happened);
+        (next, reached)
+    }
+
+    /// A command arrives at its node: performed there, and its reply (or the close of a
+    /// connection to a node that is down); a release that removed the key notifies every
+    /// client waiting for the lease.
+    fn to_node(
+        &self,
+        nodes: &mut [Node],
+        clients: &mut [Client],
+        c: usize,
+        n: usize,
+    ) -> Option<Msg> {
+        let Some(Msg::Request {
+            conn,
+            op,
+            request,
+            cmd,
+        }) = clients[c].to_node[n].pop_front()
+        else {
+            return None;
+        };
+        let node = &mut nodes[n];
+        if !node.up {
+            // Refused: the connection fails.
+            return Some(Msg::Closed { conn });
+        }
+        let reply = node.execute(n, &cmd, &self.spec);
+        if let (NodeOp::ReleaseIfOwner { token, .. }, NodeReply::Core(Reply::Released)) =
+            (&cmd, &reply)
+        {
+            // Only a client waiting for the lease is subscribed to its channel.
+            for client in clients.iter_mut().filter(|c| c.is_acquiring()) {
+                client.notices[n].push_back(Msg::Released(*token));
+            }
+        }
+        Some(Msg::Reply {
+            conn,
+            op,
+            request,
+            reply,
+        })
+    }
+
+    /// Checks the *always* properties in `world` (recording the first broken one) and
+    /// returns the *sometimes* ones this step reached.
+    fn judge(&self, world: &mut World, happened: Happened) -> u8 {
+        let spec = &self.spec;
+        let mut reached = 0;
+        if let Some(fence) = happened.granted {
+            world.grants = world.grants.saturating_add(1);
+            reached |= Property::Grant.bit();
+            if happened.handed_off {
+                reached |= Property::HandOff.bit();
+            }
+            if spec.config.fencing() && spec.always & Property::FencesIncrease.bit() != 0 {
+                let fence = fence.unwrap_or(0);
+                if fence <= world.max_fence {
+                    world.violation = Some(Property::FencesIncrease);
+                }
+                world.max_fence = world.max_fence.max(fence);
+            }
+        }
+        if happened.extended {
+            reached |= Property::Extension.bit();
+        }
+        if world.violation.is_none() {
+            let judged = |p: Property| spec.always & p.bit() != 0;
+            let believers = world.clients.iter().filter(|c| c.believes(spec)).count();
+            if (believers > 1 || happened.revived_over_another) && judged(Property::MutualExclusion)
+            {
+                world.violation = Some(Property::MutualExclusion);
+            } else if judged(Property::StopBeforeRelease)
+                && world.clients.iter().any(|c| c.released_before_stop(spec))
+            {
+                world.violation = Some(Property::StopBeforeRelease);
+            }
+        }
+        reached
+    }
+}
+
+/// Whether a message may be lost: a command or its reply, not a connection's
+/// identification (which the model does not retry) nor its close.
+fn droppable(msg: &Msg) -> bool {
+    matches!(
+        msg,
+        Msg::Request {
+            request: Some(_),
+            ..
+        } | Msg::Reply {
+            request: Some(_),
+            ..
+        } | Msg::Released(_)
+    )
+}
+
+/// Every subset of `set`, the empty one first.
+fn subsets(set: u8) -> impl Iterator<Item = u8> {
+    let mut next = Some(0u8);
+    std::iter::from_fn(move || {
+        let current = next?;
+        // The next subset of `set` in increasing order (Gosper-free: the masked increment).
+        next = if current == set {
+            None
+        } else {
+            Some((current.wrapping_sub(set)) & set)
+        };
+        Some(current)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subsets_enumerates_each_once() {
+        let all: Vec<u8> = subsets(0b1010).collect();
+        assert_eq!(all, vec![0b0000, 0b0010, 0b1000, 0b1010]);
+        assert_eq!(subsets(0).collect::<Vec<_>>(), vec![0]);
+    }
+}
