@@ -77,7 +77,8 @@ impl Property {
         )
     }
 
-    pub(crate) fn bit(self) -> u8 {
+    /// Its bit in a set of properties (as [`CheckSpec::always`] holds the judged ones).
+    pub fn bit(self) -> u8 {
         1 << (self as u8)
     }
 }

@@ -1,0 +1,55 @@
+//! The model checker's speed: states per second on a standard check (the shipped client with
+//! client clocks slow within the drift factor: three nodes, two clients, a 6-tick TTL), with
+//! and without client symmetry, on one thread and on two, and the state counts of each.
+//!
+//! ```text
+//! cargo bench --bench checker
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use redlock_sim::check::{self, CheckSpec, Options};
+
+fn checks_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../simulator/checks")
+}
+
+fn standard(c: &mut Criterion) {
+    let spec =
+        CheckSpec::load(&checks_dir().join("shipped-drift.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let mut group = c.benchmark_group("checker");
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    for (name, symmetry, threads) in [
+        ("symmetry_1_thread", true, 1),
+        ("symmetry_2_threads", true, 2),
+        ("no_symmetry_1_thread", false, 1),
+    ] {
+        let options = Options {
+            threads,
+            symmetry,
+            ..Options::default()
+        };
+        let probe = check::check(spec.clone(), options);
+        assert!(
+            probe.matches() && probe.exploration.complete,
+            "{}",
+            probe.text()
+        );
+        println!(
+            "{name}: {} states, {} distinct, depth {}",
+            probe.exploration.states, probe.exploration.distinct, probe.exploration.depth
+        );
+        // Throughput in states generated: criterion's elements per second are states/s.
+        group.throughput(Throughput::Elements(probe.exploration.states));
+        group.bench_function(name, |b| {
+            b.iter(|| check::check(spec.clone(), options).exploration.distinct);
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, standard);
+criterion_main!(benches);
