@@ -98,6 +98,18 @@ pub(super) struct Lease {
 }
 
 impl Lease {
+    /// Its work has stopped: the keeper (if any) is told, and releases when it will;
+    /// without one, the release starts now (unless it has already).
+    fn work_stopped(&mut self, op: &mut u16, config: &LockConfig, now: Timestamp) {
+        self.work = Work::Stopped;
+        match &mut self.keeper {
+            Some(keeper) if !keeper.is_released() => keeper.work_stopped(now),
+            Some(_) => {}
+            None if self.releasing.is_none() => self.begin_release(op, config, now),
+            None => {}
+        }
+    }
+
     /// Starts the release, as operation `op + 1`.
     fn begin_release(&mut self, op: &mut u16, config: &LockConfig, now: Timestamp) {
         *op += 1;
@@ -403,15 +415,8 @@ impl Client {
                 if let Work::Running(until) = lease.work
                     && Timestamp::from_duration(env.spec.ticks(until)) <= now
                 {
-                    // The work ends on its own: the keeper (if any) is told, else release.
-                    lease.work = Work::Stopped;
-                    if let Some(keeper) = &mut lease.keeper {
-                        if !keeper.is_released() {
-                            keeper.work_stopped(now);
-                        }
-                    } else if lease.releasing.is_none() {
-                        lease.begin_release(&mut self.op, &env.spec.config, now);
-                    }
+                    // The work ends on its own.
+                    lease.work_stopped(&mut self.op, &env.spec.config, now);
                 }
                 if let Some(at) = lease.extend_at
                     && Timestamp::from_duration(env.spec.ticks(at)) <= now
@@ -443,12 +448,7 @@ impl Client {
         if let Phase::Holding(lease) = &mut self.phase
             && lease.work == Work::Stopping
         {
-            lease.work = Work::Stopped;
-            if let Some(keeper) = &mut lease.keeper
-                && !keeper.is_released()
-            {
-                keeper.work_stopped(now);
-            }
+            lease.work_stopped(&mut self.op, &env.spec.config, now);
         }
         self.settle(env);
     }
@@ -766,16 +766,8 @@ impl Client {
                     env.happened.extended = true;
                 }
                 Some(_) => {
-                    // The work was waiting for this step: it ends here, and the lease is
-                    // released.
-                    lease.work = Work::Stopped;
-                    if let Some(keeper) = &mut lease.keeper {
-                        if !keeper.is_released() {
-                            keeper.work_stopped(now);
-                        }
-                    } else if lease.releasing.is_none() {
-                        lease.begin_release(&mut self.op, &env.spec.config, now);
-                    }
+                    // The work was waiting for this step: it ends here.
+                    lease.work_stopped(&mut self.op, &env.spec.config, now);
                     progressed = true;
                 }
             }

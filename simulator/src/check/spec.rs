@@ -308,13 +308,7 @@ fn default_quarantine() -> bool {
 /// A [`ScenarioError::Invalid`] naming the line, column and field of the first problem.
 pub fn parse(text: &str, file: &str) -> Result<CheckSpec, ScenarioError> {
     let at = Locator { file, text };
-    let deserializer = toml::Deserializer::parse(text)
-        .map_err(|e| at.error(e.span().map_or(0, |s| s.start), "(syntax)", e.message()))?;
-    let raw: RawCheck = serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let field = e.path().to_string();
-        let inner = e.into_inner();
-        at.error(inner.span().map_or(0, |s| s.start), field, inner.message())
-    })?;
+    let raw: RawCheck = at.deserialize()?;
     raw.into_spec(&at)
 }
 

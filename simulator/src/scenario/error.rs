@@ -86,6 +86,18 @@ impl Locator<'_> {
         }
     }
 
+    /// Deserializes the whole text as TOML into `T`: a syntax error or a field that does
+    /// not fit is pointed at its line, column and field's path.
+    pub(crate) fn deserialize<T: serde::de::DeserializeOwned>(&self) -> Result<T, ScenarioError> {
+        let deserializer = toml::Deserializer::parse(self.text)
+            .map_err(|e| self.error(e.span().map_or(0, |s| s.start), "(syntax)", e.message()))?;
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let field = e.path().to_string();
+            let inner = e.into_inner();
+            self.error(inner.span().map_or(0, |s| s.start), field, inner.message())
+        })
+    }
+
     pub(crate) fn at<T>(
         &self,
         spanned: &Spanned<T>,

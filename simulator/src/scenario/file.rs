@@ -33,13 +33,7 @@ use crate::time::Nanos;
 /// A [`ScenarioError::Invalid`] naming the line, column and field of the first problem.
 pub fn parse(text: &str, file: &str) -> Result<Scenario, ScenarioError> {
     let locator = Locator { file, text };
-    let deserializer = toml::Deserializer::parse(text)
-        .map_err(|e| locator.error(e.span().map_or(0, |s| s.start), "(syntax)", e.message()))?;
-    let raw: RawScenario = serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let field = e.path().to_string();
-        let inner = e.into_inner();
-        locator.error(inner.span().map_or(0, |s| s.start), field, inner.message())
-    })?;
+    let raw: RawScenario = locator.deserialize()?;
     raw.into_scenario(&locator)
 }
 
