@@ -729,6 +729,11 @@ impl Client {
                 };
                 match event {
                     KeeperEvent::Extended(_) => {
+                        // As for an extension by hand: one that lands after the deadline
+                        // makes the lease believed throughout.
+                        if now >= lease.held.valid_until() && env.grants > lease.grants_before {
+                            env.happened.revived_over_another = true;
+                        }
                         lease.held = keeper.held().clone();
                         env.happened.extended = true;
                     }

@@ -212,7 +212,10 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
                 .collect();
             workers
                 .into_iter()
-                .map(|w| w.join().unwrap_or_default())
+                .map(|w| {
+                    w.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
                 .collect()
         });
         frontier = Vec::new();

@@ -265,13 +265,14 @@ pub(crate) struct World {
 
 impl World {
     /// Hashes everything but the time, the nodes and the clients (the symmetric
-    /// fingerprint hashes those itself).
+    /// fingerprint hashes those itself); the same fields as the derived `Hash`.
     pub(crate) fn hash_globals<H: std::hash::Hasher>(&self, h: &mut H) {
         use std::hash::Hash;
         (
             self.faults_used,
             self.tokens,
             self.grants,
+            self.tick_fresh,
             self.max_fence,
             self.violation,
         )

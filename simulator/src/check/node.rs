@@ -55,7 +55,9 @@ impl Node {
                 } else {
                     Duration::ZERO
                 };
-                let uptime = spec.ticks(self.clock - self.started).saturating_add(before);
+                let uptime = spec
+                    .ticks(self.clock.saturating_sub(self.started))
+                    .saturating_add(before);
                 NodeReply::Identity {
                     server: ServerId {
                         server: index,
@@ -81,7 +83,7 @@ impl Node {
 
     /// True time moves on a tick; its clock by `ticks`.
     pub(super) fn tick(&mut self, ticks: u32) {
-        self.clock += ticks;
+        self.clock = self.clock.saturating_add(ticks);
         self.within_tick_ms = 0;
     }
 

@@ -430,6 +430,13 @@ impl RawCheck {
             }
         };
         let f = &self.faults;
+        if f.clock_jump_ticks > horizon_ticks {
+            return Err(at.error(
+                0,
+                "faults.clock_jump_ticks",
+                "must be at most model.horizon_ticks",
+            ));
+        }
         Ok(CheckSpec {
             name: self.name,
             nodes,

@@ -55,7 +55,8 @@ pub(crate) fn check(args: &CheckArgs<'_>) -> Result<bool, String> {
             println!("  counterexample written to {}", path.display());
         }
     }
-    Ok(report.outcome() == Outcome::NoViolation)
+    // A search cut short by --max-states proves nothing.
+    Ok(report.outcome() == Outcome::NoViolation && report.exploration.complete)
 }
 
 /// Whether `path` holds a check (a `[model]` table) rather than a scenario.
@@ -82,6 +83,14 @@ pub(crate) fn replay_all(files: &[PathBuf]) -> Result<bool, String> {
     for file in files {
         let spec = load(file)?;
         let (name, expect) = (spec.name.clone(), spec.expect);
+        if spec.counterexample.is_none() {
+            println!(
+                "{name}: a check without a counterexample, nothing to replay (explore it with \
+                 `redlock-sim check {}`)",
+                file.display()
+            );
+            continue;
+        }
         let replay = check::replay(spec).map_err(|e| format!("{}: {e}", file.display()))?;
         let outcome = if replay.violation.is_some() {
             Outcome::Violation
