@@ -4,9 +4,10 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use redlock_sim::check::{self, CheckSpec, Options, Outcome};
+
+mod common;
 
 fn check_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("checks");
@@ -26,15 +27,10 @@ fn options() -> Options {
     }
 }
 
-fn sim(args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr),
-    )
+/// Runs `redlock-sim`: whether it succeeded, and what it printed.
+fn sim_ok(args: &[&str]) -> (bool, String) {
+    let out = common::sim(args);
+    (out.status.success(), common::text(&out))
 }
 
 #[test]
@@ -77,14 +73,14 @@ fn every_check_reaches_its_expected_outcome_and_its_counterexample_replays() {
         let replay = check::replay(CheckSpec::load(&path).unwrap()).unwrap();
         assert_eq!(replay.violation, Some(*property), "{}", file.display());
         let path = path.to_str().unwrap();
-        let (ok, out) = sim(&["run", path]);
+        let (ok, out) = sim_ok(&["run", path]);
         assert!(ok, "{}: run did not match:\n{out}", file.display());
         assert!(
             out.contains(&format!("violation of {}", property.name())) && out.contains("match"),
             "{}: {out}",
             file.display()
         );
-        let (ok, out) = sim(&["explain", path]);
+        let (ok, out) = sim_ok(&["explain", path]);
         assert!(ok, "{}: explain:\n{out}", file.display());
         assert!(
             out.contains(&format!("BREAKS {}", property.name())),
@@ -183,6 +179,6 @@ fn bad_check_files_name_the_line_and_field() {
             "{error}"
         );
     }
-    let (ok, out) = sim(&["check", "no-such-file.toml"]);
+    let (ok, out) = sim_ok(&["check", "no-such-file.toml"]);
     assert!(!ok && out.contains("no-such-file.toml"), "{out}");
 }

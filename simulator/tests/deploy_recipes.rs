@@ -6,7 +6,10 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+
+mod common;
+use common::text;
 
 /// Every variable `--shard auto` reads: the test sets one engine's at a time, whatever the
 /// machine running it sets.
@@ -23,14 +26,6 @@ const ENGINE_VARS: [&str; 8] = [
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// A command in the repository's root with the test's binary, 2 seeds per scenario, and no

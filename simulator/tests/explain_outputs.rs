@@ -3,23 +3,9 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run redlock-sim")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+mod common;
+use common::{sim, text};
 
 #[test]
 fn explain_writes_the_page_and_a_chrome_trace() {

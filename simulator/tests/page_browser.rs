@@ -11,6 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+use common::text;
+
 use serde_json::Value;
 
 fn chromium() -> String {
@@ -28,14 +31,6 @@ fn out_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pages");
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// Headless Chromium on `page` with `action` (`--dump-dom`, `--screenshot=…`): its own

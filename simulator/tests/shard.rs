@@ -3,23 +3,10 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn sim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run redlock-sim")
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
+mod common;
+use common::{sim, text};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("redlock-sim-shard-{}-{name}", std::process::id()));
