@@ -42,7 +42,7 @@ pub use explore::{Exploration, Options, Progress};
 pub use model::{Action, Link, Property};
 pub use spec::{CheckSpec, Durability, Outcome, PauseKind, parse};
 
-use model::{Model, World};
+use model::Model;
 
 /// A check's result.
 #[derive(Debug)]
@@ -254,7 +254,7 @@ pub fn replay(spec: CheckSpec) -> Result<Replay, String> {
     };
     let model = Model::new(spec);
     let mut world = model.initial();
-    let mut steps = vec![format!("start: {}", describe(&model, &world))];
+    let mut steps = vec![format!("start: {}", model.describe(&world))];
     let mut actions = Vec::new();
     for (i, wanted) in path.iter().enumerate() {
         model.actions(&world, &mut actions);
@@ -272,17 +272,11 @@ pub fn replay(spec: CheckSpec) -> Result<Replay, String> {
         steps.push(format!(
             "{:>3}. {action:<24} {}",
             i + 1,
-            describe(&model, &world)
+            model.describe(&world)
         ));
     }
     Ok(Replay {
         steps,
         violation: world.violation,
     })
-}
-
-/// One line about a state: true time, each node's clock and holder, each client's clock and
-/// what it believes.
-fn describe(model: &Model, world: &World) -> String {
-    model.describe(world)
 }
