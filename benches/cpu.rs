@@ -24,6 +24,8 @@
 
 mod support;
 
+#[path = "cpu/allocations.rs"]
+mod allocations;
 #[path = "cpu/report.rs"]
 mod report;
 #[path = "cpu/sample.rs"]
@@ -38,6 +40,9 @@ use redlock_tests::RedisFleet;
 use sample::Servers;
 use support::floor::{Decide, Floor, Wire};
 
+#[global_allocator]
+static ALLOCATOR: allocations::Counting = allocations::Counting;
+
 /// Acquire + release per block, whatever the number of tasks (divisible by each).
 const OPS: usize = 1536;
 /// Task counts measured.
@@ -50,6 +55,8 @@ type Contender<'a> = Box<dyn FnMut(usize) + 'a>;
 #[derive(Clone, Debug)]
 pub(crate) struct Block {
     pub(crate) client: Duration,
+    /// Heap allocations the client process made.
+    pub(crate) allocations: u64,
     pub(crate) servers: Servers,
 }
 
@@ -142,6 +149,24 @@ fn main() {
                     });
                 }),
             ),
+            (
+                "ours_release_all",
+                Box::new(|tasks| {
+                    burst(&runtime, tasks, |task| {
+                        let ours = ours.clone();
+                        async move {
+                            let resource = format!("cpu-all-{task}");
+                            for _ in 0..OPS / tasks {
+                                ours.acquire(&resource)
+                                    .await
+                                    .expect("acquire")
+                                    .release_all()
+                                    .await;
+                            }
+                        }
+                    });
+                }),
+            ),
             ("floor_all", floor_contender(&floor_all, "all")),
             ("floor_quorum", floor_contender(&floor_quorum, "quorum")),
             (
@@ -197,11 +222,14 @@ fn measure(
 ) -> Block {
     let servers = Servers::read(info);
     let client = sample::client_cpu();
+    let allocations = allocations::count();
     block();
     runtime.block_on(async { tokio::time::sleep(Duration::from_millis(50)).await });
+    let allocations = allocations::count() - allocations;
     let client = sample::client_cpu() - client;
     Block {
         client,
+        allocations,
         servers: Servers::read(info).since(&servers),
     }
 }

@@ -1,7 +1,8 @@
 //! The CPU benchmark's figures: per contender and task count, the client's and the nodes'
 //! CPU per acquire + release (median and quartiles over the repetitions), their ratios to
 //! the two floors (each repetition's ratio, then the median), and each command's calls per
-//! operation and microseconds per call on the nodes. Printed, and written as JSON.
+//! operation and microseconds per call on the nodes, and the client's heap allocations per
+//! operation. Printed, and written as JSON.
 
 use std::collections::BTreeMap;
 
@@ -48,6 +49,12 @@ pub(crate) fn write(results: &BTreeMap<usize, BTreeMap<String, Vec<Block>>>, ops
             let costs: Vec<(f64, f64)> = blocks.iter().map(|b| per_op(b, ops)).collect();
             let client = spread(costs.iter().map(|c| c.0).collect());
             let servers = spread(costs.iter().map(|c| c.1).collect());
+            let allocations = spread(
+                blocks
+                    .iter()
+                    .map(|b| b.allocations as f64 / ops as f64)
+                    .collect(),
+            );
             // A floor left out (`CPU_ONLY`) gives no ratio.
             let ratio = |floor: &str, side: fn(&(f64, f64)) -> f64| {
                 let Some(floor) = contenders.get(floor) else {
@@ -103,12 +110,18 @@ pub(crate) fn write(results: &BTreeMap<usize, BTreeMap<String, Vec<Block>>>, ops
                     json!({ "calls_per_op": per_op, "usec_per_call": per_call }),
                 );
             }
-            println!("{:<24} {}", "", line.join(", "));
+            println!(
+                "{:<24} {} allocations/op on the client; {}",
+                "",
+                allocations[0].round(),
+                line.join(", ")
+            );
             entry.insert(
                 name.clone(),
                 json!({
                     "client_us": spread_json(client),
                     "servers_us": spread_json(servers),
+                    "client_allocations_per_op": spread_json(allocations),
                     "client_over_floor_all": spread_json(client_all),
                     "client_over_floor_quorum": spread_json(client_quorum),
                     "servers_over_floor_all": spread_json(servers_all),
