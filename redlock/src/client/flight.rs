@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::Notify;
@@ -94,6 +95,8 @@ pub(crate) struct Flight {
     timeout: Duration,
     lanes: Lanes,
     pending: FuturesUnordered<BoxFuture<'static, Completion>>,
+    /// When the operation began, for [`Flight::linger`].
+    began: tokio::time::Instant,
 }
 
 impl Flight {
@@ -109,6 +112,7 @@ impl Flight {
             timeout,
             lanes,
             pending: FuturesUnordered::new(),
+            began: tokio::time::Instant::now(),
         }
     }
 
@@ -135,19 +139,15 @@ impl Flight {
             // command cut before it was sent wrote nothing, and a backlog of commands whose
             // rounds are long decided cannot build up behind a slow node.
             let release = command.is_release();
-            if release && let Some(previous) = &previous {
-                previous.wait().await;
-            }
-            let started = if release {
-                tokio::time::Instant::now()
-            } else {
-                sent_at
-            };
-            let queued = async {
-                if !release && let Some(previous) = &previous {
+            let started = match &previous {
+                Some(previous) if release => {
                     previous.wait().await;
+                    tokio::time::Instant::now()
                 }
+                _ => sent_at,
             };
+            // The lane's previous command, if this one must still wait for it.
+            let queued = previous.as_deref().filter(|_| !release);
             // A release that must reopen its node's connection gets the connect its own
             // budget, then `timeout` again for itself (see `Nodes::execute`).
             let result = nodes
@@ -175,6 +175,25 @@ impl Flight {
     /// The next finished request; `None` when nothing is in flight.
     pub(crate) async fn next(&mut self) -> Option<Completion> {
         self.pending.next().await
+    }
+
+    /// After the operation's decision, waits for the requests still in flight for at most as
+    /// long again as the operation took so far (and never beyond the per-node timeout).
+    ///
+    /// On healthy nodes the answers after the quorum's come within that time, and the
+    /// operation ends with nothing left over: no background task, and nothing for the
+    /// resource's next command on those nodes to wait for in the lanes. Handing two requests
+    /// to a background task and queueing the next operation behind them cost a healthy
+    /// acquire + release about a sixth of the client's CPU (`benches/cpu.rs`). A node slower
+    /// than that still delays the caller by at most the time the decision took.
+    pub(crate) async fn linger(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let grace = self.began.elapsed().min(self.timeout);
+        let pending = &mut self.pending;
+        let _ = tokio::time::timeout(grace, async { while pending.next().await.is_some() {} })
+            .await;
     }
 
     pub(crate) fn is_idle(&self) -> bool {
@@ -210,6 +229,18 @@ impl Drop for Flight {
         }
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
+                // An operation ends at its quorum, and the other nodes' answers have often
+                // arrived by the time it is dropped: those are finished here, without a
+                // background task. A spawned task, and the next command on each node waiting
+                // for it in the lanes, cost a healthy acquire + release about a seventh of
+                // the client's CPU (`benches/cpu.rs`). Polling with a no-op waker loses no
+                // wake-up: `pending` polls each request with a waker of its own, and only its
+                // outer waker, which the task below registers on its first poll, is the
+                // no-op one.
+                while let Some(Some(_)) = pending.next().now_or_never() {}
+                if pending.is_empty() {
+                    return;
+                }
                 // The resource's lanes stay alive with the requests: the next operation on
                 // the resource queues behind them on each node.
                 let lanes = self.lanes.clone();

@@ -285,9 +285,11 @@ pub(crate) async fn release(
             machine = machine.waiting_for_all();
         }
         let mut flight = redlock.flight(redlock.config(), lanes);
-        drive(&mut machine, &mut flight, clock)
+        let report = drive(&mut machine, &mut flight, clock)
             .await
-            .unwrap_or_default()
+            .unwrap_or_default();
+        flight.linger().await;
+        report
     }
     .instrument(span)
     .await;

@@ -20,6 +20,7 @@ use tokio::sync::OnceCell;
 
 use super::clock::Clock;
 use super::identity;
+use super::lanes::Gate;
 use super::lock;
 use super::wire::{self, classify, connection_lost};
 use crate::core::{
@@ -97,8 +98,9 @@ impl Nodes {
         }
     }
 
-    /// Runs `command` on node `index` once `queued` has completed (its wait in the lane) and
-    /// the core admits it there, giving up at `deadline` (one timer for the whole request).
+    /// Runs `command` on node `index` once the lane's previous command (`queued`, if any) has
+    /// finished and the core admits it there, giving up at `deadline` (one timer for the
+    /// whole request).
     /// A command cut before it was sent wrote nothing; one cut while it waits for its answer
     /// may have been written, and the core learns that the node left it unanswered.
     ///
@@ -109,7 +111,7 @@ impl Nodes {
         &self,
         index: usize,
         command: &Command,
-        queued: impl Future<Output = ()>,
+        queued: Option<&Gate>,
         deadline: Instant,
         release_budget: Option<Duration>,
     ) -> Result<Reply, NodeFailure> {
@@ -117,23 +119,32 @@ impl Nodes {
             .nodes
             .get(index)
             .ok_or_else(|| NodeFailure::Protocol(format!("no node #{index}")))?;
-        // A release that has to reopen the connection would otherwise pay the connect out of
-        // its per-node timeout: a connect slower than that cuts the release before it is
-        // sent, and the key stays until its TTL. A release delays no round (nothing waits
-        // for its answer to decide), so it may take the time a connect is allowed. Every
-        // other command keeps one deadline: a round must not wait for a slow connect.
-        let connect_until = match release_budget {
-            Some(_) => deadline.max(after(node.connect_timeout)),
-            None => deadline,
+        let mut connection = match (queued, node.open()) {
+            // Nothing to wait for (the common case): no timer either.
+            (None, Some(open)) => open,
+            _ => {
+                // A release that has to reopen the connection would otherwise pay the
+                // connect out of its per-node timeout: a connect slower than that cuts the
+                // release before it is sent, and the key stays until its TTL. A release
+                // delays no round (nothing waits for its answer to decide), so it may take
+                // the time a connect is allowed. Every other command keeps one deadline: a
+                // round must not wait for a slow connect.
+                let connect_until = match release_budget {
+                    Some(_) => deadline.max(after(node.connect_timeout)),
+                    None => deadline,
+                };
+                let ready = async {
+                    if let Some(previous) = queued {
+                        previous.wait().await;
+                    }
+                    node.connection().await
+                };
+                // Nothing has been sent yet when this wait is cut.
+                tokio::time::timeout_at(connect_until, ready)
+                    .await
+                    .map_err(|_| NodeFailure::TimedOut)??
+            }
         };
-        let ready = async {
-            queued.await;
-            node.connection().await
-        };
-        // Nothing has been sent yet when this wait is cut.
-        let mut connection = tokio::time::timeout_at(connect_until, ready)
-            .await
-            .map_err(|_| NodeFailure::TimedOut)??;
         let deadline = release_budget.map_or(deadline, |budget| deadline.max(after(budget)));
         // The connection the command went out on, once it has.
         let mut sent_on = None;
