@@ -13,16 +13,20 @@
 //!   executes them in order too.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::Notify;
+use tokio::time::{Instant, Sleep};
 use tracing::Instrument;
 
+use super::expiry::Expiry;
 use super::lanes::{Gate, Lanes, OpensOnDrop};
 use super::node::Nodes;
 use crate::core::{NodeFailure, Reply, RequestId, Transmit};
@@ -94,9 +98,68 @@ pub(crate) struct Flight {
     background: Background,
     timeout: Duration,
     lanes: Lanes,
-    pending: FuturesUnordered<BoxFuture<'static, Completion>>,
+    requests: Requests,
     /// When the operation began, for [`Flight::linger`].
-    began: tokio::time::Instant,
+    began: Instant,
+}
+
+/// Requests in flight, and the one timer for all their deadlines (see [`Expiry`]).
+struct Requests<T = Completion> {
+    pending: FuturesUnordered<BoxFuture<'static, T>>,
+    expiry: Arc<Expiry>,
+    /// The timer, set at `armed`: never later than the earliest deadline not passed.
+    timer: Option<Pin<Box<Sleep>>>,
+    armed: Option<Instant>,
+}
+
+impl<T> Default for Requests<T> {
+    fn default() -> Self {
+        Self {
+            pending: FuturesUnordered::new(),
+            expiry: Arc::default(),
+            timer: None,
+            armed: None,
+        }
+    }
+}
+
+impl<T> Requests<T> {
+    /// The next finished request (`None` when none is in flight), with the requests' timer
+    /// kept at their earliest deadline.
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        loop {
+            if let Poll::Ready(done) = self.pending.poll_next_unpin(cx) {
+                return Poll::Ready(done);
+            }
+            let Some(earliest) = self.expiry.earliest() else {
+                return Poll::Pending;
+            };
+            // Only ever moved earlier: a timer that fires before anything is due costs one
+            // more look, where following every finished request to a later deadline would
+            // cost a trip to the runtime's timer wheel each time.
+            if self.armed.is_none_or(|armed| earliest < armed) {
+                match &mut self.timer {
+                    Some(timer) => timer.as_mut().reset(earliest),
+                    None => self.timer = Some(Box::pin(tokio::time::sleep_until(earliest))),
+                }
+                self.armed = Some(earliest);
+            }
+            let Some(timer) = &mut self.timer else {
+                return Poll::Pending;
+            };
+            if timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            // Wakes the requests now due; the next poll of `pending` ends them.
+            if let Some(reached) = self.armed.take() {
+                self.expiry.reach(reached);
+            }
+        }
+    }
+
+    async fn next(&mut self) -> Option<T> {
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
 }
 
 impl Flight {
@@ -111,8 +174,8 @@ impl Flight {
             background,
             timeout,
             lanes,
-            pending: FuturesUnordered::new(),
-            began: tokio::time::Instant::now(),
+            requests: Requests::default(),
+            began: Instant::now(),
         }
     }
 
@@ -128,9 +191,10 @@ impl Flight {
             .push(index, gate)
             .filter(|previous| !previous.is_open());
         let nodes = Arc::clone(&self.nodes);
+        let expiry = Arc::clone(&self.requests.expiry);
         let timeout = self.timeout;
-        let sent_at = tokio::time::Instant::now();
-        self.pending.push(Box::pin(async move {
+        let sent_at = Instant::now();
+        self.requests.pending.push(Box::pin(async move {
             let command = &transmit.command;
             // A release waits for the command before it however long that takes (that
             // command may have written the key it deletes), then gets its own timeout, and
@@ -142,7 +206,7 @@ impl Flight {
             let started = match &previous {
                 Some(previous) if release => {
                     previous.wait().await;
-                    tokio::time::Instant::now()
+                    Instant::now()
                 }
                 _ => sent_at,
             };
@@ -155,6 +219,7 @@ impl Flight {
                     index,
                     command,
                     queued,
+                    &expiry,
                     started + timeout,
                     release.then_some(timeout),
                 )
@@ -174,7 +239,7 @@ impl Flight {
 
     /// The next finished request; `None` when nothing is in flight.
     pub(crate) async fn next(&mut self) -> Option<Completion> {
-        self.pending.next().await
+        self.requests.next().await
     }
 
     /// After the operation's decision, waits for the requests still in flight for at most as
@@ -187,17 +252,17 @@ impl Flight {
     /// acquire + release about a sixth of the client's CPU (`benches/cpu.rs`). A node slower
     /// than that still delays the caller by at most the time the decision took.
     pub(crate) async fn linger(&mut self) {
-        if self.pending.is_empty() {
+        if self.is_idle() {
             return;
         }
         let grace = self.began.elapsed().min(self.timeout);
-        let pending = &mut self.pending;
-        let _ = tokio::time::timeout(grace, async { while pending.next().await.is_some() {} })
-            .await;
+        let requests = &mut self.requests;
+        let _ =
+            tokio::time::timeout(grace, async { while requests.next().await.is_some() {} }).await;
     }
 
     pub(crate) fn is_idle(&self) -> bool {
-        self.pending.is_empty()
+        self.requests.pending.is_empty()
     }
 
     /// Keeps the requests moving until `until` completes (used while waiting to retry), and
@@ -207,7 +272,7 @@ impl Flight {
         loop {
             tokio::select! {
                 done = &mut until => return done,
-                Some(_) = self.pending.next() => {}
+                Some(_) = self.requests.next() => {}
             }
         }
     }
@@ -223,10 +288,10 @@ impl Drop for Flight {
     /// Hands the requests still in flight to a background task, so that nothing written to a
     /// node is left half done. Each is bounded by the per-node timeout.
     fn drop(&mut self) {
-        let mut pending = std::mem::take(&mut self.pending);
-        if pending.is_empty() {
+        if self.is_idle() {
             return;
         }
+        let mut requests = std::mem::take(&mut self.requests);
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 // An operation ends at its quorum, and the other nodes' answers have often
@@ -237,22 +302,107 @@ impl Drop for Flight {
                 // wake-up: `pending` polls each request with a waker of its own, and only its
                 // outer waker, which the task below registers on its first poll, is the
                 // no-op one.
-                while let Some(Some(_)) = pending.next().now_or_never() {}
-                if pending.is_empty() {
+                while let Some(Some(_)) = requests.next().now_or_never() {}
+                if requests.pending.is_empty() {
                     return;
                 }
                 // The resource's lanes stay alive with the requests: the next operation on
                 // the resource queues behind them on each node.
                 let lanes = self.lanes.clone();
                 self.background.spawn(&runtime, async move {
-                    while pending.next().await.is_some() {}
+                    while requests.next().await.is_some() {}
                     drop(lanes);
                 })
             }
             Err(_) => tracing::warn!(
-                requests = pending.len(),
+                requests = requests.pending.len(),
                 "no tokio runtime to finish in-flight lock requests; any key they set expires with its TTL"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::pending;
+
+    use super::*;
+    use crate::client::expiry::Elapsed;
+
+    /// A request that never answers, cut at `after` from now: yields its number, or
+    /// `None` once its deadline passed.
+    fn silent(requests: &mut Requests<(u32, Option<()>)>, number: u32, after: Duration) {
+        let expiry = Arc::clone(&requests.expiry);
+        let at = Instant::now() + after;
+        requests.pending.push(Box::pin(async move {
+            let outcome = expiry.timeout_at(at, pending::<()>()).await;
+            (number, outcome.ok())
+        }));
+    }
+
+    /// `requests.next()`, failing the test rather than hanging if nothing ends in 5 s.
+    async fn next<T>(requests: &mut Requests<T>) -> Option<T> {
+        tokio::time::timeout(Duration::from_secs(5), requests.next())
+            .await
+            .expect("a request ends by its deadline")
+    }
+
+    #[tokio::test]
+    async fn requests_that_never_answer_end_at_their_deadlines_in_order() {
+        let mut requests = Requests::default();
+        let start = Instant::now();
+        silent(&mut requests, 3, Duration::from_millis(90));
+        silent(&mut requests, 1, Duration::from_millis(30));
+        silent(&mut requests, 2, Duration::from_millis(60));
+        for (number, deadline) in [(1, 30), (2, 60), (3, 90)] {
+            let (which, outcome) = next(&mut requests).await.unwrap();
+            let waited = start.elapsed();
+            assert_eq!((which, outcome), (number, None));
+            assert!(
+                waited >= Duration::from_millis(deadline)
+                    && waited < Duration::from_millis(deadline + 25),
+                "request {number} ended after {waited:?}"
+            );
+        }
+        assert!(next(&mut requests).await.is_none());
+        assert_eq!(requests.expiry.earliest(), None);
+    }
+
+    #[tokio::test]
+    async fn an_earlier_deadline_sent_later_moves_the_timer_earlier() {
+        let mut requests = Requests::default();
+        let start = Instant::now();
+        silent(&mut requests, 1, Duration::from_secs(30));
+        // Polled once: the timer is armed at the first request's deadline.
+        assert!(requests.next().now_or_never().is_none());
+        silent(&mut requests, 2, Duration::from_millis(20));
+        let (which, outcome) = next(&mut requests).await.unwrap();
+        assert_eq!((which, outcome), (2, None));
+        assert!(start.elapsed() < Duration::from_secs(1));
+    }
+
+    #[tokio::test]
+    async fn answered_requests_leave_no_deadline_behind() {
+        let mut requests: Requests<Result<u32, Elapsed>> = Requests::default();
+        for number in 0..3 {
+            let expiry = Arc::clone(&requests.expiry);
+            let at = Instant::now() + Duration::from_secs(5);
+            requests.pending.push(Box::pin(async move {
+                expiry
+                    .timeout_at(at, async move {
+                        tokio::task::yield_now().await;
+                        number
+                    })
+                    .await
+            }));
+        }
+        let mut answers = Vec::new();
+        while let Some(answer) = next(&mut requests).await {
+            answers.push(answer.unwrap());
+        }
+        answers.sort_unstable();
+        assert_eq!(answers, [0, 1, 2]);
+        assert_eq!(requests.expiry.earliest(), None);
+        assert_eq!(requests.expiry.waiting(), 0);
     }
 }

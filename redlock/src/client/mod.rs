@@ -68,6 +68,7 @@ mod builder;
 mod clock;
 mod connect;
 mod drive;
+mod expiry;
 mod fence;
 mod flight;
 mod freed;

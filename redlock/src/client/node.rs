@@ -7,7 +7,6 @@
 //! reconnects on its own (as redis-rs' `ConnectionManager` does for RESP3) would let a
 //! restarted node vote through a connection nobody identified.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,6 +18,7 @@ use redis::aio::MultiplexedConnection;
 use tokio::sync::OnceCell;
 
 use super::clock::Clock;
+use super::expiry::Expiry;
 use super::identity;
 use super::lanes::Gate;
 use super::lock;
@@ -99,8 +99,8 @@ impl Nodes {
     }
 
     /// Runs `command` on node `index` once the lane's previous command (`queued`, if any) has
-    /// finished and the core admits it there, giving up at `deadline` (one timer for the
-    /// whole request).
+    /// finished and the core admits it there, giving up at `deadline` (on the flight's
+    /// `expiry`, once the command is sent; a wait for the connection has its own timer).
     /// A command cut before it was sent wrote nothing; one cut while it waits for its answer
     /// may have been written, and the core learns that the node left it unanswered.
     ///
@@ -112,6 +112,7 @@ impl Nodes {
         index: usize,
         command: &Command,
         queued: Option<&Gate>,
+        expiry: &Expiry,
         deadline: Instant,
         release_budget: Option<Duration>,
     ) -> Result<Reply, NodeFailure> {
@@ -169,7 +170,7 @@ impl Nodes {
             }
             result
         };
-        match tokio::time::timeout_at(deadline, request).await {
+        match expiry.timeout_at(deadline, request).await {
             Ok(result) => result,
             Err(_) => {
                 if let Some(connection) = sent_on {
