@@ -238,14 +238,23 @@ impl Release {
         if self.done {
             return;
         }
-        let report = ReleaseReport {
-            nodes: self.statuses.clone(),
-        };
-        let all_answered = report.is_complete();
-        let freed = report.released() + report.not_held() + report.held_by_other();
+        // Counted in place: the report is built (and the statuses copied) only once decided.
+        let all_answered = !self.statuses.contains(&NodeStatus::Pending);
+        let freed = self
+            .statuses
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.reply(),
+                    Some(Reply::Released | Reply::NotHeld | Reply::HeldByOther)
+                )
+            })
+            .count();
         if all_answered || (!self.all && freed >= self.quorum) {
             self.done = true;
-            self.outcome = Some(report);
+            self.outcome = Some(ReleaseReport {
+                nodes: self.statuses.clone(),
+            });
         }
     }
 }
