@@ -14,7 +14,10 @@ pub(crate) struct WeakMap<K, V> {
 }
 
 struct Inner<K, V> {
-    entries: HashMap<K, Weak<V>>,
+    /// Looked up on every acquisition and release: hashed with foldhash rather than SipHash
+    /// (SipHash took about 2 % of the client's instructions per operation). Its
+    /// seed is random per map, so keys chosen to collide cannot be prepared in advance.
+    entries: HashMap<K, Weak<V>, foldhash::fast::RandomState>,
     sweep_at: usize,
 }
 
@@ -25,7 +28,7 @@ impl<K: Hash + Eq, V> Default for WeakMap<K, V> {
     fn default() -> Self {
         Self {
             inner: Mutex::new(Inner {
-                entries: HashMap::new(),
+                entries: HashMap::default(),
                 sweep_at: MIN_SWEEP,
             }),
         }
