@@ -9,19 +9,23 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
-use tokio::sync::Notify;
+use futures::task::AtomicWaker;
 
 use super::lock;
 use super::registry::WeakMap;
 use crate::core::Target;
 
-/// Opens when a command of a lane has finished (or was dropped unfinished), and wakes every
+/// Opens when a command of a lane has finished (or was dropped unfinished), and wakes the
 /// command waiting for it.
+///
+/// One waker is enough: [`Lanes::push`] hands each gate to exactly one successor, the next
+/// command of the lane. (A `Notify` here cost its lock on every command, waited for or not.)
 #[derive(Default)]
 pub(crate) struct Gate {
     open: AtomicBool,
-    opened: Notify,
+    opened: AtomicWaker,
 }
 
 impl Gate {
@@ -29,8 +33,21 @@ impl Gate {
         self.open.load(Ordering::Acquire)
     }
 
+    /// Returns once the gate is open.
     pub(crate) async fn wait(&self) {
-        super::wait_for(&self.opened, || self.is_open()).await;
+        std::future::poll_fn(|cx| {
+            if self.is_open() {
+                return Poll::Ready(());
+            }
+            // Registered before the second look: an opening in between still wakes us.
+            self.opened.register(cx.waker());
+            if self.is_open() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
     }
 }
 
@@ -40,7 +57,7 @@ pub(crate) struct OpensOnDrop(pub(crate) Arc<Gate>);
 impl Drop for OpensOnDrop {
     fn drop(&mut self) {
         self.0.open.store(true, Ordering::Release);
-        self.0.opened.notify_waiters();
+        self.0.opened.wake();
     }
 }
 
@@ -97,6 +114,21 @@ mod tests {
 
     fn target(name: &str) -> Target {
         Target::many("lock:", [name]).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_command_waits_for_its_gate_to_open() {
+        use futures::FutureExt;
+        let gate = Arc::new(Gate::default());
+        let mut waiting = Box::pin(gate.wait());
+        assert!((&mut waiting).now_or_never().is_none());
+        let opener = OpensOnDrop(Arc::clone(&gate));
+        tokio::spawn(async move { drop(opener) });
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("the gate's opening wakes its waiter");
+        // Open: no wait at all.
+        assert!(gate.wait().now_or_never().is_some());
     }
 
     #[test]
