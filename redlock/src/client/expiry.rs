@@ -5,8 +5,9 @@
 //! shares, and a clone of the runtime's handle: on two cores that was about a seventh of the
 //! client's CPU per healthy acquire + release (`benches/cpu.rs`). So the requests of a
 //! flight only record their deadlines here, and whoever drives the flight keeps a single
-//! timer at the earliest one ([`Expiry::earliest`]); when it fires, the flight tells the
-//! expiry how far time has reached ([`Expiry::reach`]), which wakes the requests now due.
+//! timer no later than the earliest one ([`Expiry::sooner`]); when it fires, the flight tells
+//! the expiry how far time has reached ([`Expiry::reach`]), which wakes the requests now due
+//! and names the next deadline.
 //! A request reads no clock: it has passed its deadline when the flight's timer has.
 
 use std::future::Future;
@@ -29,6 +30,8 @@ struct State {
     waiting: Vec<Option<(Instant, Waker)>>,
     /// How far the flight's timer has reached: a deadline at or before it has passed.
     reached: Option<Instant>,
+    /// The earliest deadline recorded since the flight last asked ([`Expiry::sooner`]).
+    sooner: Option<Instant>,
 }
 
 impl State {
@@ -96,6 +99,7 @@ impl Expiry {
                         }
                     };
                     slot.index = Some(index);
+                    state.sooner = Some(state.sooner.map_or(at, |sooner| sooner.min(at)));
                 }
             }
             Poll::Pending
@@ -103,9 +107,14 @@ impl Expiry {
         .await
     }
 
+    /// The earliest deadline recorded since the last call, if any: the flight's timer must
+    /// fire no later than that.
+    pub(crate) fn sooner(&self) -> Option<Instant> {
+        lock(&self.state).sooner.take()
+    }
+
     /// The earliest deadline not passed yet, if any request waits for one.
-    pub(crate) fn earliest(&self) -> Option<Instant> {
-        let state = lock(&self.state);
+    fn earliest(state: &State) -> Option<Instant> {
         state
             .waiting
             .iter()
@@ -121,9 +130,10 @@ impl Expiry {
         lock(&self.state).waiting.iter().flatten().count()
     }
 
-    /// The flight's timer has reached `now`: wakes every request whose deadline has passed.
-    pub(crate) fn reach(&self, now: Instant) {
-        let due: Vec<Waker> = {
+    /// The flight's timer has reached `now`: wakes every request whose deadline has passed,
+    /// and returns the earliest deadline still ahead.
+    pub(crate) fn reach(&self, now: Instant) -> Option<Instant> {
+        let (due, next): (Vec<Waker>, _) = {
             let mut state = lock(&self.state);
             let newly = |at: Instant| at <= now && !state.passed(at);
             let due = state
@@ -134,10 +144,11 @@ impl Expiry {
                 .map(|(_, waker)| waker.clone())
                 .collect();
             state.reached = Some(state.reached.map_or(now, |reached| reached.max(now)));
-            due
+            (due, Self::earliest(&state))
         };
         // Woken outside the lock: a waker may poll (and lock) at once.
         due.into_iter().for_each(Waker::wake);
+        next
     }
 }
 
@@ -168,15 +179,15 @@ mod tests {
         let mut second = Box::pin(expiry.timeout_at(late, pending::<()>()));
         assert!((&mut first).now_or_never().is_none());
         assert!((&mut second).now_or_never().is_none());
-        assert_eq!(expiry.earliest(), Some(early));
-        expiry.reach(early);
+        assert_eq!(expiry.sooner(), Some(early));
+        assert_eq!(expiry.sooner(), None, "asked already");
+        assert_eq!(expiry.reach(early), Some(late));
         assert_eq!((&mut first).now_or_never(), Some(Err(Elapsed)));
         assert!((&mut second).now_or_never().is_none());
-        assert_eq!(expiry.earliest(), Some(late));
         // A request dropped unfinished leaves its place.
         drop(second);
+        assert_eq!(expiry.reach(early), None);
         drop(first);
-        assert_eq!(expiry.earliest(), None);
         assert_eq!(expiry.waiting(), 0);
     }
 }

@@ -131,30 +131,37 @@ impl<T> Requests<T> {
             if let Poll::Ready(done) = self.pending.poll_next_unpin(cx) {
                 return Poll::Ready(done);
             }
-            let Some(earliest) = self.expiry.earliest() else {
-                return Poll::Pending;
-            };
             // Only ever moved earlier: a timer that fires before anything is due costs one
             // more look, where following every finished request to a later deadline would
             // cost a trip to the runtime's timer wheel each time.
-            if self.armed.is_none_or(|armed| earliest < armed) {
-                match &mut self.timer {
-                    Some(timer) => timer.as_mut().reset(earliest),
-                    None => self.timer = Some(Box::pin(tokio::time::sleep_until(earliest))),
-                }
-                self.armed = Some(earliest);
+            if let Some(sooner) = self.expiry.sooner() {
+                self.arm(sooner);
             }
-            let Some(timer) = &mut self.timer else {
+            let (Some(timer), Some(reached)) = (&mut self.timer, self.armed) else {
                 return Poll::Pending;
             };
             if timer.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
-            // Wakes the requests now due; the next poll of `pending` ends them.
-            if let Some(reached) = self.armed.take() {
-                self.expiry.reach(reached);
+            self.armed = None;
+            // Wakes the requests now due (the next poll of `pending` ends them), and sets
+            // the timer for the next deadline.
+            if let Some(next) = self.expiry.reach(reached) {
+                self.arm(next);
             }
         }
+    }
+
+    /// Sets the timer at `at` unless it is set earlier already.
+    fn arm(&mut self, at: Instant) {
+        if self.armed.is_some_and(|armed| armed <= at) {
+            return;
+        }
+        match &mut self.timer {
+            Some(timer) => timer.as_mut().reset(at),
+            None => self.timer = Some(Box::pin(tokio::time::sleep_until(at))),
+        }
+        self.armed = Some(at);
     }
 
     async fn next(&mut self) -> Option<T> {
@@ -365,7 +372,7 @@ mod tests {
             );
         }
         assert!(next(&mut requests).await.is_none());
-        assert_eq!(requests.expiry.earliest(), None);
+        assert_eq!(requests.expiry.waiting(), 0);
     }
 
     #[tokio::test]
@@ -402,7 +409,6 @@ mod tests {
         }
         answers.sort_unstable();
         assert_eq!(answers, [0, 1, 2]);
-        assert_eq!(requests.expiry.earliest(), None);
         assert_eq!(requests.expiry.waiting(), 0);
     }
 }
