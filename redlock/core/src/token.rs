@@ -43,11 +43,20 @@ impl Token {
 
     /// The value stored on the nodes: the bytes as lowercase hex.
     pub fn to_hex(&self) -> [u8; 2 * TOKEN_LEN] {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        // Written into every command a client sends: one table look-up per byte.
+        const PAIRS: [[u8; 2]; 256] = {
+            const DIGITS: &[u8; 16] = b"0123456789abcdef";
+            let mut pairs = [[0; 2]; 256];
+            let mut byte = 0;
+            while byte < 256 {
+                pairs[byte] = [DIGITS[byte >> 4], DIGITS[byte & 0x0f]];
+                byte += 1;
+            }
+            pairs
+        };
         let mut out = [0; 2 * TOKEN_LEN];
-        for (i, byte) in self.0.iter().enumerate() {
-            out[2 * i] = DIGITS[usize::from(byte >> 4)];
-            out[2 * i + 1] = DIGITS[usize::from(byte & 0x0f)];
+        for (pair, byte) in out.chunks_exact_mut(2).zip(self.0) {
+            pair.copy_from_slice(&PAIRS[usize::from(byte)]);
         }
         out
     }
@@ -102,6 +111,13 @@ mod tests {
         fn hex_round_trips(bytes in any::<[u8; TOKEN_LEN]>()) {
             let token = Token::from_bytes(bytes);
             prop_assert_eq!(Token::from_hex(&token.to_hex()), Some(token));
+        }
+
+        #[test]
+        fn hex_is_lowercase_two_digits_per_byte(bytes in any::<[u8; TOKEN_LEN]>()) {
+            let expected: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+            let hex = Token::from_bytes(bytes).to_hex();
+            prop_assert_eq!(hex.as_slice(), expected.as_bytes());
         }
     }
 
