@@ -202,7 +202,9 @@ impl Flight {
         let timeout = self.timeout;
         let sent_at = Instant::now();
         self.requests.pending.push(Box::pin(async move {
-            let command = &transmit.command;
+            let Transmit {
+                command, request, ..
+            } = transmit;
             // A release waits for the command before it however long that takes (that
             // command may have written the key it deletes), then gets its own timeout, and
             // a connect it has to make first does not count against it.
@@ -237,10 +239,7 @@ impl Flight {
             }
             // Opens the gate of the next command to this node.
             drop(done);
-            Completion {
-                request: transmit.request,
-                result,
-            }
+            Completion { request, result }
         }));
     }
 

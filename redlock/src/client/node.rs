@@ -55,11 +55,18 @@ pub(crate) struct Node {
 struct Connection {
     id: ConnectionId,
     multiplexed: MultiplexedConnection,
-    identified: Arc<OnceCell<()>>,
+    /// Shared by every clone of the connection (one per request): one `Arc` to count.
+    state: Arc<ConnectionState>,
+}
+
+/// What is learned about a connection once, on its first command that needs it.
+#[derive(Default)]
+struct ConnectionState {
+    identified: OnceCell<()>,
     /// Whether the lock scripts were loaded with the identification: the connection then
     /// calls them by hash. Until then (a release before the identification, a node whose
     /// ACL refuses `SCRIPT`) it sends them whole.
-    scripts_loaded: Arc<AtomicBool>,
+    scripts_loaded: AtomicBool,
 }
 
 impl Nodes {
@@ -110,7 +117,7 @@ impl Nodes {
     pub(crate) async fn execute(
         &self,
         index: usize,
-        command: &Command,
+        command: Command,
         queued: Option<&Gate>,
         expiry: &Expiry,
         deadline: Instant,
@@ -151,22 +158,26 @@ impl Nodes {
         let mut sent_on = None;
         // A release by hash, which finishes in the background if its deadline cuts it.
         let mut release_call = None;
-        let request = async {
+        let (sent_on_slot, release_slot) = (&mut sent_on, &mut release_call);
+        // Owns the command and the connection's clone, so that a release by hash can take
+        // them along rather than copy them.
+        let request = async move {
             // Releases are admitted at once (they never wait for an identification).
-            self.admit(node, &connection, command).await?;
-            sent_on = Some(connection.id);
-            let by_hash = connection.scripts_loaded.load(Ordering::Acquire);
-            let result = match by_hash
-                .then(|| wire::release_by_hash(command, &connection.multiplexed))
-                .flatten()
-            {
-                Some(release) => release_call.insert(release).await,
-                None => wire::run(command, &mut connection.multiplexed, by_hash).await,
+            self.admit(node, &connection, &command).await?;
+            let id = connection.id;
+            *sent_on_slot = Some(id);
+            let by_hash = connection.state.scripts_loaded.load(Ordering::Acquire);
+            let result = if by_hash && wire::is_release(&command) {
+                let release =
+                    release_slot.insert(wire::release_by_hash(command, connection.multiplexed));
+                release.await
+            } else {
+                wire::run(&command, &mut connection.multiplexed, by_hash).await
             };
             if let Err(failure) = &result
                 && connection_lost(failure)
             {
-                node.forget(connection.id);
+                node.forget(id);
             }
             result
         };
@@ -285,6 +296,7 @@ impl Nodes {
     /// scripts in the same round trip.
     async fn identify(&self, node: &Node, connection: &Connection) -> Result<(), NodeFailure> {
         connection
+            .state
             .identified
             .get_or_try_init(|| async {
                 let mut multiplexed = connection.multiplexed.clone();
@@ -298,6 +310,7 @@ impl Nodes {
                     }
                 };
                 connection
+                    .state
                     .scripts_loaded
                     .store(greeting.scripts_loaded, Ordering::Release);
                 let events = lock(&self.eligibility).identified(
@@ -432,8 +445,7 @@ impl Node {
         let connection = Connection {
             id: ConnectionId(self.opened.fetch_add(1, Ordering::Relaxed) + 1),
             multiplexed,
-            identified: Arc::new(OnceCell::new()),
-            scripts_loaded: Arc::default(),
+            state: Arc::default(),
         };
         *lock(&self.current) = Some(connection.clone());
         Ok(connection)

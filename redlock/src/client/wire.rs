@@ -220,23 +220,22 @@ async fn call(
     cmd.query_async(connection).await.map_err(classify)
 }
 
-/// A release that goes by hash, as a request that owns what it needs: cut by its deadline,
-/// it can still finish in the background, so that a `NOSCRIPT` answering late is still
-/// followed by the `EVAL` (a release is never left unsent). `None` for other commands.
-pub(crate) fn release_by_hash(
-    command: &Command,
-    connection: &MultiplexedConnection,
-) -> Option<BoxFuture<'static, Result<Reply, NodeFailure>>> {
-    if !matches!(
+/// Whether `command` is a release by script (which [`release_by_hash`] sends).
+pub(crate) fn is_release(command: &Command) -> bool {
+    matches!(
         command,
         Command::ReleaseIfOwner { .. } | Command::ReleaseAllIfOwner { .. }
-    ) {
-        return None;
-    }
-    let (command, mut connection) = (command.clone(), connection.clone());
-    Some(Box::pin(async move {
-        run(&command, &mut connection, true).await
-    }))
+    )
+}
+
+/// A release that goes by hash, as a request that owns what it needs: cut by its deadline,
+/// it can still finish in the background, so that a `NOSCRIPT` answering late is still
+/// followed by the `EVAL` (a release is never left unsent).
+pub(crate) fn release_by_hash(
+    command: Command,
+    mut connection: MultiplexedConnection,
+) -> BoxFuture<'static, Result<Reply, NodeFailure>> {
+    Box::pin(async move { run(&command, &mut connection, true).await })
 }
 
 /// `GET key`, `PTTL key` and `GET` of the fence counter in one `MULTI`, so that the three
