@@ -92,6 +92,9 @@ pub(crate) struct Completion {
     pub(crate) result: Result<Reply, NodeFailure>,
 }
 
+/// How many passes of the runtime's I/O driver [`Flight::linger`] waits for at most.
+const LINGER_PASSES: usize = 2;
+
 /// The requests of one operation (acquire, extend or release).
 pub(crate) struct Flight {
     nodes: Arc<Nodes>,
@@ -99,8 +102,6 @@ pub(crate) struct Flight {
     timeout: Duration,
     lanes: Lanes,
     requests: Requests,
-    /// When the operation began, for [`Flight::linger`].
-    began: Instant,
 }
 
 /// Requests in flight, and the one timer for all their deadlines (see [`Expiry`]).
@@ -182,7 +183,6 @@ impl Flight {
             timeout,
             lanes,
             requests: Requests::default(),
-            began: Instant::now(),
         }
     }
 
@@ -248,23 +248,32 @@ impl Flight {
         self.requests.next().await
     }
 
-    /// After the operation's decision, waits for the requests still in flight for at most as
-    /// long again as the operation took so far (and never beyond the per-node timeout).
+    /// After the operation's decision, gives the requests still in flight two passes of the
+    /// runtime's I/O driver to finish, and finishes those that have.
     ///
-    /// On healthy nodes the answers after the quorum's come within that time, and the
-    /// operation ends with nothing left over: no background task, and nothing for the
+    /// On healthy nodes the answers after the quorum's are on their sockets by then, and
+    /// the operation ends with nothing left over: no background task, and nothing for the
     /// resource's next command on those nodes to wait for in the lanes. Handing two requests
     /// to a background task and queueing the next operation behind them cost a healthy
-    /// acquire + release about a sixth of the client's CPU (`benches/cpu.rs`). A node slower
-    /// than that still delays the caller by at most the time the decision took.
+    /// acquire + release about a seventh of the client's CPU (`benches/cpu.rs`). No timer:
+    /// tokio's have a resolution of a millisecond, which a slow node would then cost every
+    /// release (a first version waited up to the decision's own duration with a timer, and
+    /// made each acquire + release with one node 20 ms slow a millisecond slower).
     pub(crate) async fn linger(&mut self) {
-        if self.is_idle() {
-            return;
+        for _ in 0..LINGER_PASSES {
+            if self.is_idle() {
+                return;
+            }
+            // `yield_now` wakes the task again only after the runtime has polled its I/O
+            // driver, which hands the answers that arrived meanwhile to their connections.
+            tokio::task::yield_now().await;
+            let requests = &mut self.requests;
+            std::future::poll_fn(|cx| {
+                while let Poll::Ready(Some(_)) = requests.poll_next(cx) {}
+                Poll::Ready(())
+            })
+            .await;
         }
-        let grace = self.began.elapsed().min(self.timeout);
-        let requests = &mut self.requests;
-        let _ =
-            tokio::time::timeout(grace, async { while requests.next().await.is_some() {} }).await;
     }
 
     pub(crate) fn is_idle(&self) -> bool {
