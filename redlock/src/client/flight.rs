@@ -93,7 +93,7 @@ pub(crate) struct Completion {
 }
 
 /// How many passes of the runtime's I/O driver [`Flight::linger`] waits for at most.
-const LINGER_PASSES: usize = 2;
+const LINGER_PASSES: usize = 4;
 
 /// The requests of one operation (acquire, extend or release).
 pub(crate) struct Flight {
@@ -248,7 +248,7 @@ impl Flight {
         self.requests.next().await
     }
 
-    /// After the operation's decision, gives the requests still in flight two passes of the
+    /// After the operation's decision, gives the requests still in flight four passes of the
     /// runtime's I/O driver to finish, and finishes those that have.
     ///
     /// On healthy nodes the answers after the quorum's are on their sockets by then, and
