@@ -5,11 +5,15 @@
 //! acquire + release (each task on its own resource, N = 5 real redis-server nodes), and
 //! each block is priced twice: the client process's user + system time (`getrusage`,
 //! every thread of the runtime), and the nodes' (the sum of the five `INFO cpu` deltas),
-//! with each command's calls and microseconds from `INFO commandstats`. The contenders take
-//! turns block by block, repetition after repetition, and each repetition gives a ratio
-//! to each floor; medians and quartiles over the repetitions are reported.
+//! with each command's calls and microseconds from `INFO commandstats`. The client's heap
+//! allocations per operation are counted too (a counting global allocator): unlike CPU
+//! time, they do not move with the machine's load. The contenders take turns block by
+//! block, repetition after repetition, and each repetition gives a ratio to each floor;
+//! medians and quartiles over the repetitions are reported.
 //!
-//! Contenders: this crate's client, the round-trip floor waiting for every reply
+//! Contenders: this crate's client, the same with `release_all()` (which waits for every
+//! node: the difference is what ending a release at its quorum costs), the round-trip
+//! floor waiting for every reply
 //! (`floor_all`) and returning at a quorum (`floor_quorum`), and rslock; at 64 tasks also
 //! the wait-all floor with one of this crate's wire choices added at a time (the release
 //! script sent whole, its `PUBLISH`, `SET NX GET`), which prices each on the nodes. After
