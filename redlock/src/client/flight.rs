@@ -168,6 +168,32 @@ impl<T> Requests<T> {
     async fn next(&mut self) -> Option<T> {
         std::future::poll_fn(|cx| self.poll_next(cx)).await
     }
+
+    /// Finishes, without waiting, the requests that have answered; true when none is left.
+    ///
+    /// Polling with a no-op waker loses no wake-up: `pending` polls each request with a
+    /// waker of its own, and only its outer waker, which whoever polls next registers
+    /// again, is the no-op one.
+    fn finish_answered(&mut self) -> bool {
+        while let Some(Some(_)) = self.next().now_or_never() {}
+        self.pending.is_empty()
+    }
+
+    /// Gives the requests in flight up to `passes` passes of the runtime's I/O driver to
+    /// answer, finishing those that do; returns as soon as none is left. No timer: tokio's
+    /// have a resolution of a millisecond, which a node that does not answer would then
+    /// cost every caller.
+    async fn linger(&mut self, passes: usize) {
+        for _ in 0..passes {
+            if self.pending.is_empty() {
+                return;
+            }
+            // `yield_now` wakes the task again only after the runtime has polled its I/O
+            // driver, which hands the answers that arrived meanwhile to their connections.
+            tokio::task::yield_now().await;
+            self.finish_answered();
+        }
+    }
 }
 
 impl Flight {
@@ -260,20 +286,7 @@ impl Flight {
     /// release (a first version waited up to the decision's own duration with a timer, and
     /// made each acquire + release with one node 20 ms slow a millisecond slower).
     pub(crate) async fn linger(&mut self) {
-        for _ in 0..LINGER_PASSES {
-            if self.is_idle() {
-                return;
-            }
-            // `yield_now` wakes the task again only after the runtime has polled its I/O
-            // driver, which hands the answers that arrived meanwhile to their connections.
-            tokio::task::yield_now().await;
-            let requests = &mut self.requests;
-            std::future::poll_fn(|cx| {
-                while let Poll::Ready(Some(_)) = requests.poll_next(cx) {}
-                Poll::Ready(())
-            })
-            .await;
-        }
+        self.requests.linger(LINGER_PASSES).await;
     }
 
     pub(crate) fn is_idle(&self) -> bool {
@@ -313,12 +326,8 @@ impl Drop for Flight {
                 // arrived by the time it is dropped: those are finished here, without a
                 // background task. A spawned task, and the next command on each node waiting
                 // for it in the lanes, cost a healthy acquire + release about a seventh of
-                // the client's CPU (`benches/cpu.rs`). Polling with a no-op waker loses no
-                // wake-up: `pending` polls each request with a waker of its own, and only its
-                // outer waker, which the task below registers on its first poll, is the
-                // no-op one.
-                while let Some(Some(_)) = requests.next().now_or_never() {}
-                if requests.pending.is_empty() {
+                // the client's CPU (`benches/cpu.rs`).
+                if requests.finish_answered() {
                     return;
                 }
                 // The resource's lanes stay alive with the requests: the next operation on
@@ -418,5 +427,47 @@ mod tests {
         answers.sort_unstable();
         assert_eq!(answers, [0, 1, 2]);
         assert_eq!(requests.expiry.waiting(), 0);
+    }
+
+    /// A request that answers after yielding `yields` times, as an answer arriving on a
+    /// later pass of the runtime's I/O driver does.
+    fn answering(requests: &mut Requests<(u32, Option<()>)>, number: u32, yields: usize) {
+        requests.pending.push(Box::pin(async move {
+            for _ in 0..yields {
+                tokio::task::yield_now().await;
+            }
+            (number, Some(()))
+        }));
+    }
+
+    #[tokio::test]
+    async fn requests_already_answered_are_finished_without_waiting() {
+        let mut requests = Requests::default();
+        answering(&mut requests, 1, 0);
+        answering(&mut requests, 2, 0);
+        assert!(requests.finish_answered());
+        answering(&mut requests, 3, 0);
+        silent(&mut requests, 4, Duration::from_secs(30));
+        assert!(!requests.finish_answered());
+        assert_eq!(requests.pending.len(), 1);
+    }
+
+    // On a paused clock the runtime moves time forward whenever every task waits on a timer,
+    // so a linger that waited on one, however briefly, would show as time gone by.
+    #[tokio::test(start_paused = true)]
+    async fn a_linger_finishes_late_answers_and_leaves_a_silent_node_without_a_timer() {
+        let mut requests = Requests::default();
+        answering(&mut requests, 1, 1);
+        answering(&mut requests, 2, 2);
+        silent(&mut requests, 3, Duration::from_secs(30));
+        let start = Instant::now();
+        requests.linger(LINGER_PASSES).await;
+        assert_eq!(Instant::now(), start, "the linger waited on a timer");
+        assert_eq!(
+            requests.pending.len(),
+            1,
+            "the answers after the decision are finished"
+        );
+        assert!(!requests.finish_answered());
     }
 }
