@@ -274,8 +274,8 @@ impl Flight {
         self.requests.next().await
     }
 
-    /// After the operation's decision, gives the requests still in flight four passes of the
-    /// runtime's I/O driver to finish, and finishes those that have.
+    /// After the operation's decision, gives the requests still in flight up to four passes
+    /// of the runtime's I/O driver to finish, and finishes those that have.
     ///
     /// On healthy nodes the answers after the quorum's are on their sockets by then, and
     /// the operation ends with nothing left over: no background task, and nothing for the
