@@ -94,8 +94,21 @@ impl ReleaseReport {
     /// Whether a quorum of nodes is known to no longer hold our key, so another client can
     /// acquire the resource at once.
     pub fn is_quorum_free(&self) -> bool {
-        self.released() + self.not_held() + self.held_by_other() >= quorum(self.nodes.len())
+        freed(&self.nodes) >= quorum(self.nodes.len())
     }
+}
+
+/// Nodes known to no longer hold our key: released, not held, or held by another owner.
+fn freed(nodes: &[NodeStatus]) -> usize {
+    nodes
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.reply(),
+                Some(Reply::Released | Reply::NotHeld | Reply::HeldByOther)
+            )
+        })
+        .count()
 }
 
 /// `released on 2 of 3 nodes, 1 still in flight`: the released count and every other
@@ -240,17 +253,7 @@ impl Release {
         }
         // Counted in place: the report is built (and the statuses copied) only once decided.
         let all_answered = !self.statuses.contains(&NodeStatus::Pending);
-        let freed = self
-            .statuses
-            .iter()
-            .filter(|s| {
-                matches!(
-                    s.reply(),
-                    Some(Reply::Released | Reply::NotHeld | Reply::HeldByOther)
-                )
-            })
-            .count();
-        if all_answered || (!self.all && freed >= self.quorum) {
+        if all_answered || (!self.all && freed(&self.statuses) >= self.quorum) {
             self.done = true;
             self.outcome = Some(ReleaseReport {
                 nodes: self.statuses.clone(),

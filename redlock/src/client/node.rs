@@ -167,7 +167,7 @@ impl Nodes {
             let id = connection.id;
             *sent_on_slot = Some(id);
             let by_hash = connection.state.scripts_loaded.load(Ordering::Acquire);
-            let result = if by_hash && wire::is_release(&command) {
+            let result = if by_hash && command.is_release() {
                 let release =
                     release_slot.insert(wire::release_by_hash(command, connection.multiplexed));
                 release.await

@@ -220,14 +220,6 @@ async fn call(
     cmd.query_async(connection).await.map_err(classify)
 }
 
-/// Whether `command` is a release by script (which [`release_by_hash`] sends).
-pub(crate) fn is_release(command: &Command) -> bool {
-    matches!(
-        command,
-        Command::ReleaseIfOwner { .. } | Command::ReleaseAllIfOwner { .. }
-    )
-}
-
 /// A release that goes by hash, as a request that owns what it needs: cut by its deadline,
 /// it can still finish in the background, so that a `NOSCRIPT` answering late is still
 /// followed by the `EVAL` (a release is never left unsent).
