@@ -18,9 +18,9 @@ use redlock::client::{Fencing, KeepAlive, KeptLease, LeaseSignal};
 use redlock::core::{Ending, ReleaseReport, StopCause, Supervisor, SupervisorAction, Timestamp};
 
 use crate::args::RunArgs;
-use crate::child::{self, Child};
+use crate::child::{self, Child, Privileges};
 use crate::duration::show;
-use crate::exit::{self, Failure, LEASE_LOST, OS_ERROR};
+use crate::exit::{self, Failure, LEASE_LOST, OS_ERROR, OUT_OF_REACH};
 use crate::run_report::{self, Outcome, ReportFile, RunReport, Stop};
 use crate::settings::{Flags, Setting, Settings};
 use crate::signals::Incoming;
@@ -149,7 +149,12 @@ async fn hold(
     let kept = lease.keep_alive(plan.keep_alive());
     let signal = kept.signal();
     report.fence = signal.fence();
-    let mut child = match child::spawn(&args.command, &fence_env(args, &signal)) {
+    let privileges = if args.allow_new_privileges {
+        Privileges::Allowed
+    } else {
+        Privileges::Forbidden
+    };
+    let mut child = match child::spawn(&args.command, &fence_env(args, &signal), privileges) {
         Ok(child) => child,
         Err(failure) => {
             report.outcome = Outcome::NotStarted;
@@ -171,7 +176,27 @@ async fn hold(
     report.held_ms = Some(run_report::ms(granted.elapsed()));
     let (ending, status) = ended?;
     report.command = Some(status.into());
+    if child.out_of_reach() {
+        return Ok(out_of_reach(report, &args.resource, status));
+    }
     judge(report, plan, &args.resource, ending, status, &released)
+}
+
+/// The end of a run whose command's group refused `redlock`'s signals: whatever else
+/// happened, a process of the group may have run on after the lease ended, and that is what
+/// the exit code and the message say.
+fn out_of_reach(report: &mut RunReport, resource: &str, status: ExitStatus) -> u8 {
+    report.outcome = Outcome::OutOfReach;
+    say(
+        report,
+        format!(
+            "the command's process group was out of reach of redlock's signals (a member \
+             changed its user) and may have run on after the lease on `{resource}` ended; the \
+             command itself ended on its own ({status}). Run `sudo redlock run …` rather than \
+             `redlock run -- sudo …`, and leave --allow-new-privileges off"
+        ),
+    );
+    OUT_OF_REACH
 }
 
 /// The environment the command gets with `--fence-env NAME`: the fencing token in NAME and
@@ -205,12 +230,14 @@ async fn release_after(
     if group_gone(redlock, child, signal).await {
         return kept.release().await;
     }
+    let why = if child.out_of_reach() {
+        "processes of the command's group are out of reach of redlock's signals"
+    } else {
+        "processes of the command's group did not die after SIGKILL"
+    };
     warn(
         report,
-        format!(
-            "processes of the command's group did not die after SIGKILL; the lease on \
-             `{resource}` is released when its keys have expired"
-        ),
+        format!("{why}; the lease on `{resource}` is released when its keys have expired"),
     );
     kept.release_unconfirmed().await
 }

@@ -27,6 +27,9 @@ pub(crate) enum Outcome {
     Stopped,
     /// CMD ended on its own, but only after the lease had run out (exit 74).
     Late,
+    /// A process of CMD's group refused `redlock`'s signals (it changed its user) and may
+    /// have run on after the lease ended (exit 79).
+    OutOfReach,
     /// The lease was not granted: held elsewhere (75), too few nodes (69), refused by the
     /// nodes (77). CMD did not run.
     Refused,
