@@ -12,6 +12,8 @@ use std::io::IsTerminal;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
+
 use nix::sys::signal::Signal;
 use redlock::Redlock;
 use redlock::client::{Fencing, KeepAlive, KeptLease, LeaseSignal};
@@ -171,9 +173,23 @@ async fn hold(
         // lease under a command that may still run.
         let _ = child.kill_and_reap();
     }
-    let released = release_after(redlock, &mut child, &signal, kept, report, &args.resource).await;
-    report.release = Some((&released).into());
+    let waited = release_after(redlock, &mut child, &signal, kept, incoming, report).await;
     report.held_ms = Some(run_report::ms(granted.elapsed()));
+    let released = match waited {
+        Released::Report(released) => released,
+        Released::Interrupted(received) => {
+            report.outcome = Outcome::Interrupted;
+            if let Ok((_, status)) = ended {
+                report.command = Some(status.into());
+            }
+            return Err(interrupted_while_the_group_dies(
+                received,
+                &args.resource,
+                plan,
+            ));
+        }
+    };
+    report.release = Some((&released).into());
     let (ending, status) = ended?;
     report.command = Some(status.into());
     if child.out_of_reach() {
@@ -217,18 +233,41 @@ fn fence_env(args: &RunArgs, signal: &LeaseSignal) -> Vec<(String, String)> {
         .collect()
 }
 
+/// How the wait for the command's group to be gone ended.
+enum Released {
+    /// The lease was released: the group was confirmed gone, or the keys have expired.
+    Report(ReleaseReport),
+    /// A signal to `redlock` ended the wait: the lease is no longer extended, and its keys
+    /// are left to expire (the group was not confirmed gone).
+    Interrupted(Signal),
+}
+
 /// Releases the lease once the command's whole group is dead: the core's keeper releases a
-/// lease only once the work is confirmed stopped, or when its keys have expired.
+/// lease only once the work is confirmed stopped, or when its keys have expired. A signal
+/// to `redlock` meanwhile (`SIGTERM` from a service manager) ends the wait at once: the
+/// signal goes on to what is left of the group, extensions stop, and nothing is released,
+/// so the keys expire on their own, no earlier than a release at the keys' expiry would
+/// have come.
 async fn release_after(
     redlock: &Redlock,
     child: &mut Child,
     signal: &LeaseSignal,
     kept: KeptLease,
+    incoming: &mut Incoming,
     report: &mut RunReport,
-    resource: &str,
-) -> ReleaseReport {
-    if group_gone(redlock, child, signal).await {
-        return kept.release().await;
+) -> Released {
+    let resource = signal.resource().to_owned();
+    let gone = match group_gone(redlock, child, signal, incoming).await {
+        Ok(gone) => gone,
+        Err(received) => {
+            // One poll hands the keeper its stop (no more extensions); the release it then
+            // waits for, at the keys' expiry, is not waited for.
+            let _ = kept.release_unconfirmed().now_or_never();
+            return Released::Interrupted(received);
+        }
+    };
+    if gone {
+        return Released::Report(kept.release().await);
     }
     let why = if child.out_of_reach() {
         "processes of the command's group are out of reach of redlock's signals"
@@ -239,7 +278,20 @@ async fn release_after(
         report,
         format!("{why}; the lease on `{resource}` is released when its keys have expired"),
     );
-    kept.release_unconfirmed().await
+    Released::Report(kept.release_unconfirmed().await)
+}
+
+/// Why `redlock` exits when a signal ended its wait for the command's killed group.
+fn interrupted_while_the_group_dies(received: Signal, resource: &str, plan: &Plan) -> Failure {
+    Failure::new(
+        128 + exit_signal_number(received),
+        format!(
+            "interrupted by {received} while waiting for the command's killed processes to be \
+             gone; the lease on `{resource}` is no longer extended and was not released: its \
+             keys expire within {}",
+            show(plan.ttl)
+        ),
+    )
 }
 
 /// The exit code for how the command ended under the lease, with what to say about it.
@@ -309,20 +361,33 @@ fn warn(report: &mut RunReport, warning: String) {
 }
 
 /// Waits until the command's killed process group is confirmed gone, for as long as the
-/// lease could still be released before its keys expire; returns whether it is gone. (A
-/// killed process with a large memory takes a while to be torn down, and one stuck in the
-/// kernel may never go.) The keep-alive goes on meanwhile.
-async fn group_gone(redlock: &Redlock, child: &mut Child, signal: &LeaseSignal) -> bool {
+/// lease could still be released before its keys expire (the release deadline, which
+/// follows the lease's extensions); returns whether it is gone, or the signal to `redlock`
+/// that ended the wait (passed on to the group). (A killed process with a large memory
+/// takes a while to be torn down, and one stuck in the kernel may never go.) The
+/// keep-alive goes on meanwhile.
+async fn group_gone(
+    redlock: &Redlock,
+    child: &mut Child,
+    signal: &LeaseSignal,
+    incoming: &mut Incoming,
+) -> Result<bool, Signal> {
     loop {
         if child.group_gone() {
-            return true;
+            return Ok(true);
         }
         if redlock.now() >= signal.release_deadline() {
-            return false;
+            return Ok(false);
         }
         // A member that forked just before the kill may have a child the kill missed.
         child.signal(Signal::SIGKILL);
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(2)) => {}
+            received = incoming.recv() => {
+                child.signal(received);
+                return Err(received);
+            }
+        }
     }
 }
 

@@ -33,7 +33,8 @@ pub(crate) enum Outcome {
     /// The lease was not granted: held elsewhere (75), too few nodes (69), refused by the
     /// nodes (77). CMD did not run.
     Refused,
-    /// A signal ended the wait for the lease (128 + N). CMD did not run.
+    /// A signal ended the wait for the lease (128 + N; CMD did not run), or the wait for
+    /// CMD's killed processes to be gone (128 + N; the lease was left to expire).
     Interrupted,
     /// CMD could not be started (126) or was not found (127).
     NotStarted,
