@@ -298,6 +298,23 @@ pub struct RememberedServer {
     pub changed_ago: Option<Duration>,
 }
 
+/// A change of a name's `run_id`: `ago` before `seen_at`. (A change an earlier process saw
+/// may predate this process's clock, whose timestamps start near zero: it is kept as an age
+/// at a moment of this clock rather than as a timestamp.)
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Change {
+    seen_at: Timestamp,
+    ago: Duration,
+}
+
+impl Change {
+    /// How long ago, at `now`, the change happened.
+    fn age(self, now: Timestamp) -> Duration {
+        self.ago
+            .saturating_add(now.saturating_duration_since(self.seen_at))
+    }
+}
+
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
 struct NodeState {
     run_id: Option<String>,
@@ -305,7 +322,7 @@ struct NodeState {
     remembered: Option<String>,
     /// When the name's `run_id` was seen to change to the current one (by this process, or
     /// by an earlier one and remembered).
-    changed_at: Option<Timestamp>,
+    changed: Option<Change>,
     quarantined_until: Option<Timestamp>,
     /// The connection whose identity is known (or was tried and refused); `None` until the
     /// first identification, whatever its outcome.
@@ -624,7 +641,7 @@ impl Eligibility {
             // This process has met the node itself: what it saw is newer.
             return;
         }
-        state.changed_at = server.changed_ago.map(|ago| now.saturating_sub(ago));
+        state.changed = server.changed_ago.map(|ago| Change { seen_at: now, ago });
         state.remembered = Some(server.run_id);
     }
 
@@ -635,9 +652,7 @@ impl Eligibility {
         let state = self.nodes.get(node.index())?;
         Some(RememberedServer {
             run_id: state.run_id.clone()?,
-            changed_ago: state
-                .changed_at
-                .map(|changed_at| now.saturating_duration_since(changed_at)),
+            changed_ago: state.changed.map(|change| change.age(now)),
         })
     }
 }
@@ -664,7 +679,10 @@ fn identity_quarantine(
         (None, _) => Some(QuarantineReason::Restarted),
     };
     if reason == Some(QuarantineReason::Restarted) {
-        state.changed_at = Some(now);
+        state.changed = Some(Change {
+            seen_at: now,
+            ago: Duration::ZERO,
+        });
     }
     state.run_id = Some(identity.run_id);
     let (Some(reason), RestartPolicy::Quarantine(quarantine)) = (reason, policy) else {
@@ -684,10 +702,8 @@ fn identity_quarantine(
         // began, when that is longer.
         QuarantineReason::Young => {
             let young = quarantine_left(quarantine, identity.uptime);
-            let rest = state.changed_at.map_or(Duration::ZERO, |changed_at| {
-                changed_at
-                    .saturating_add(quarantine)
-                    .saturating_duration_since(now)
+            let rest = state.changed.map_or(Duration::ZERO, |change| {
+                quarantine.saturating_sub(change.age(now))
             });
             if rest > young {
                 (rest, QuarantineReason::Restarted)
@@ -940,18 +956,19 @@ mod tests {
 
         // The next process, 3 s after the change, meets "b" again: the rest of the change's
         // quarantine, not nothing (its uptime alone would let it vote).
+        // (Its clock starts near zero: the change predates it.)
         let mut next = Eligibility::new(1, quarantine);
-        next.remember(n0(), remembered("b", Some(3)), at(100));
-        let events = next.identified(n0(), ConnectionId(1), identity("b", 86_400), at(100));
+        next.remember(n0(), remembered("b", Some(3)), at(0));
+        let events = next.identified(n0(), ConnectionId(1), identity("b", 86_400), at(0));
         assert_eq!(
             events,
             [EligibilityEvent::Quarantined {
                 node: n0(),
-                until: at(107),
+                until: at(7),
                 reason: QuarantineReason::Restarted
             }]
         );
-        assert_eq!(next.met(n0(), at(101)), Some(remembered("b", Some(4))));
+        assert_eq!(next.met(n0(), at(1)), Some(remembered("b", Some(4))));
 
         // The same server as remembered, with no change seen: its uptime, as before.
         let mut same = Eligibility::new(1, quarantine);
