@@ -142,6 +142,12 @@ pub(crate) struct RunArgs {
     /// lease ends; run `sudo redlock run …` instead of `redlock run -- sudo …`.
     #[arg(long)]
     pub(crate) allow_new_privileges: bool,
+    /// Where to remember the servers met behind the nodes' names between runs, so that a
+    /// node name that reaches another server (a promoted replica, a moved DNS name) is left
+    /// out for the whole restart quarantine; `off` forgets them [env: REDLOCK_SERVERS_FILE]
+    /// [default: $XDG_STATE_HOME/redlock/servers, else ~/.local/state/redlock/servers].
+    #[arg(long, value_name = "PATH|off", value_hint = ValueHint::FilePath)]
+    pub(crate) servers_file: Option<OsString>,
     /// Write the run's final report (exit code, outcome, resource, fencing token, rounds,
     /// time waited and held, the release) as one JSON document to PATH when redlock exits.
     /// PATH is created or emptied at the start; stdout and stderr are CMD's.

@@ -23,6 +23,7 @@ use crate::args::RunArgs;
 use crate::child::{self, Child, Privileges};
 use crate::duration::show;
 use crate::exit::{self, Failure, LEASE_LOST, OS_ERROR, OUT_OF_REACH};
+use crate::memory::Memory;
 use crate::run_report::{self, Outcome, ReportFile, RunReport, Stop};
 use crate::settings::{Flags, Setting, Settings};
 use crate::signals::Incoming;
@@ -96,7 +97,8 @@ async fn run_reporting(args: &RunArgs, report: &mut RunReport) -> Result<u8, Fai
         ..Flags::from_node_args(&args.nodes)
     };
     let settings = sources::from_sources(&args.nodes, flags)?;
-    let mut redlock = settings.client()?;
+    let memory = Memory::locate(args.servers_file.as_ref());
+    let mut redlock = settings.client_remembering(memory.load())?;
     let plan = Plan::new(&settings, &redlock)?;
     if let Some(name) = &args.fence_env {
         check_env_name(name)?;
@@ -110,11 +112,15 @@ async fn run_reporting(args: &RunArgs, report: &mut RunReport) -> Result<u8, Fai
     // Connections open (and are identified) now rather than inside the first round's
     // per-node timeout.
     redlock.connect().await;
+    // What this run met, for the next one: now, so that a long or interrupted run still
+    // leaves it, and again at the end (a node may have been replaced meanwhile).
+    memory.save(&redlock.servers_met());
     let outcome = hold(&redlock, args, &plan, &mut incoming, report).await;
     // Released leases and failed acquisitions leave their slower nodes' requests running in
     // the background: let them land before the process exits, or their keys stay until the
     // TTL.
     redlock.settle().await;
+    memory.save(&redlock.servers_met());
     outcome
 }
 
