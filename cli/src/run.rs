@@ -468,7 +468,7 @@ async fn acquire(
             let rounds = error.attempts().unwrap_or(1) + earlier;
             report.outcome = Outcome::Refused;
             report.rounds = Some(rounds);
-            refusal(&error, rounds, started.elapsed())
+            refusal(&error, rounds, started.elapsed(), &redlock.quarantined())
         }),
         // Dropping the acquisition releases the round in flight from a background task,
         // which `settle` lets finish before the process exits.
@@ -506,8 +506,14 @@ fn exit_signal_number(signal: Signal) -> u8 {
     u8::try_from(signal as i32).unwrap_or(0)
 }
 
-/// Why the command was not run.
-fn refusal(error: &redlock::Error, rounds: u32, waited: Duration) -> Failure {
+/// Why the command was not run; `quarantined` are the nodes the restart quarantine leaves
+/// out now (the last round may have ended before it asked them all).
+fn refusal(
+    error: &redlock::Error,
+    rounds: u32,
+    waited: Duration,
+    quarantined: &[(String, Duration)],
+) -> Failure {
     let code = exit::for_error(error);
     let tried = if rounds > 1 {
         format!(" ({rounds} rounds over {})", show(waited))
@@ -525,7 +531,7 @@ fn refusal(error: &redlock::Error, rounds: u32, waited: Duration) -> Failure {
             nodes,
             quarantine_wait: Some(wait),
             ..
-        } => quarantine_refusal(resource, nodes, *wait, &tried),
+        } => quarantine_refusal(resource, nodes, quarantined, *wait, &tried),
         redlock::Error::NoQuorum {
             resource, nodes, ..
         } => format!(
@@ -542,21 +548,33 @@ fn refusal(error: &redlock::Error, rounds: u32, waited: Duration) -> Failure {
 fn quarantine_refusal(
     resource: &str,
     nodes: &redlock::client::NodeReport,
+    quarantined: &[(String, Duration)],
     wait: Duration,
     tried: &str,
 ) -> String {
-    let left_out: Vec<String> = nodes
-        .quarantined()
-        .map(|(address, remaining)| format!("{address} for another {}", show(remaining)))
+    // The round's own word for the nodes it asked, then the client's for those it did not
+    // get to (a round ends as soon as no quorum can form).
+    let mut out: Vec<(&str, Duration)> = nodes.quarantined().collect();
+    for (address, remaining) in quarantined {
+        if out.iter().all(|(known, _)| known != address) {
+            out.push((address, *remaining));
+        }
+    }
+    let order = |address: &str| {
+        nodes
+            .nodes()
+            .iter()
+            .position(|node| &*node.address == address)
+    };
+    out.sort_by_key(|(address, _)| order(address));
+    let left_out: Vec<String> = out
+        .iter()
+        .map(|(address, remaining)| format!("{address} for another {}", show(*remaining)))
         .collect();
     let others: Vec<String> = nodes
         .nodes()
         .iter()
-        .filter(|node| {
-            nodes
-                .quarantined()
-                .all(|(address, _)| address != &*node.address)
-        })
+        .filter(|node| out.iter().all(|(address, _)| *address != &*node.address))
         .map(|node| format!("{} {}", node.address, node.status))
         .collect();
     let others = if others.is_empty() {

@@ -105,6 +105,14 @@ impl Nodes {
         }
     }
 
+    /// How long the restart quarantine still leaves node `index` out, if it does.
+    pub(crate) fn quarantined(&self, index: usize) -> Option<Duration> {
+        let now = self.clock.now();
+        lock(&self.eligibility)
+            .quarantined_until(NodeId::new(index), now)
+            .map(|until| until.saturating_duration_since(now))
+    }
+
     /// What this process met behind node `index`'s name, to remember for the next one.
     pub(crate) fn met(&self, index: usize) -> Option<RememberedServer> {
         lock(&self.eligibility).met(NodeId::new(index), self.clock.now())
