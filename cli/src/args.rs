@@ -187,6 +187,10 @@ pub(crate) struct StatusArgs {
     pub(crate) nodes: NodeArgs,
     /// The resource, e.g. nightly-report.
     pub(crate) resource: String,
+    /// The TTL of the leases taken on these nodes, as `run --ttl` gives it: the default
+    /// restart quarantine is the TTL, as for `run` [env: REDLOCK_TTL] [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    pub(crate) ttl: Option<Duration>,
     /// Print the answer as one JSON document.
     #[arg(long)]
     pub(crate) json: bool,
