@@ -95,8 +95,9 @@ pub(crate) struct Release {
     pub(crate) held_by_other: usize,
     /// Nodes that failed or timed out.
     pub(crate) failed: usize,
-    /// Nodes that had not answered when a quorum was known free (the release is decided
-    /// then); their answers land before `redlock` exits.
+    /// Nodes that had not answered when the release was decided: `redlock run` waits for
+    /// every node's answer, so only a release the keep-alive made itself (a lost lease whose
+    /// keys had expired) can leave some; their answers land before `redlock` exits.
     pub(crate) pending: usize,
     /// Whether a quorum is known to be free of this lease: the next run can take it at once.
     pub(crate) quorum_free: bool,
