@@ -340,10 +340,18 @@ fn judge(
         Ending::Stopped(cause) => {
             report.outcome = Outcome::Stopped;
             report.stop = Stop::of(&cause);
+            // Killed by a signal, or exited by itself after it was told to stop (a SIGTERM
+            // handler that exits 0, or a command that ended just then): only the first
+            // was terminated.
+            let ended = if std::os::unix::process::ExitStatusExt::signal(&status).is_some() {
+                format!("the command was terminated ({status})")
+            } else {
+                format!("the command ended ({status}) after it was told to stop,")
+            };
             say(
                 report,
                 format!(
-                    "the command was terminated ({status}) because the lease on `{resource}` {}",
+                    "{ended} because the lease on `{resource}` {}",
                     describe(&cause, plan)
                 ),
             );
@@ -772,6 +780,39 @@ mod tests {
             let parsed = crate::duration::parse(flag.trim_start_matches("--wait ")).unwrap();
             assert!(parsed >= wait, "{flag} is shorter than {wait:?}");
         }
+    }
+
+    #[test]
+    fn a_stopped_command_is_said_terminated_only_when_a_signal_ended_it() {
+        use std::os::unix::process::ExitStatusExt;
+
+        let plan = plan(None, Duration::from_secs(10)).unwrap();
+        let stopped = || {
+            Ending::Stopped(StopCause::HoldLimit {
+                left: Duration::from_secs(2),
+            })
+        };
+        let released = ReleaseReport::default();
+        let mut report = RunReport::default();
+        let killed = ExitStatus::from_raw(9);
+        let code = judge(&mut report, &plan, "r", stopped(), killed, &released);
+        assert_eq!(code.unwrap(), LEASE_LOST);
+        let message = report.message.take().unwrap();
+        assert!(
+            message.starts_with("the command was terminated (signal: 9"),
+            "{message}"
+        );
+        let exited = ExitStatus::from_raw(0);
+        let code = judge(&mut report, &plan, "r", stopped(), exited, &released);
+        assert_eq!(code.unwrap(), LEASE_LOST);
+        let message = report.message.take().unwrap();
+        assert!(
+            message.starts_with(
+                "the command ended (exit status: 0) after it was told to stop, because the \
+                 lease on `r` reached the longest hold"
+            ),
+            "{message}"
+        );
     }
 
     #[test]

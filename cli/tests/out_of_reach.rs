@@ -277,3 +277,36 @@ fn a_setuid_member_out_of_reach_is_reported_with_its_own_exit_code() {
         "a refused kill is not a slow death: {text}"
     );
 }
+
+/// The H1 recipe itself, with the opt-out: the command is the setuid helper, which ignores
+/// `SIGTERM` and becomes root, so that neither signal reaches it and it ends on its own. The
+/// report must say so, not that the command "was terminated".
+#[test]
+fn a_command_no_signal_reached_is_said_to_have_ended_on_its_own() {
+    let Some(setuid) =
+        setuid_or_skip("a_command_no_signal_reached_is_said_to_have_ended_on_its_own")
+    else {
+        return;
+    };
+    let fleet = fleet(3);
+    let args = [
+        "--resource",
+        "own",
+        "--ttl",
+        "3s",
+        "--max-hold",
+        "1s",
+        "--allow-new-privileges",
+    ];
+    let command = run_sh(&fleet, &args, &format!("exec {}", setuid.helper_line(4)));
+    let done = finish(&mut setuid.as_nobody(&command).unwrap());
+    let text = format!("{}\nthe helper said: {:?}", done.text(), setuid.lines());
+    assert_eq!(setuid.helper_said().map(|(uid, _)| uid), Some(0), "{text}");
+    assert!(
+        setuid.lines().iter().any(|line| line == "done"),
+        "the helper was reached: {text}"
+    );
+    assert!(!done.stderr.contains("was terminated"), "{text}");
+    assert!(done.stderr.contains("ended on its own"), "{text}");
+    assert_eq!(done.code, Some(OUT_OF_REACH), "{text}");
+}
