@@ -24,6 +24,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use redlock::core::RememberedServer;
 
+use crate::exit::Failure;
+
 /// The environment variable naming the file (or `off`).
 pub(crate) const SERVERS_FILE_ENV: &str = "REDLOCK_SERVERS_FILE";
 
@@ -42,22 +44,35 @@ pub(crate) type Met = (String, RememberedServer);
 
 impl Memory {
     /// The memory `flag` (`--servers-file`) or the environment points to: a path, `off`, or
-    /// the user's state directory by default. `None` as well when no location can be
-    /// found (no absolute `XDG_STATE_HOME` or `HOME`).
-    pub(crate) fn locate(flag: Option<&OsString>) -> Self {
+    /// the user's state directory by default. None at all when no location can be found
+    /// (no absolute `XDG_STATE_HOME` or `HOME`).
+    ///
+    /// # Errors
+    ///
+    /// A usage failure for an empty flag or variable, as for every setting.
+    pub(crate) fn locate(flag: Option<&OsString>) -> Result<Self, Failure> {
         Self::locate_with(flag, &|name| std::env::var_os(name))
     }
 
-    fn locate_with(flag: Option<&OsString>, lookup: &dyn Fn(&str) -> Option<OsString>) -> Self {
-        let chosen = flag
-            .cloned()
-            .or_else(|| lookup(SERVERS_FILE_ENV).filter(|value| !value.is_empty()));
+    fn locate_with(
+        flag: Option<&OsString>,
+        lookup: &dyn Fn(&str) -> Option<OsString>,
+    ) -> Result<Self, Failure> {
+        let (chosen, origin) = match flag {
+            Some(value) => (Some(value.clone()), "--servers-file"),
+            None => (lookup(SERVERS_FILE_ENV), SERVERS_FILE_ENV),
+        };
         let path = match chosen {
+            Some(value) if value.is_empty() => {
+                return Err(Failure::usage(format!(
+                    "{origin} is set but empty (a path, or `off`; unset it for the default)"
+                )));
+            }
             Some(value) if value == "off" => None,
             Some(value) => Some(PathBuf::from(value)),
             None => default_path(lookup),
         };
-        Self { path }
+        Ok(Self { path })
     }
 
     /// What earlier runs met; nothing when there is no file yet, or it cannot be read.
@@ -235,7 +250,9 @@ mod tests {
             }
         };
         let at = |flag: Option<&str>, lookup: &dyn Fn(&str) -> Option<OsString>| {
-            Memory::locate_with(flag.map(OsString::from).as_ref(), lookup).path
+            Memory::locate_with(flag.map(OsString::from).as_ref(), lookup)
+                .unwrap()
+                .path
         };
         let home = env(&[("HOME", "/home/ann")]);
         assert_eq!(
@@ -253,6 +270,13 @@ mod tests {
         assert_eq!(at(Some("off"), &xdg), None);
         assert_eq!(at(None, &env(&[(SERVERS_FILE_ENV, "off")])), None);
         assert_eq!(at(None, &env(&[("HOME", "relative")])), None);
+        let empty = Memory::locate_with(None, &env(&[(SERVERS_FILE_ENV, "")])).unwrap_err();
+        assert!(
+            empty
+                .message
+                .starts_with("REDLOCK_SERVERS_FILE is set but empty"),
+            "{empty}"
+        );
     }
 
     #[test]

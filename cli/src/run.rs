@@ -97,7 +97,7 @@ async fn run_reporting(args: &RunArgs, report: &mut RunReport) -> Result<u8, Fai
         ..Flags::from_node_args(&args.nodes)
     };
     let settings = sources::from_sources(&args.nodes, flags)?;
-    let memory = Memory::locate(args.servers_file.as_ref());
+    let memory = Memory::locate(args.servers_file.as_ref())?;
     let mut redlock = settings.client_remembering(memory.load())?;
     let plan = Plan::new(&settings, &redlock)?;
     if let Some(name) = &args.fence_env {
