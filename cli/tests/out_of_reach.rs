@@ -222,11 +222,15 @@ fn a_setuid_member_out_of_reach_is_reported_with_its_own_exit_code() {
         return;
     };
     let fleet = fleet(3);
+    // The lease is kept extended while the group may still die, up to the longest hold:
+    // then its keys are left to expire.
     let args = [
         "--resource",
         "escape",
         "--ttl",
         "3s",
+        "--max-hold",
+        "2s",
         "--allow-new-privileges",
     ];
     // Its output elsewhere: the test reads redlock's to its end, which an inherited pipe
