@@ -18,6 +18,8 @@ Exit codes of `redlock run`:
   74             the lease was lost while CMD ran; CMD was sent SIGTERM, then SIGKILL
   75             another owner holds the resource (after --wait)
   77             the nodes refused this client (password, ACL)
+  79             a process of CMD's group was out of reach of redlock's signals (it changed
+                 its user) and may have run on after the lease ended
   126, 127       CMD could not be started, or was not found
 Exit codes of `redlock status`: 0 held by a quorum, 1 not held, 69 too few nodes answered to tell.
 Exit codes of `redlock doctor`: 0 every condition holds, 1 one does not, 2 the fleet cannot be
@@ -134,6 +136,18 @@ pub(crate) struct RunArgs {
     /// docs/fencing.md).
     #[arg(long, value_name = "NAME")]
     pub(crate) fence_env: Option<String>,
+    /// Let CMD gain privileges through setuid or file-capability programs (sudo, su).
+    /// By default CMD runs with no new privileges (Linux: PR_SET_NO_NEW_PRIVS), because a
+    /// process that switches users refuses redlock's signals and would run on after the
+    /// lease ends; run `sudo redlock run …` instead of `redlock run -- sudo …`.
+    #[arg(long)]
+    pub(crate) allow_new_privileges: bool,
+    /// Where to remember the servers met behind the nodes' names between runs, so that a
+    /// node name that reaches another server (a promoted replica, a moved DNS name) is left
+    /// out for the whole restart quarantine; `off` forgets them [env: REDLOCK_SERVERS_FILE]
+    /// [default: $XDG_STATE_HOME/redlock/servers, else ~/.local/state/redlock/servers].
+    #[arg(long, value_name = "PATH|off", value_hint = ValueHint::FilePath)]
+    pub(crate) servers_file: Option<OsString>,
     /// Write the run's final report (exit code, outcome, resource, fencing token, rounds,
     /// time waited and held, the release) as one JSON document to PATH when redlock exits.
     /// PATH is created or emptied at the start; stdout and stderr are CMD's.
@@ -173,6 +187,10 @@ pub(crate) struct StatusArgs {
     pub(crate) nodes: NodeArgs,
     /// The resource, e.g. nightly-report.
     pub(crate) resource: String,
+    /// The TTL of the leases taken on these nodes, as `run --ttl` gives it: the default
+    /// restart quarantine is the TTL, as for `run` [env: REDLOCK_TTL] [default: 10s].
+    #[arg(long, value_name = "DURATION", value_parser = duration::parse)]
+    pub(crate) ttl: Option<Duration>,
     /// Print the answer as one JSON document.
     #[arg(long)]
     pub(crate) json: bool,

@@ -5,7 +5,12 @@
 //! what is killed before the lease is released, on every path: when the command is stopped,
 //! and when its leader exits on its own while something it started (`work &`) still runs.
 //! Nothing the command started keeps running after the lease is gone, unless it leaves the
-//! group (as a daemon does with `setsid`).
+//! group (as a daemon does with `setsid`) or changes its user: the kernel refuses a signal
+//! (`EPERM`) to a process whose real and saved user IDs both differ from `redlock`'s. On
+//! Linux the command therefore runs with no new privileges (`PR_SET_NO_NEW_PRIVS`), so that
+//! a setuid program (`sudo`, `su`, `ping` on old systems) cannot gain a user that would put
+//! it out of reach; `--allow-new-privileges` turns that off, and a refused kill is then
+//! reported as a group out of reach ([`Child::out_of_reach`]).
 //!
 //! That needs the group's ID to stay reserved until the group has been killed. The group ID
 //! is the leader's process ID, which the system may reuse once the leader is *reaped*. So
@@ -24,6 +29,7 @@
 //! The price of the separate group is that the command is not in the terminal's foreground
 //! group: `redlock run` is meant for jobs, not for interactive programs.
 
+use std::cell::Cell;
 use std::ffi::OsString;
 use std::io;
 use std::process::ExitStatus;
@@ -33,7 +39,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::Pid;
 
-use crate::exit::{CANNOT_EXECUTE, Failure, NOT_FOUND};
+use crate::exit::{CANNOT_EXECUTE, Failure, NOT_FOUND, OS_ERROR};
 
 /// A running command and its process group.
 #[derive(Debug)]
@@ -42,15 +48,32 @@ pub(crate) struct Child {
     group: Pid,
     exit: exit::Watch,
     status: Option<ExitStatus>,
+    /// Whether the kernel refused a signal to the group (`EPERM`): a member changed its user.
+    out_of_reach: Cell<bool>,
+}
+
+/// Whether the command may gain privileges when it runs a setuid or file-capability program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Privileges {
+    /// No new privileges (`PR_SET_NO_NEW_PRIVS`, Linux): every member stays within reach.
+    Forbidden,
+    /// `--allow-new-privileges`: a member may switch users and escape the signals.
+    Allowed,
 }
 
 /// Starts `command` (program and arguments) in a new process group, with the `env`
-/// variables (name, value) added to the environment it inherits.
+/// variables (name, value) added to the environment it inherits, and with the
+/// `privileges` it may gain.
 ///
 /// # Errors
 ///
-/// Exit code 127 when the program is not found, 126 when it cannot be started.
-pub(crate) fn spawn(command: &[OsString], env: &[(String, String)]) -> Result<Child, Failure> {
+/// Exit code 127 when the program is not found, 126 when it cannot be started, 71 when new
+/// privileges cannot be forbidden.
+pub(crate) fn spawn(
+    command: &[OsString],
+    env: &[(String, String)],
+    privileges: Privileges,
+) -> Result<Child, Failure> {
     use std::os::unix::process::CommandExt;
 
     let Some((program, arguments)) = command.split_first() else {
@@ -58,6 +81,9 @@ pub(crate) fn spawn(command: &[OsString], env: &[(String, String)]) -> Result<Ch
     };
     let shown = program.to_string_lossy();
     become_subreaper();
+    if privileges == Privileges::Forbidden {
+        forbid_new_privileges()?;
+    }
     let mut builder = std::process::Command::new(program);
     builder.args(arguments).process_group(0);
     builder.envs(env.iter().map(|(name, value)| (name, value)));
@@ -75,7 +101,38 @@ pub(crate) fn spawn(command: &[OsString], env: &[(String, String)]) -> Result<Ch
         group,
         exit,
         status: None,
+        out_of_reach: Cell::new(false),
     })
+}
+
+/// Sets `PR_SET_NO_NEW_PRIVS` on the calling thread, which the child started next from this
+/// thread inherits (the attribute is per thread, copied by `fork`, `vfork` and `clone`, and
+/// kept across `execve`): its setuid and file-capability programs then run without gaining
+/// anything, and no member of the group can take a user that refuses `redlock`'s signals.
+///
+/// Setting it here rather than between `fork` and `exec` needs no `unsafe` code (a
+/// `pre_exec` hook would). It binds `redlock`'s own thread for good, which costs nothing:
+/// `redlock run` executes no program but the command. [`spawn`] calls it just before it
+/// starts the child, on the same thread.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn forbid_new_privileges() -> Result<(), Failure> {
+    nix::sys::prctl::set_no_new_privs().map_err(|e| {
+        Failure::new(
+            OS_ERROR,
+            format!(
+                "cannot forbid the command new privileges (PR_SET_NO_NEW_PRIVS: {e}); \
+                 --allow-new-privileges runs it without that protection"
+            ),
+        )
+    })
+}
+
+/// Elsewhere there is no such attribute: a setuid program may put itself out of reach, and
+/// a refused kill is reported as such.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[allow(clippy::unnecessary_wraps)] // The same signature as on Linux.
+fn forbid_new_privileges() -> Result<(), Failure> {
+    Ok(())
 }
 
 /// Makes `redlock` the parent of every orphan its command leaves (Linux), so that the
@@ -107,7 +164,34 @@ impl Child {
                 Ok(_) => {}
             }
         }
-        matches!(killpg(self.group, None), Err(Errno::ESRCH))
+        match killpg(self.group, None) {
+            Err(Errno::ESRCH) => true,
+            Err(Errno::EPERM) => {
+                self.refused(None);
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the kernel refused a signal to the command's group (`EPERM`): a member changed
+    /// its user (a setuid program run with `--allow-new-privileges`, on a system without
+    /// `PR_SET_NO_NEW_PRIVS`) and runs on beyond `redlock`'s reach.
+    pub(crate) fn out_of_reach(&self) -> bool {
+        self.out_of_reach.get()
+    }
+
+    /// Notes a refused `signal` (`None`: the probe of the group), saying so the first time.
+    fn refused(&self, signal: Option<Signal>) {
+        if self.out_of_reach.replace(true) {
+            return;
+        }
+        let what = signal.map_or_else(|| "a signal".to_owned(), |signal| signal.to_string());
+        eprintln!(
+            "redlock: the kernel refused {what} to the command's process group (EPERM): a \
+             member changed its user (as a setuid program or sudo does), is out of reach, and \
+             may run on after the lease ends"
+        );
     }
 
     /// Resolves when the command's leader has exited (it is not reaped yet where the
@@ -134,6 +218,7 @@ impl Child {
                     let _ = kill(self.group, signal);
                 }
             }
+            Err(Errno::EPERM) => self.refused(Some(signal)),
             Err(e) => eprintln!("redlock: cannot send {signal} to the command: {e}"),
         }
     }

@@ -28,6 +28,10 @@ pub(crate) const TEMP_FAIL: u8 = 75;
 /// EX_NOPERM: the nodes refused this client (a wrong or missing password, an ACL without a
 /// command the client needs) on too many nodes for a quorum.
 pub(crate) const NO_PERMISSION: u8 = 77;
+/// A member of the command's process group was out of reach of `redlock`'s signals (the
+/// kernel refused them, `EPERM`: it changed its user) and may have run on after the lease
+/// ended. `redlock`'s own code: no sysexits(3) code says it.
+pub(crate) const OUT_OF_REACH: u8 = 79;
 /// The command exists but could not be started (not executable, for instance).
 pub(crate) const CANNOT_EXECUTE: u8 = 126;
 /// The command was not found.

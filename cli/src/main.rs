@@ -12,6 +12,7 @@ mod exit;
 #[cfg(test)]
 mod fuzz_tests;
 mod generate;
+mod memory;
 mod numbers;
 mod quarantine;
 mod run;

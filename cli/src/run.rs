@@ -12,15 +12,18 @@ use std::io::IsTerminal;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
+
 use nix::sys::signal::Signal;
 use redlock::Redlock;
 use redlock::client::{Fencing, KeepAlive, KeptLease, LeaseSignal};
 use redlock::core::{Ending, ReleaseReport, StopCause, Supervisor, SupervisorAction, Timestamp};
 
 use crate::args::RunArgs;
-use crate::child::{self, Child};
+use crate::child::{self, Child, Privileges};
 use crate::duration::show;
-use crate::exit::{self, Failure, LEASE_LOST, OS_ERROR};
+use crate::exit::{self, Failure, LEASE_LOST, OS_ERROR, OUT_OF_REACH};
+use crate::memory::Memory;
 use crate::run_report::{self, Outcome, ReportFile, RunReport, Stop};
 use crate::settings::{Flags, Setting, Settings};
 use crate::signals::Incoming;
@@ -94,7 +97,8 @@ async fn run_reporting(args: &RunArgs, report: &mut RunReport) -> Result<u8, Fai
         ..Flags::from_node_args(&args.nodes)
     };
     let settings = sources::from_sources(&args.nodes, flags)?;
-    let mut redlock = settings.client()?;
+    let memory = Memory::locate(args.servers_file.as_ref())?;
+    let mut redlock = settings.client_remembering(memory.load())?;
     let plan = Plan::new(&settings, &redlock)?;
     if let Some(name) = &args.fence_env {
         check_env_name(name)?;
@@ -108,11 +112,15 @@ async fn run_reporting(args: &RunArgs, report: &mut RunReport) -> Result<u8, Fai
     // Connections open (and are identified) now rather than inside the first round's
     // per-node timeout.
     redlock.connect().await;
+    // What this run met, for the next one: now, so that a long or interrupted run still
+    // leaves it, and again at the end (a node may have been replaced meanwhile).
+    memory.save(&redlock.servers_met());
     let outcome = hold(&redlock, args, &plan, &mut incoming, report).await;
     // Released leases and failed acquisitions leave their slower nodes' requests running in
     // the background: let them land before the process exits, or their keys stay until the
     // TTL.
     redlock.settle().await;
+    memory.save(&redlock.servers_met());
     outcome
 }
 
@@ -149,11 +157,16 @@ async fn hold(
     let kept = lease.keep_alive(plan.keep_alive());
     let signal = kept.signal();
     report.fence = signal.fence();
-    let mut child = match child::spawn(&args.command, &fence_env(args, &signal)) {
+    let privileges = if args.allow_new_privileges {
+        Privileges::Allowed
+    } else {
+        Privileges::Forbidden
+    };
+    let mut child = match child::spawn(&args.command, &fence_env(args, &signal), privileges) {
         Ok(child) => child,
         Err(failure) => {
             report.outcome = Outcome::NotStarted;
-            let released = kept.release().await;
+            let released = kept.release_all().await;
             report.release = Some((&released).into());
             report.held_ms = Some(run_report::ms(granted.elapsed()));
             return Err(failure);
@@ -166,12 +179,46 @@ async fn hold(
         // lease under a command that may still run.
         let _ = child.kill_and_reap();
     }
-    let released = release_after(redlock, &mut child, &signal, kept, report, &args.resource).await;
-    report.release = Some((&released).into());
+    let waited = release_after(redlock, &mut child, &signal, kept, incoming, report).await;
     report.held_ms = Some(run_report::ms(granted.elapsed()));
+    let released = match waited {
+        Released::Report(released) => released,
+        Released::Interrupted(received) => {
+            report.outcome = Outcome::Interrupted;
+            if let Ok((_, status)) = ended {
+                report.command = Some(status.into());
+            }
+            return Err(interrupted_while_the_group_dies(
+                received,
+                &args.resource,
+                plan,
+            ));
+        }
+    };
+    report.release = Some((&released).into());
     let (ending, status) = ended?;
     report.command = Some(status.into());
+    if child.out_of_reach() {
+        return Ok(out_of_reach(report, &args.resource, status));
+    }
     judge(report, plan, &args.resource, ending, status, &released)
+}
+
+/// The end of a run whose command's group refused `redlock`'s signals: whatever else
+/// happened, a process of the group may have run on after the lease ended, and that is what
+/// the exit code and the message say.
+fn out_of_reach(report: &mut RunReport, resource: &str, status: ExitStatus) -> u8 {
+    report.outcome = Outcome::OutOfReach;
+    say(
+        report,
+        format!(
+            "the command's process group was out of reach of redlock's signals (a member \
+             changed its user) and may have run on after the lease on `{resource}` ended; the \
+             command itself ended on its own ({status}). Run `sudo redlock run …` rather than \
+             `redlock run -- sudo …`, and leave --allow-new-privileges off"
+        ),
+    );
+    OUT_OF_REACH
 }
 
 /// The environment the command gets with `--fence-env NAME`: the fencing token in NAME and
@@ -192,27 +239,67 @@ fn fence_env(args: &RunArgs, signal: &LeaseSignal) -> Vec<(String, String)> {
         .collect()
 }
 
+/// How the wait for the command's group to be gone ended.
+enum Released {
+    /// The lease was released: the group was confirmed gone, or the keys have expired.
+    Report(ReleaseReport),
+    /// A signal to `redlock` ended the wait: the lease is no longer extended, and its keys
+    /// are left to expire (the group was not confirmed gone).
+    Interrupted(Signal),
+}
+
 /// Releases the lease once the command's whole group is dead: the core's keeper releases a
-/// lease only once the work is confirmed stopped, or when its keys have expired.
+/// lease only once the work is confirmed stopped, or when its keys have expired. A signal
+/// to `redlock` meanwhile (`SIGTERM` from a service manager) ends the wait at once: the
+/// signal goes on to what is left of the group, extensions stop, and nothing is released,
+/// so the keys expire on their own, no earlier than a release at the keys' expiry would
+/// have come.
 async fn release_after(
     redlock: &Redlock,
     child: &mut Child,
     signal: &LeaseSignal,
     kept: KeptLease,
+    incoming: &mut Incoming,
     report: &mut RunReport,
-    resource: &str,
-) -> ReleaseReport {
-    if group_gone(redlock, child, signal).await {
-        return kept.release().await;
+) -> Released {
+    let resource = signal.resource().to_owned();
+    let gone = match group_gone(redlock, child, signal, incoming).await {
+        Ok(gone) => gone,
+        Err(received) => {
+            // One poll hands the keeper its stop (no more extensions); the release it then
+            // waits for, at the keys' expiry, is not waited for.
+            let _ = kept.release_unconfirmed().now_or_never();
+            return Released::Interrupted(received);
+        }
+    };
+    if gone {
+        // Every node's answer (each within the per-node timeout), not only a quorum's: the
+        // next run then finds the resource free on every node, and the report says so.
+        return Released::Report(kept.release_all().await);
     }
+    let why = if child.out_of_reach() {
+        "processes of the command's group are out of reach of redlock's signals"
+    } else {
+        "processes of the command's group did not die after SIGKILL"
+    };
     warn(
         report,
-        format!(
-            "processes of the command's group did not die after SIGKILL; the lease on \
-             `{resource}` is released when its keys have expired"
-        ),
+        format!("{why}; the lease on `{resource}` is released when its keys have expired"),
     );
-    kept.release_unconfirmed().await
+    Released::Report(kept.release_unconfirmed().await)
+}
+
+/// Why `redlock` exits when a signal ended its wait for the command's killed group.
+fn interrupted_while_the_group_dies(received: Signal, resource: &str, plan: &Plan) -> Failure {
+    Failure::new(
+        128 + exit_signal_number(received),
+        format!(
+            "interrupted by {received} while waiting for the command's killed processes to be \
+             gone; the lease on `{resource}` is no longer extended and was not released: its \
+             keys expire within {}",
+            show(plan.ttl)
+        ),
+    )
 }
 
 /// The exit code for how the command ended under the lease, with what to say about it.
@@ -253,10 +340,18 @@ fn judge(
         Ending::Stopped(cause) => {
             report.outcome = Outcome::Stopped;
             report.stop = Stop::of(&cause);
+            // Killed by a signal, or exited by itself after it was told to stop (a SIGTERM
+            // handler that exits 0, or a command that ended just then): only the first
+            // was terminated.
+            let ended = if std::os::unix::process::ExitStatusExt::signal(&status).is_some() {
+                format!("the command was terminated ({status})")
+            } else {
+                format!("the command ended ({status}) after it was told to stop,")
+            };
             say(
                 report,
                 format!(
-                    "the command was terminated ({status}) because the lease on `{resource}` {}",
+                    "{ended} because the lease on `{resource}` {}",
                     describe(&cause, plan)
                 ),
             );
@@ -282,20 +377,33 @@ fn warn(report: &mut RunReport, warning: String) {
 }
 
 /// Waits until the command's killed process group is confirmed gone, for as long as the
-/// lease could still be released before its keys expire; returns whether it is gone. (A
-/// killed process with a large memory takes a while to be torn down, and one stuck in the
-/// kernel may never go.) The keep-alive goes on meanwhile.
-async fn group_gone(redlock: &Redlock, child: &mut Child, signal: &LeaseSignal) -> bool {
+/// lease could still be released before its keys expire (the release deadline, which
+/// follows the lease's extensions); returns whether it is gone, or the signal to `redlock`
+/// that ended the wait (passed on to the group). (A killed process with a large memory
+/// takes a while to be torn down, and one stuck in the kernel may never go.) The
+/// keep-alive goes on meanwhile.
+async fn group_gone(
+    redlock: &Redlock,
+    child: &mut Child,
+    signal: &LeaseSignal,
+    incoming: &mut Incoming,
+) -> Result<bool, Signal> {
     loop {
         if child.group_gone() {
-            return true;
+            return Ok(true);
         }
         if redlock.now() >= signal.release_deadline() {
-            return false;
+            return Ok(false);
         }
         // A member that forked just before the kill may have a child the kill missed.
         child.signal(Signal::SIGKILL);
-        tokio::time::sleep(Duration::from_millis(2)).await;
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(2)) => {}
+            received = incoming.recv() => {
+                child.signal(received);
+                return Err(received);
+            }
+        }
     }
 }
 
@@ -370,7 +478,7 @@ async fn acquire(
             let rounds = error.attempts().unwrap_or(1) + earlier;
             report.outcome = Outcome::Refused;
             report.rounds = Some(rounds);
-            refusal(&error, rounds, started.elapsed())
+            refusal(&error, rounds, started.elapsed(), &redlock.quarantined())
         }),
         // Dropping the acquisition releases the round in flight from a background task,
         // which `settle` lets finish before the process exits.
@@ -408,8 +516,14 @@ fn exit_signal_number(signal: Signal) -> u8 {
     u8::try_from(signal as i32).unwrap_or(0)
 }
 
-/// Why the command was not run.
-fn refusal(error: &redlock::Error, rounds: u32, waited: Duration) -> Failure {
+/// Why the command was not run; `quarantined` are the nodes the restart quarantine leaves
+/// out now (the last round may have ended before it asked them all).
+fn refusal(
+    error: &redlock::Error,
+    rounds: u32,
+    waited: Duration,
+    quarantined: &[(String, Duration)],
+) -> Failure {
     let code = exit::for_error(error);
     let tried = if rounds > 1 {
         format!(" ({rounds} rounds over {})", show(waited))
@@ -427,7 +541,7 @@ fn refusal(error: &redlock::Error, rounds: u32, waited: Duration) -> Failure {
             nodes,
             quarantine_wait: Some(wait),
             ..
-        } => quarantine_refusal(resource, nodes, *wait, &tried),
+        } => quarantine_refusal(resource, nodes, quarantined, *wait, &tried),
         redlock::Error::NoQuorum {
             resource, nodes, ..
         } => format!(
@@ -444,21 +558,33 @@ fn refusal(error: &redlock::Error, rounds: u32, waited: Duration) -> Failure {
 fn quarantine_refusal(
     resource: &str,
     nodes: &redlock::client::NodeReport,
+    quarantined: &[(String, Duration)],
     wait: Duration,
     tried: &str,
 ) -> String {
-    let left_out: Vec<String> = nodes
-        .quarantined()
-        .map(|(address, remaining)| format!("{address} for another {}", show(remaining)))
+    // The round's own word for the nodes it asked, then the client's for those it did not
+    // get to (a round ends as soon as no quorum can form).
+    let mut out: Vec<(&str, Duration)> = nodes.quarantined().collect();
+    for (address, remaining) in quarantined {
+        if out.iter().all(|(known, _)| known != address) {
+            out.push((address, *remaining));
+        }
+    }
+    let order = |address: &str| {
+        nodes
+            .nodes()
+            .iter()
+            .position(|node| &*node.address == address)
+    };
+    out.sort_by_key(|(address, _)| order(address));
+    let left_out: Vec<String> = out
+        .iter()
+        .map(|(address, remaining)| format!("{address} for another {}", show(*remaining)))
         .collect();
     let others: Vec<String> = nodes
         .nodes()
         .iter()
-        .filter(|node| {
-            nodes
-                .quarantined()
-                .all(|(address, _)| address != &*node.address)
-        })
+        .filter(|node| out.iter().all(|(address, _)| *address != &*node.address))
         .map(|node| format!("{} {}", node.address, node.status))
         .collect();
     let others = if others.is_empty() {
@@ -654,6 +780,39 @@ mod tests {
             let parsed = crate::duration::parse(flag.trim_start_matches("--wait ")).unwrap();
             assert!(parsed >= wait, "{flag} is shorter than {wait:?}");
         }
+    }
+
+    #[test]
+    fn a_stopped_command_is_said_terminated_only_when_a_signal_ended_it() {
+        use std::os::unix::process::ExitStatusExt;
+
+        let plan = plan(None, Duration::from_secs(10)).unwrap();
+        let stopped = || {
+            Ending::Stopped(StopCause::HoldLimit {
+                left: Duration::from_secs(2),
+            })
+        };
+        let released = ReleaseReport::default();
+        let mut report = RunReport::default();
+        let killed = ExitStatus::from_raw(9);
+        let code = judge(&mut report, &plan, "r", stopped(), killed, &released);
+        assert_eq!(code.unwrap(), LEASE_LOST);
+        let message = report.message.take().unwrap();
+        assert!(
+            message.starts_with("the command was terminated (signal: 9"),
+            "{message}"
+        );
+        let exited = ExitStatus::from_raw(0);
+        let code = judge(&mut report, &plan, "r", stopped(), exited, &released);
+        assert_eq!(code.unwrap(), LEASE_LOST);
+        let message = report.message.take().unwrap();
+        assert!(
+            message.starts_with(
+                "the command ended (exit status: 0) after it was told to stop, because the \
+                 lease on `r` reached the longest hold"
+            ),
+            "{message}"
+        );
     }
 
     #[test]

@@ -27,10 +27,14 @@ pub(crate) enum Outcome {
     Stopped,
     /// CMD ended on its own, but only after the lease had run out (exit 74).
     Late,
+    /// A process of CMD's group refused `redlock`'s signals (it changed its user) and may
+    /// have run on after the lease ended (exit 79).
+    OutOfReach,
     /// The lease was not granted: held elsewhere (75), too few nodes (69), refused by the
     /// nodes (77). CMD did not run.
     Refused,
-    /// A signal ended the wait for the lease (128 + N). CMD did not run.
+    /// A signal ended the wait for the lease (128 + N; CMD did not run), or the wait for
+    /// CMD's killed processes to be gone (128 + N; the lease was left to expire).
     Interrupted,
     /// CMD could not be started (126) or was not found (127).
     NotStarted,
@@ -91,8 +95,9 @@ pub(crate) struct Release {
     pub(crate) held_by_other: usize,
     /// Nodes that failed or timed out.
     pub(crate) failed: usize,
-    /// Nodes that had not answered when a quorum was known free (the release is decided
-    /// then); their answers land before `redlock` exits.
+    /// Nodes that had not answered when the release was decided: `redlock run` waits for
+    /// every node's answer, so only a release the keep-alive made itself (a lost lease whose
+    /// keys had expired) can leave some; their answers land before `redlock` exits.
     pub(crate) pending: usize,
     /// Whether a quorum is known to be free of this lease: the next run can take it at once.
     pub(crate) quorum_free: bool,

@@ -14,6 +14,7 @@ use redlock::{Error, Redlock};
 use crate::args::NodeArgs;
 use crate::duration;
 use crate::exit::Failure;
+use crate::memory::Met;
 use crate::quarantine::{self, Quarantine};
 
 /// The environment variable listing the nodes, comma-separated.
@@ -299,7 +300,17 @@ impl Settings {
     ///
     /// A usage failure naming where the refused value was written.
     pub(crate) fn client(&self) -> Result<Redlock, Failure> {
-        let redlock = self.client_unannounced()?;
+        self.client_remembering(Vec::new())
+    }
+
+    /// Builds the client as [`client`](Self::client) does, with the servers earlier runs met
+    /// behind the nodes' names (see `memory.rs`).
+    ///
+    /// # Errors
+    ///
+    /// As [`client`](Self::client).
+    pub(crate) fn client_remembering(&self, remembered: Vec<Met>) -> Result<Redlock, Failure> {
+        let redlock = self.build(remembered)?;
         if let Ok(warnings) = redlock.config().validate() {
             for warning in warnings {
                 eprintln!("redlock: warning: {warning}");
@@ -315,7 +326,13 @@ impl Settings {
     ///
     /// As [`client`](Self::client).
     pub(crate) fn client_unannounced(&self) -> Result<Redlock, Failure> {
-        let mut builder = Redlock::builder().nodes(self.nodes.iter().map(|n| n.value.clone()));
+        self.build(Vec::new())
+    }
+
+    fn build(&self, remembered: Vec<Met>) -> Result<Redlock, Failure> {
+        let mut builder = Redlock::builder()
+            .nodes(self.nodes.iter().map(|n| n.value.clone()))
+            .remembered_servers(remembered);
         if let Some(ttl) = &self.ttl {
             builder = builder.ttl(ttl.value);
         }

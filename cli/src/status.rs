@@ -24,10 +24,13 @@ use crate::sources;
 /// Shows the resource's state; returns 0 when a quorum holds it, 1 when not, 69 when too
 /// few nodes answered to tell.
 pub(crate) async fn status(args: StatusArgs) -> Result<u8, Failure> {
-    let settings = room_for_the_timeout(sources::from_sources(
-        &args.nodes,
-        Flags::from_node_args(&args.nodes),
-    )?);
+    // The TTL as `run` takes it (flag, environment, config file): it gives the default
+    // restart quarantine, so that both judge the nodes by the same rule.
+    let flags = Flags {
+        ttl: args.ttl,
+        ..Flags::from_node_args(&args.nodes)
+    };
+    let settings = room_for_the_timeout(sources::from_sources(&args.nodes, flags)?);
     // Building the client checks the URLs, the prefix and the per-node timeout, and yields
     // the addresses without credentials that everything below prints.
     let redlock = settings.client()?;
@@ -153,6 +156,17 @@ impl View<'_> {
                 "not held: {value} is on {count} of {total} nodes, short of a quorum ({quorum}); \
                  those keys expire with their TTL"
             ),
+            Verdict::Unknown { answered, .. } if answered < quorum && self.left_out() > 0 => {
+                let counted = if answered == 0 {
+                    format!("none of the {total} nodes counted")
+                } else {
+                    format!("only {answered} of {total} nodes counted")
+                };
+                format!(
+                    "unknown: {counted}, a quorum is {quorum}: {}",
+                    self.missing()
+                )
+            }
             Verdict::Unknown { answered, .. } if answered < quorum => {
                 format!("unknown: only {answered} of {total} nodes answered, a quorum is {quorum}")
             }
@@ -162,13 +176,43 @@ impl View<'_> {
                         (value.to_string(), count)
                     });
                 format!(
-                    "unknown: {value} is on {count} of {total} nodes and {} did not answer: \
-                     they may hold it too (quorum {quorum})",
-                    total - answered
+                    "unknown: {value} is on {count} of {total} nodes and {}: they may hold it \
+                     too (quorum {quorum})",
+                    self.missing()
                 )
             }
             // A verdict of a newer library.
             _ => "unknown".to_owned(),
+        }
+    }
+
+    /// How many nodes answered but were not asked: the restart quarantine left them out.
+    fn left_out(&self) -> usize {
+        self.holder
+            .nodes()
+            .iter()
+            .filter(|answer| matches!(answer, Err(NodeFailure::Quarantined { .. })))
+            .count()
+    }
+
+    /// The nodes without a reading, in words: those the quarantine left out (they answered)
+    /// and those that did not answer.
+    fn missing(&self) -> String {
+        let total = self.holder.nodes().len();
+        let left_out = self.left_out();
+        let silent = total - self.holder.answered() - left_out;
+        let are = |n: usize| if n == 1 { "is" } else { "are" };
+        match (left_out, silent) {
+            (0, silent) => format!("{silent} did not answer"),
+            (left_out, 0) => format!(
+                "{left_out} answered but {} left out by the restart quarantine",
+                are(left_out)
+            ),
+            (left_out, silent) => format!(
+                "{left_out} answered but {} left out by the restart quarantine, and {silent} \
+                 did not answer",
+                are(left_out)
+            ),
         }
     }
 
@@ -519,10 +563,18 @@ mod tests {
                 .starts_with("not held: 01010101 is on 1 of 3 nodes")
         );
         assert_eq!(view(&leftover).exit_code(), NOT_HELD);
-        let unknown = Holder::judge(vec![held(1, 10), quarantined.clone(), quarantined]);
+        let unknown = Holder::judge(vec![held(1, 10), quarantined.clone(), quarantined.clone()]);
         assert_eq!(
             view(&unknown).summary(),
-            "unknown: only 1 of 3 nodes answered, a quorum is 2"
+            "unknown: only 1 of 3 nodes counted, a quorum is 2: 2 answered but are left out by \
+             the restart quarantine"
+        );
+        let silent = Err(NodeFailure::TimedOut);
+        let mixed = Holder::judge(vec![quarantined, silent.clone(), silent]);
+        assert_eq!(
+            view(&mixed).summary(),
+            "unknown: none of the 3 nodes counted, a quorum is 2: 1 answered but is left out \
+             by the restart quarantine, and 2 did not answer"
         );
         assert_eq!(view(&unknown).exit_code(), UNAVAILABLE);
         assert!(view(&unknown).table().contains(

@@ -382,10 +382,17 @@ fn status_honours_the_restart_quarantine() {
         "{}",
         quarantined.text()
     );
+    // They answered: the summary says why they do not count, not that they were silent.
     assert!(
-        quarantined
-            .stdout
-            .contains("unknown: only 0 of 3 nodes answered, a quorum is 2"),
+        quarantined.stdout.contains(
+            "unknown: none of the 3 nodes counted, a quorum is 2: 3 answered but are left \
+             out by the restart quarantine"
+        ),
+        "{}",
+        quarantined.text()
+    );
+    assert!(
+        !quarantined.stdout.contains("nodes answered, a quorum"),
         "{}",
         quarantined.text()
     );
@@ -404,6 +411,30 @@ fn status_honours_the_restart_quarantine() {
     // Declared persistent, the same nodes answer.
     let counted = status(&fleet, "report");
     assert_eq!(counted.code, Some(1), "{}", counted.text());
+}
+
+/// `status --ttl 30s` judges the restart quarantine by the rule `run --ttl 30s` uses: the
+/// TTL, unless `--restart-quarantine` is set.
+#[test]
+fn status_takes_the_ttl_for_the_quarantine_as_run_does() {
+    let fleet = fleet(3);
+    let mut command = redlock();
+    command.args(["status", "report", "--ttl", "30s", "--json"]);
+    for url in fleet.urls() {
+        command.args(["--node", &url]);
+    }
+    let done = finish(&mut command);
+    assert_eq!(done.code, Some(69), "{}", done.text());
+    let doc: serde_json::Value = serde_json::from_str(&done.stdout).unwrap();
+    assert_eq!(doc["settings"]["restart_quarantine_ms"], 30_000, "{doc:#}");
+    assert!(
+        doc["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| n["quarantined"] == true),
+        "{doc:#}"
+    );
 }
 
 #[test]

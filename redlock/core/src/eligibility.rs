@@ -11,6 +11,11 @@
 //! - a node seen for the **first time** whose uptime is below the quarantine is left out
 //!   until the quarantine has passed since it started; a client that has never seen the node
 //!   cannot know what it held before;
+//! - a node seen for the first time by this process but **remembered** from an earlier one
+//!   ([`Eligibility::remember`]: the `run_id` a process met behind the name, kept by the
+//!   driver between processes) is judged against that memory: another `run_id` is a
+//!   change, and waits a whole quarantine as below; the same one whose change an earlier
+//!   process saw waits the rest of that quarantine;
 //! - a node whose `run_id` **changed** is left out for a whole quarantine from when the
 //!   change is seen, whatever uptime it reports: a server that restarted reports a small
 //!   uptime anyway, and a large one means another server now answers to the name (a
@@ -281,9 +286,43 @@ pub enum EligibilityEvent {
     },
 }
 
+/// The server an earlier process met behind a node's name, as a driver remembers it
+/// between processes ([`Eligibility::remember`], [`Eligibility::met`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RememberedServer {
+    /// The `run_id` it read.
+    pub run_id: String,
+    /// How long ago a process saw the name's `run_id` change to this one (a restart, or
+    /// another server behind the name), if one did: the quarantine that change began is
+    /// not over until a whole quarantine after it, for any later process too.
+    pub changed_ago: Option<Duration>,
+}
+
+/// A change of a name's `run_id`: `ago` before `seen_at`. (A change an earlier process saw
+/// may predate this process's clock, whose timestamps start near zero: it is kept as an age
+/// at a moment of this clock rather than as a timestamp.)
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Change {
+    seen_at: Timestamp,
+    ago: Duration,
+}
+
+impl Change {
+    /// How long ago, at `now`, the change happened.
+    fn age(self, now: Timestamp) -> Duration {
+        self.ago
+            .saturating_add(now.saturating_duration_since(self.seen_at))
+    }
+}
+
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
 struct NodeState {
     run_id: Option<String>,
+    /// What an earlier process met behind the name, until this process identifies it.
+    remembered: Option<String>,
+    /// When the name's `run_id` was seen to change to the current one (by this process, or
+    /// by an earlier one and remembered).
+    changed: Option<Change>,
     quarantined_until: Option<Timestamp>,
     /// The connection whose identity is known (or was tried and refused); `None` until the
     /// first identification, whatever its outcome.
@@ -470,32 +509,11 @@ impl Eligibility {
                         policy: policy_name.to_owned(),
                     });
                 }
-                let reason = match &state.run_id {
-                    Some(known) if *known == identity.run_id => None,
-                    Some(_) => Some(QuarantineReason::Restarted),
-                    None if first_sight => Some(QuarantineReason::Young),
-                    // Identified before only without a run_id: treat as a restart.
-                    None => Some(QuarantineReason::Restarted),
-                };
-                state.run_id = Some(identity.run_id);
-                if let (Some(reason), RestartPolicy::Quarantine(quarantine)) = (reason, policy) {
-                    let left = match reason {
-                        // The uptime dates the server behind the name, not the moment the
-                        // name lost its keys: a replica promoted, or a DNS name or virtual IP
-                        // moved to another master, has run for long and still holds none of
-                        // the keys the old server held. (A server that restarted shows a
-                        // small uptime, so this costs it at most that much more.)
-                        // (`Reconnected` is only given to an identity that cannot be read.)
-                        QuarantineReason::Restarted | QuarantineReason::Reconnected => quarantine,
-                        // Never seen before: there is nothing to compare with, and the
-                        // uptime is all there is (a server that has run longer than the
-                        // quarantine lost nothing in that time, unless it is not the
-                        // server other clients knew under this name).
-                        QuarantineReason::Young => quarantine_left(quarantine, identity.uptime),
-                    };
-                    if !left.is_zero() {
-                        events.push(quarantine_until(state, node, now, left, reason));
-                    }
+                if let Some((left, reason)) =
+                    identity_quarantine(state, identity, first_sight, policy, now)
+                    && !left.is_zero()
+                {
+                    events.push(quarantine_until(state, node, now, left, reason));
                 }
             }
             Err(why) => {
@@ -588,6 +606,112 @@ impl Eligibility {
             .get(node.index())
             .and_then(|state| state.run_id.as_deref())
     }
+
+    /// Gives `node` the memory of an earlier process, read at `now`: the server it met behind
+    /// the name. Until this process identifies the node, its first identification is then
+    /// no first sight: a `run_id` other than `server`'s is a change (a whole quarantine,
+    /// whatever the uptime), and the same one waits at least the rest of the quarantine of
+    /// a change the earlier process saw. Without a memory, a server met for the first time
+    /// is dated by its uptime alone, and another long-running server behind a known name
+    /// (a promoted replica, a moved DNS name) votes at once.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock_core::*;
+    ///
+    /// let quarantine = Duration::from_secs(30);
+    /// let mut nodes = Eligibility::new(1, RestartPolicy::Quarantine(quarantine));
+    /// let (node, now) = (NodeId::new(0), Timestamp::ZERO);
+    /// let earlier = RememberedServer { run_id: "a".repeat(40), changed_ago: None };
+    /// nodes.remember(node, earlier, now);
+    /// // Another server, up for a day, answers to the name: left out for the whole quarantine.
+    /// let day = Duration::from_secs(86_400);
+    /// let other = NodeIdentity { run_id: "b".repeat(40), uptime: day, maxmemory_policy: None };
+    /// nodes.identified(node, ConnectionId(1), Ok(other), now);
+    /// assert_eq!(nodes.quarantined_until(node, now), Some(now.saturating_add(quarantine)));
+    /// // What to remember for the next process: the new server, changed just now.
+    /// let met = nodes.met(node, now).unwrap();
+    /// assert_eq!((met.run_id.as_str(), met.changed_ago), ("b".repeat(40).as_str(), Some(Duration::ZERO)));
+    /// ```
+    pub fn remember(&mut self, node: NodeId, server: RememberedServer, now: Timestamp) {
+        let Some(state) = self.nodes.get_mut(node.index()) else {
+            return;
+        };
+        if state.identified.is_some() {
+            // This process has met the node itself: what it saw is newer.
+            return;
+        }
+        state.changed = server.changed_ago.map(|ago| Change { seen_at: now, ago });
+        state.remembered = Some(server.run_id);
+    }
+
+    /// What this process met behind `node`'s name, to remember for the next one at `now`:
+    /// the `run_id` it read, and how long ago a change to it was seen (by this process, or
+    /// remembered from an earlier one). `None` until the node has told its `run_id`.
+    pub fn met(&self, node: NodeId, now: Timestamp) -> Option<RememberedServer> {
+        let state = self.nodes.get(node.index())?;
+        Some(RememberedServer {
+            run_id: state.run_id.clone()?,
+            changed_ago: state.changed.map(|change| change.age(now)),
+        })
+    }
+}
+
+/// How long the server a connection identified as `identity` is left out, and why, or `None`
+/// when it may vote at once; records its `run_id` (and, for a change, when it was seen).
+fn identity_quarantine(
+    state: &mut NodeState,
+    identity: NodeIdentity,
+    first_sight: bool,
+    policy: RestartPolicy,
+    now: Timestamp,
+) -> Option<(Duration, QuarantineReason)> {
+    let remembered = state.remembered.take();
+    let reason = match (&state.run_id, remembered) {
+        (Some(known), _) if *known == identity.run_id => None,
+        (Some(_), _) => Some(QuarantineReason::Restarted),
+        // An earlier process met another server behind the name.
+        (None, Some(earlier)) if first_sight && earlier != identity.run_id => {
+            Some(QuarantineReason::Restarted)
+        }
+        (None, _) if first_sight => Some(QuarantineReason::Young),
+        // Identified before only without a run_id: treat as a restart.
+        (None, _) => Some(QuarantineReason::Restarted),
+    };
+    if reason == Some(QuarantineReason::Restarted) {
+        state.changed = Some(Change {
+            seen_at: now,
+            ago: Duration::ZERO,
+        });
+    }
+    state.run_id = Some(identity.run_id);
+    let (Some(reason), RestartPolicy::Quarantine(quarantine)) = (reason, policy) else {
+        return None;
+    };
+    Some(match reason {
+        // The uptime dates the server behind the name, not the moment the name lost its
+        // keys: a replica promoted, or a DNS name or virtual IP moved to another master, has
+        // run for long and still holds none of the keys the old server held. (A server that
+        // restarted shows a small uptime, so this costs it at most that much more.)
+        // (`Reconnected` is only given to an identity that cannot be read.)
+        QuarantineReason::Restarted | QuarantineReason::Reconnected => (quarantine, reason),
+        // Never seen before: there is nothing to compare with, and the uptime is all there
+        // is (a server that has run longer than the quarantine lost nothing in that time,
+        // unless it is not the server other clients knew under this name). Unless an earlier
+        // process saw this server take the name: the rest of the quarantine that change
+        // began, when that is longer.
+        QuarantineReason::Young => {
+            let young = quarantine_left(quarantine, identity.uptime);
+            let rest = state.changed.map_or(Duration::ZERO, |change| {
+                quarantine.saturating_sub(change.age(now))
+            });
+            if rest > young {
+                (rest, QuarantineReason::Restarted)
+            } else {
+                (young, reason)
+            }
+        }
+    })
 }
 
 fn quarantine_until(
@@ -789,6 +913,75 @@ mod tests {
         assert!(
             newcomer
                 .identified(n0(), ConnectionId(1), identity("b", 86_400), at(5))
+                .is_empty()
+        );
+    }
+
+    fn remembered(run_id: &str, changed_ago: Option<u64>) -> RememberedServer {
+        RememberedServer {
+            run_id: run_id.into(),
+            changed_ago: changed_ago.map(secs),
+        }
+    }
+
+    #[test]
+    fn a_process_that_remembers_another_server_behind_the_name_waits_a_whole_quarantine() {
+        let quarantine = RestartPolicy::Quarantine(secs(10));
+        // The control: a process without memory counts a long-running server at once.
+        let mut forgetful = Eligibility::new(1, quarantine);
+        assert!(
+            forgetful
+                .identified(n0(), ConnectionId(1), identity("b", 86_400), at(5))
+                .is_empty()
+        );
+        // An earlier process met "a" behind the name; this one, on its first sight, meets
+        // "b", up for a day: a change, left out for the whole quarantine.
+        let mut nodes = Eligibility::new(1, quarantine);
+        nodes.remember(n0(), remembered("a", None), at(5));
+        let events = nodes.identified(n0(), ConnectionId(1), identity("b", 86_400), at(5));
+        assert_eq!(
+            events,
+            [EligibilityEvent::Quarantined {
+                node: n0(),
+                until: at(15),
+                reason: QuarantineReason::Restarted
+            }]
+        );
+        assert!(matches!(
+            nodes.admit(n0(), ConnectionId(1), &set(), at(14)),
+            Admission::Refuse(NodeFailure::Quarantined { .. })
+        ));
+        // What this process leaves to the next: "b", changed when it was seen.
+        assert_eq!(nodes.met(n0(), at(7)), Some(remembered("b", Some(2))));
+
+        // The next process, 3 s after the change, meets "b" again: the rest of the change's
+        // quarantine, not nothing (its uptime alone would let it vote).
+        // (Its clock starts near zero: the change predates it.)
+        let mut next = Eligibility::new(1, quarantine);
+        next.remember(n0(), remembered("b", Some(3)), at(0));
+        let events = next.identified(n0(), ConnectionId(1), identity("b", 86_400), at(0));
+        assert_eq!(
+            events,
+            [EligibilityEvent::Quarantined {
+                node: n0(),
+                until: at(7),
+                reason: QuarantineReason::Restarted
+            }]
+        );
+        assert_eq!(next.met(n0(), at(1)), Some(remembered("b", Some(4))));
+
+        // The same server as remembered, with no change seen: its uptime, as before.
+        let mut same = Eligibility::new(1, quarantine);
+        same.remember(n0(), remembered("b", None), at(0));
+        assert!(
+            same.identified(n0(), ConnectionId(1), identity("b", 86_400), at(0))
+                .is_empty()
+        );
+        assert_eq!(same.met(n0(), at(0)), Some(remembered("b", None)));
+        // A memory given after this process met the node itself changes nothing.
+        same.remember(n0(), remembered("z", None), at(1));
+        assert!(
+            same.identified(n0(), ConnectionId(2), identity("b", 86_400), at(1))
                 .is_empty()
         );
     }

@@ -133,8 +133,8 @@ pub use config::{
     MAX_RETRY_DELAY, MAX_TTL,
 };
 pub use eligibility::{
-    Admission, Eligibility, EligibilityEvent, NodeIdentity, QuarantineReason, RestartPolicy,
-    UPTIME_SLACK, info_field, quarantine_left, quarantine_wait,
+    Admission, Eligibility, EligibilityEvent, NodeIdentity, QuarantineReason, RememberedServer,
+    RestartPolicy, UPTIME_SLACK, info_field, quarantine_left, quarantine_wait,
 };
 pub use extend::{Extend, ExtendFailure, ExtendOutcome, Extension};
 pub use holder::{Holder, HolderQuery, KeyReading, KeyValue, Verdict};

@@ -11,7 +11,8 @@ use super::node::{Node, Nodes};
 use super::redact::redact_url;
 use super::{Redlock, Shared};
 use crate::core::{
-    ConfigError, DEFAULT_KEY_PREFIX, DriftFactor, LockConfig, LockKey, RestartPolicy, RetryPolicy,
+    ConfigError, DEFAULT_KEY_PREFIX, DriftFactor, LockConfig, LockKey, NodeId, RememberedServer,
+    RestartPolicy, RetryPolicy,
 };
 use crate::error::Error;
 
@@ -65,6 +66,8 @@ pub struct RedlockBuilder {
     connect_timeout: Duration,
     key_prefix: String,
     restart_quarantine: Quarantine,
+    /// What an earlier process met behind the nodes' names, by address.
+    remembered: Vec<(String, RememberedServer)>,
 }
 
 /// How long a restarted node is left out.
@@ -105,6 +108,7 @@ impl std::fmt::Debug for RedlockBuilder {
             .field("connect_timeout", &self.connect_timeout)
             .field("key_prefix", &self.key_prefix)
             .field("restart_quarantine", &self.restart_quarantine)
+            .field("remembered", &self.remembered)
             .finish()
     }
 }
@@ -119,6 +123,7 @@ impl Default for RedlockBuilder {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             key_prefix: DEFAULT_KEY_PREFIX.to_owned(),
             restart_quarantine: Quarantine::Ttl,
+            remembered: Vec::new(),
         }
     }
 }
@@ -288,6 +293,40 @@ impl RedlockBuilder {
         self
     }
 
+    /// The servers an earlier process of the application met behind the nodes' names, as
+    /// [`Redlock::servers_met`] read them then, by node address (as
+    /// [`Redlock::node_addresses`] shows it; other addresses are ignored). The application
+    /// keeps them between processes (a small file, a table).
+    ///
+    /// Without them, every process meets every server for the first time and can date it by
+    /// its uptime alone: another long-running server behind a known name (a promoted
+    /// replica, a DNS name or virtual IP moved to another master), which never held the keys
+    /// the old server held, votes at once. With them, such a server is a change, left out
+    /// for the whole restart quarantine, as it is for a process that saw the change itself;
+    /// and a change an earlier process saw keeps the rest of its quarantine.
+    ///
+    /// ```no_run
+    /// # async fn demo(stored: Vec<(String, redlock::core::RememberedServer)>) -> Result<(), redlock::Error> {
+    /// let redlock = redlock::Redlock::builder()
+    ///     .nodes(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"])
+    ///     .remembered_servers(stored)
+    ///     .build()?;
+    /// redlock.connect().await;
+    /// let to_store = redlock.servers_met(); // keep these for the next process
+    /// # drop(to_store); Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn remembered_servers<A: Into<String>>(
+        mut self,
+        servers: impl IntoIterator<Item = (A, RememberedServer)>,
+    ) -> Self {
+        self.remembered = servers
+            .into_iter()
+            .map(|(address, server)| (address.into(), server))
+            .collect();
+        self
+    }
+
     /// The prefix of every lock key (default `redlock:`), keeping lock keys apart from data.
     #[must_use]
     pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
@@ -349,7 +388,14 @@ impl RedlockBuilder {
             .map_err(|e| ConfigError::new("key_prefix", e.to_string()))?;
 
         let policy = self.restart_quarantine.policy(config.ttl());
-        let addresses = nodes.iter().map(|n| n.address().clone()).collect();
+        let addresses: Arc<[Arc<str>]> = nodes.iter().map(|n| n.address().clone()).collect();
+        let clock = Clock::new();
+        let remembered = self.remembered.into_iter().filter_map(|(address, server)| {
+            let index = addresses.iter().position(|known| **known == *address)?;
+            Some((NodeId::new(index), server))
+        });
+        let nodes = Nodes::new(nodes, policy, clock);
+        nodes.remember(remembered);
         let waiting = super::waiting::Waiting::default();
         let notifications = super::notifications::Notifications::new(
             subscribers,
@@ -362,7 +408,7 @@ impl RedlockBuilder {
                 waiting,
                 notifications,
                 tokens: super::tokens::Tokens::new()?,
-                nodes: Arc::new(Nodes::new(nodes, policy, Clock::new())),
+                nodes: Arc::new(nodes),
                 background: super::flight::Background::default(),
                 addresses,
                 key_prefix: self.key_prefix.into(),

@@ -102,6 +102,34 @@ impl Redlock {
         }
     }
 
+    /// The nodes the restart quarantine leaves out now, by address, each with how long it
+    /// has left, in configuration order. A round's [`NodeReport`](crate::client::NodeReport)
+    /// names only the nodes it asked; this names every node identified so far.
+    pub fn quarantined(&self) -> Vec<(String, std::time::Duration)> {
+        let nodes = &self.shared.nodes;
+        self.shared
+            .addresses
+            .iter()
+            .enumerate()
+            .filter_map(|(index, address)| Some((address.to_string(), nodes.quarantined(index)?)))
+            .collect()
+    }
+
+    /// What this client met behind each node's name, by address, to hand to the next
+    /// process's [`RedlockBuilder::remembered_servers`](crate::RedlockBuilder::remembered_servers):
+    /// the `run_id` each node told (nodes that have not told one yet are left out) and how
+    /// long ago a change to it was seen. Read it after [`connect`](Self::connect), and again
+    /// before the process ends (a node may have been replaced meanwhile).
+    pub fn servers_met(&self) -> Vec<(String, crate::core::RememberedServer)> {
+        let nodes = &self.shared.nodes;
+        self.shared
+            .addresses
+            .iter()
+            .enumerate()
+            .filter_map(|(index, address)| Some((address.to_string(), nodes.met(index)?)))
+            .collect()
+    }
+
     /// Waits until nothing this client started runs in the background any more.
     ///
     /// Operations return as soon as the outcome is decided: a release at a quorum, an

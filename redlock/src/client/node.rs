@@ -24,8 +24,8 @@ use super::lanes::Gate;
 use super::lock;
 use super::wire::{self, classify, connection_lost};
 use crate::core::{
-    Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId, Reply,
-    RestartPolicy, RoundFailure,
+    Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId,
+    RememberedServer, Reply, RestartPolicy, RoundFailure,
 };
 
 /// Every configured node, the rule of which may vote, and the clock that rule runs on.
@@ -94,6 +94,28 @@ impl Nodes {
     /// Raises the restart quarantine to cover `ttl` (a handle with a longer TTL).
     pub(crate) fn cover(&self, ttl: Duration) {
         lock(&self.eligibility).cover(ttl);
+    }
+
+    /// Gives the core what an earlier process met behind the nodes' names.
+    pub(crate) fn remember(&self, servers: impl IntoIterator<Item = (NodeId, RememberedServer)>) {
+        let now = self.clock.now();
+        let mut eligibility = lock(&self.eligibility);
+        for (node, server) in servers {
+            eligibility.remember(node, server, now);
+        }
+    }
+
+    /// How long the restart quarantine still leaves node `index` out, if it does.
+    pub(crate) fn quarantined(&self, index: usize) -> Option<Duration> {
+        let now = self.clock.now();
+        lock(&self.eligibility)
+            .quarantined_until(NodeId::new(index), now)
+            .map(|until| until.saturating_duration_since(now))
+    }
+
+    /// What this process met behind node `index`'s name, to remember for the next one.
+    pub(crate) fn met(&self, index: usize) -> Option<RememberedServer> {
+        lock(&self.eligibility).met(NodeId::new(index), self.clock.now())
     }
 
     /// Warns, once per node, where a lost round read another owner's key that lives longer

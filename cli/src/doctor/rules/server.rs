@@ -53,8 +53,9 @@ fn judge_role(server: &ServerInfo) -> Finding {
             "use independent masters without replication; if replicas must stay, disable \
              automatic failover and keep a promoted node out of every client for the longest \
              TTL: a running client leaves a known name that now reaches another server out \
-             for a whole restart quarantine, but a client started after the promotion (every \
-             redlock run) counts it at once",
+             for a whole restart quarantine, and so does a redlock run that remembers the \
+             server it met before (its servers file), but a client with no memory of the old \
+             server counts it at once",
         ),
         Role::Replica { master } => Finding::new(
             Level::Error,
