@@ -47,6 +47,8 @@ pub const NO_CONFIG_HOME: &str = "/nonexistent/redlock-tests/config";
 
 /// The `redlock` binary with a clean environment for its own variables, so that a
 /// developer's `REDLOCK_NODES`, config files or `RUST_LOG` cannot change what a test sees.
+/// Its messages are not wrapped (`COLUMNS` wide enough for any of them), so that a test can
+/// look for a phrase wherever a line would break; `terminal_output.rs` tests the wrapping.
 pub fn redlock() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_redlock"));
     for name in SETTING_VARIABLES {
@@ -59,6 +61,7 @@ pub fn redlock() -> Command {
             format!("{NO_CONFIG_HOME}/system/redlock.toml"),
         )
         .env_remove("RUST_LOG")
+        .env("COLUMNS", "10000")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
