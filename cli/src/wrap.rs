@@ -42,7 +42,7 @@ pub(crate) fn fill(text: &str, width: usize, indent: &str) -> String {
             if index == 0 {
                 textwrap::fill(line, &options)
             } else {
-                textwrap::fill(line, &options.clone().initial_indent(indent))
+                textwrap::fill(line, options.clone().initial_indent(indent))
             }
         })
         .collect::<Vec<_>>()
