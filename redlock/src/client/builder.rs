@@ -442,9 +442,9 @@ fn unusable_url(url: &str, error: &redis::RedisError) -> String {
 mod tests {
     #[test]
     fn a_url_without_its_scheme_is_refused_with_the_url_to_write() {
-        let error = super::open_nodes(
-            vec![super::NodeSource::Url("127.0.0.1:27101".into())],
-            std::time::Duration::from_secs(1),
+        let error = open_nodes(
+            vec![NodeSource::Url("127.0.0.1:27101".into())],
+            Duration::from_secs(1),
         )
         .err()
         .expect("refused");
@@ -455,9 +455,9 @@ mod tests {
 
     #[test]
     fn a_url_of_another_protocol_is_refused_with_the_scheme_to_use() {
-        let error = super::open_nodes(
-            vec![super::NodeSource::Url("http://127.0.0.1:27101".into())],
-            std::time::Duration::from_secs(1),
+        let error = open_nodes(
+            vec![NodeSource::Url("http://127.0.0.1:27101".into())],
+            Duration::from_secs(1),
         )
         .err()
         .expect("refused");
