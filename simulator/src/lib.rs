@@ -66,6 +66,7 @@ pub mod recording;
 pub mod report;
 pub mod run_output;
 pub mod scenario;
+pub mod seed_summary;
 mod server;
 pub mod shard;
 mod store;

@@ -4,11 +4,21 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use redlock_sim::Scenario;
 use redlock_sim::run_output::RunFormat;
 
 mod cli;
+
+/// The width help is wrapped to: `COLUMNS` when set, else the terminal's, else 80 (a pipe).
+fn help_width() -> usize {
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok());
+    let terminal =
+        || terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0));
+    columns.or_else(terminal).filter(|&w| w > 0).unwrap_or(80)
+}
 
 #[derive(Parser)]
 #[command(
@@ -38,10 +48,14 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
-        /// Print every column and the full scenario names, one line per run (about 250
+        /// Print every column and the full scenario names, one line per run (about 270
         /// columns for the catalogue) instead of the table that fits 100 columns.
         #[arg(long, conflicts_with = "json")]
         wide: bool,
+        /// With --seeds: one row per run in the table that fits 100 columns, instead of one
+        /// row per scenario with how many seeds matched and the seeds that differ.
+        #[arg(long, conflicts_with_all = ["json", "wide"])]
+        each_seed: bool,
         /// Run with this fencing-token source instead of the file's: linearizable,
         /// redis-counter or quorum-minted. The expectations then no longer apply: the result
         /// column shows "-" and the exit code ignores them.
@@ -344,7 +358,8 @@ fn sweep(args: SweepArgs<'_>) -> Result<bool, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().term_width(help_width()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match &cli.command {
         Command::Run {
             paths,
@@ -352,14 +367,16 @@ fn main() -> ExitCode {
             seeds,
             json,
             wide,
+            each_seed,
             tokens,
             shard,
             corpus,
         } => {
-            let format = match (*json, *wide) {
-                (true, _) => RunFormat::Json,
-                (false, true) => RunFormat::Wide,
-                (false, false) => RunFormat::Table,
+            let format = match (*json, *wide, *each_seed) {
+                (true, _, _) => RunFormat::Json,
+                (false, true, _) => RunFormat::Wide,
+                (false, false, true) => RunFormat::EachSeed,
+                (false, false, false) => RunFormat::Table,
             };
             cli::run::run(&cli::run::RunArgs {
                 paths,

@@ -234,12 +234,13 @@ fn another_token_source_leaves_the_expectation_unchecked_and_says_so() {
     assert_eq!(reports[0]["matches"], false, "{reports}");
 }
 
-/// The default table fits an ordinary terminal: no line of the whole catalogue's output, its
-/// legend and summary included, is wider than 100 columns, every run has its row, and every
-/// scenario's name is there in full once its wrapped lines are joined.
+/// The table fits an ordinary terminal: no line of the whole catalogue's output, its
+/// legend and summary included, is wider than 100 columns, every run has its row (with
+/// `--each-seed`), and every scenario's name is there in full once its wrapped lines are
+/// joined.
 #[test]
-fn the_default_table_fits_100_columns_for_the_whole_catalogue() {
-    let output = sim(&["run", "scenarios", "--seeds", "2"]);
+fn the_each_seed_table_fits_100_columns_for_the_whole_catalogue() {
+    let output = sim(&["run", "scenarios", "--seeds", "2", "--each-seed"]);
     assert!(output.status.success(), "{}", text(&output));
     let out = String::from_utf8(output.stdout).unwrap();
     for line in out.lines() {
@@ -404,4 +405,50 @@ fn a_run_on_a_terminal_shows_progress() {
     let terminal = String::from_utf8_lossy(&output.stdout);
     assert!(terminal.contains("/300 runs"), "{terminal:?}");
     assert!(terminal.contains('\r'), "{terminal:?}");
+}
+
+/// `--seeds N` prints one row per scenario, not one per run: 200 seeds of a scenario are
+/// one row that says `200/200 matched` (13,000 rows for the catalogue before); the legend
+/// names the cause letters, and help in a pipe fits 80 columns.
+#[test]
+fn many_seeds_make_one_row_per_scenario_and_help_fits_a_pipe() {
+    let output = sim(&[
+        "run",
+        "scenarios/rl-00-baseline.toml",
+        "scenarios/rl-05-crash-no-persistence.toml",
+        "--seeds",
+        "200",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let out = String::from_utf8(output.stdout).unwrap();
+    let table: Vec<&str> = out.lines().take_while(|line| !line.is_empty()).collect();
+    let rows: Vec<&&str> = table
+        .iter()
+        .filter(|line| !line.starts_with("  "))
+        .collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(rows[1].ends_with("1-200  200/200 matched"), "{out}");
+    assert!(
+        rows[2].contains("VIOL") && rows[2].ends_with("200/200 matched"),
+        "{out}"
+    );
+    assert!(out.contains("cause: A = Redlock's claim failed"), "{out}");
+    assert!(
+        out.contains("400 runs of 2 scenarios: 400 matched"),
+        "{out}"
+    );
+
+    for args in [&["--help"][..], &["run", "--help"], &["check", "--help"]] {
+        let help = std::process::Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
+            .args(args)
+            .env_remove("COLUMNS")
+            .output()
+            .unwrap();
+        let help = String::from_utf8(help.stdout).unwrap();
+        let widest = help.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(
+            widest <= 80,
+            "redlock-sim {args:?}: {widest} columns:\n{help}"
+        );
+    }
 }
