@@ -51,6 +51,7 @@
 //! assert_eq!(run.report.counts.leases, 2);
 //! ```
 
+pub mod catalogue;
 pub mod check;
 pub mod checker;
 mod client;

@@ -36,9 +36,13 @@ enum Command {
     /// Run scenario files (or every .toml in the given directories) and compare each verdict
     /// with the file's expectation. Exits 1 when any differs.
     Run {
-        /// Scenario files or directories.
-        #[arg(required = true)]
+        /// Scenario files or directories; `catalogue:NAME` names a scenario of the catalogue
+        /// embedded in this binary (`redlock-sim scenarios list`).
+        #[arg(required_unless_present = "catalogue")]
         paths: Vec<PathBuf>,
+        /// Run the whole catalogue embedded in this binary (after PATHS, if any).
+        #[arg(long)]
+        catalogue: bool,
         /// The first seed (default: each scenario's own).
         #[arg(long)]
         seed: Option<u64>,
@@ -127,6 +131,12 @@ enum Command {
         #[command(flatten)]
         shard: ShardArgs,
     },
+    /// The scenario catalogue embedded in this binary: list it, show one file, or write
+    /// them all into a directory.
+    Scenarios {
+        #[command(subcommand)]
+        command: cli::scenarios::ScenariosCommand,
+    },
     /// Merge the --jsonl files of a sharded run or sweep: prints the table (and writes the
     /// CSV and chart) one unsharded run prints, after checking every run is there once.
     Merge(cli::merge::MergeArgs),
@@ -189,7 +199,14 @@ struct ShardArgs {
 pub(crate) fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
     for path in paths {
-        if path.is_dir() {
+        if let Some(name) = redlock_sim::catalogue::name_of(path) {
+            let (file, _) =
+                redlock_sim::catalogue::find(name).ok_or_else(|| cli::scenarios::unknown(name))?;
+            files.push(PathBuf::from(format!(
+                "{}{file}",
+                redlock_sim::catalogue::PREFIX
+            )));
+        } else if path.is_dir() {
             let mut found: Vec<PathBuf> = std::fs::read_dir(path)
                 .map_err(|e| format!("{}: {e}", path.display()))?
                 .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -365,6 +382,7 @@ fn main() -> ExitCode {
             paths,
             seed,
             seeds,
+            catalogue,
             json,
             wide,
             each_seed,
@@ -378,8 +396,14 @@ fn main() -> ExitCode {
                 (false, false, true) => RunFormat::EachSeed,
                 (false, false, false) => RunFormat::Table,
             };
+            let mut paths = paths.clone();
+            if *catalogue {
+                paths.extend(redlock_sim::catalogue::files().iter().map(|(file, _)| {
+                    PathBuf::from(format!("{}{file}", redlock_sim::catalogue::PREFIX))
+                }));
+            }
             cli::run::run(&cli::run::RunArgs {
-                paths,
+                paths: &paths,
                 seed: *seed,
                 seeds: *seeds,
                 format,
@@ -390,6 +414,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Merge(args) => cli::merge::merge(args),
+        Command::Scenarios { command } => cli::scenarios::scenarios(command),
         Command::Check {
             file,
             threads,

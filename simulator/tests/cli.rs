@@ -452,3 +452,73 @@ fn many_seeds_make_one_row_per_scenario_and_help_fits_a_pipe() {
         );
     }
 }
+
+/// The catalogue is in the binary: run from a directory without `scenarios/`, `run
+/// --catalogue` runs every scenario and matches, `scenarios list` names them, `show` prints
+/// a file exactly, `export` writes them all, `explain` takes `catalogue:NAME`, and an
+/// unknown name is a clear error.
+#[test]
+fn the_catalogue_travels_with_the_binary() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let sim_in = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
+            .args(args)
+            .current_dir(elsewhere.path())
+            .output()
+            .unwrap()
+    };
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let files = std::fs::read_dir(&scenarios)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "toml")
+        })
+        .count();
+
+    let run = sim_in(&["run", "--catalogue"]);
+    assert!(run.status.success(), "{}", text(&run));
+    assert!(
+        text(&run).contains(&format!(
+            "{files} runs of {files} scenarios: {files} matched"
+        )),
+        "{}",
+        text(&run)
+    );
+
+    let list = sim_in(&["scenarios", "list"]);
+    let listed = String::from_utf8(list.stdout).unwrap();
+    assert!(
+        listed.lines().any(|l| l.starts_with("rl-00-baseline  ")),
+        "{listed}"
+    );
+    assert!(listed.contains(&format!("{files} scenarios")), "{listed}");
+
+    let show = sim_in(&["scenarios", "show", "rl-02-pause-5s"]);
+    let on_disk = std::fs::read_to_string(scenarios.join("rl-02-pause-5s.toml")).unwrap();
+    assert_eq!(String::from_utf8(show.stdout).unwrap(), on_disk);
+
+    let out = elsewhere.path().join("catalogue");
+    let export = sim_in(&["scenarios", "export", out.to_str().unwrap()]);
+    assert!(export.status.success(), "{}", text(&export));
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), files);
+    assert_eq!(
+        std::fs::read_to_string(out.join("rl-02-pause-5s.toml")).unwrap(),
+        on_disk
+    );
+
+    let explain = sim_in(&["explain", "catalogue:rl-05-crash-no-persistence"]);
+    assert!(explain.status.success(), "{}", text(&explain));
+    assert!(
+        text(&explain).contains("RL-05 node crash"),
+        "{}",
+        text(&explain)
+    );
+
+    let unknown = sim_in(&["run", "catalogue:rl-99-nothing"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
+    assert!(text(&unknown).contains("no scenario `rl-99-nothing` in the catalogue"));
+}
