@@ -187,6 +187,21 @@ mod tests {
     }
 
     #[test]
+    fn a_bare_number_of_a_duration_gets_the_string_to_write() {
+        let err = parse("nodes = []\nttl = 30\n", "redlock.toml").unwrap_err();
+        assert!(
+            err.message.starts_with("redlock.toml:2:7: `ttl`: "),
+            "{err}"
+        );
+        assert!(err.message.contains("write \"30s\""), "{err}");
+        let err = parse("nodes = []\nwait = true\n", "redlock.toml").unwrap_err();
+        assert!(
+            err.message.contains("a duration written as a string"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn unknown_fields_and_bad_values_name_line_and_field() {
         let err = parse("nodes = []\n\ntll = \"5s\"\n", "redlock.toml").unwrap_err();
         assert!(err.message.starts_with("redlock.toml:3:1: "), "{err}");

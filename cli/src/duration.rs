@@ -26,16 +26,50 @@ pub(crate) fn show(duration: Duration) -> String {
     humantime::format_duration(millis).to_string()
 }
 
-/// A duration field of the config file, written as a string (`ttl = "30s"`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(try_from = "String")]
+/// A duration field of the config file, written as a string (`ttl = "30s"`). A bare number
+/// (`ttl = 30`) is refused with the string to write, as the environment variable's is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct HumanDuration(pub(crate) Duration);
 
-impl TryFrom<String> for HumanDuration {
-    type Error = String;
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(DurationVisitor)
+    }
+}
 
-    fn try_from(text: String) -> Result<Self, String> {
-        parse(&text).map(Self)
+/// Reads a duration field: a string is parsed; a number gets the hint a bare number on the
+/// command line gets, in the config file's syntax.
+struct DurationVisitor;
+
+impl DurationVisitor {
+    fn bare<E: serde::de::Error>(number: impl fmt::Display) -> E {
+        E::custom(format!(
+            "`{number}` has no unit; write \"{number}s\" or \"{number}ms\" (a string with a unit)"
+        ))
+    }
+}
+
+impl serde::de::Visitor<'_> for DurationVisitor {
+    type Value = HumanDuration;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a duration written as a string, e.g. \"30s\", \"500ms\" or \"2m\"")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<HumanDuration, E> {
+        parse(text).map(HumanDuration).map_err(E::custom)
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, number: i64) -> Result<HumanDuration, E> {
+        Err(Self::bare(number))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, number: u64) -> Result<HumanDuration, E> {
+        Err(Self::bare(number))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, number: f64) -> Result<HumanDuration, E> {
+        Err(Self::bare(number))
     }
 }
 

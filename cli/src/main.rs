@@ -21,21 +21,30 @@ mod settings;
 mod signals;
 mod sources;
 mod status;
+mod wrap;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::args::{Cli, Command};
 use crate::exit::{Failure, OS_ERROR, USAGE};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // Help is wrapped to the terminal that shows it, or to 80 columns in a pipe.
+    let parsed = Cli::command()
+        .term_width(wrap::width(std::io::stdout()))
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             // Help and version go to stdout with 0; usage errors exit with EX_USAGE rather
             // than clap's 2, so that every configuration problem has the same code.
             let _ = e.print();
+            if let Some(hint) = command_hint(&e) {
+                eprintln!("{hint}");
+            }
             return ExitCode::from(if e.use_stderr() { USAGE } else { 0 });
         }
     };
@@ -67,9 +76,64 @@ fn main() -> ExitCode {
     }
 }
 
+/// The hint for the commonest mistake with `redlock run`: the command written without the
+/// `--` before it (`redlock run -r job echo hi`), which clap reports as an unexpected
+/// argument.
+fn command_hint(error: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ErrorKind};
+    let is_run = std::env::args_os()
+        .nth(1)
+        .is_some_and(|first| first == "run");
+    if !is_run || error.kind() != ErrorKind::UnknownArgument {
+        return None;
+    }
+    let unexpected = error.get(ContextKind::InvalidArg)?.to_string();
+    if unexpected.starts_with('-') {
+        return None;
+    }
+    // The user's own line with `--` put before the command, each word quoted when the
+    // shell would need it.
+    let words: Vec<String> = std::env::args()
+        .skip(1)
+        .map(|word| shell_word(&word))
+        .collect();
+    // Clap names the first word it could not place; a word right after an option may be
+    // that option's value, so a match elsewhere is preferred.
+    let wanted = shell_word(&unexpected);
+    let matches: Vec<usize> = (1..words.len()).filter(|&i| words[i] == wanted).collect();
+    let at = matches
+        .iter()
+        .copied()
+        .find(|&i| !words[i - 1].starts_with('-'))
+        .or_else(|| matches.first().copied())?;
+    let (options, command) = words.split_at(at);
+    Some(format!(
+        "hint: put the command after `--`: redlock {} -- {}",
+        options.join(" "),
+        command.join(" ")
+    ))
+}
+
+/// `word` as a shell reads it back: as it is when it is plain, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+%".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
 fn fail(failure: &Failure) -> ExitCode {
     if !failure.message.is_empty() {
-        eprintln!("redlock: {failure}");
+        let width = wrap::width(std::io::stderr());
+        eprintln!(
+            "{}",
+            wrap::fill(&format!("redlock: {failure}"), width, "  ")
+        );
     }
     ExitCode::from(failure.code)
 }

@@ -182,3 +182,98 @@ fn a_wait_on_a_terminal_counts_the_time_waited() {
     // Erased before the command ran: the last thing on the terminal is the erasure.
     assert!(shown.ends_with("\r\x1b[2K"), "{shown:?}");
 }
+
+/// The widest line of `text`, in characters.
+fn widest(text: &str) -> usize {
+    text.lines()
+        .map(|line| line.chars().count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// In a pipe, with no `COLUMNS`, help, errors and the doctor's findings fit 80 columns
+/// (help lines of up to 329 columns and a doctor finding of 449 before), and no word is
+/// lost to the wrapping. The doctor's table rows are the one thing left unwrapped.
+#[test]
+fn help_errors_and_findings_in_a_pipe_fit_80_columns() {
+    for args in [
+        &["--help"][..],
+        &["run", "--help"],
+        &["status", "--help"],
+        &["doctor", "--help"],
+    ] {
+        let out = common::redlock()
+            .env_remove("COLUMNS")
+            .args(args)
+            .output()
+            .unwrap();
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(widest(&help) <= 80, "redlock {args:?}: {help}");
+    }
+
+    let out = common::redlock()
+        .env_remove("COLUMNS")
+        .args([
+            "run",
+            "--node",
+            "redis://127.0.0.1:1",
+            "--node",
+            "127.0.0.1:27101",
+        ])
+        .args(["--resource", "job", "--", "true"])
+        .output()
+        .unwrap();
+    let error = String::from_utf8(out.stderr).unwrap();
+    assert!(error.contains("write redis://127.0.0.1:27101"), "{error}");
+    assert!(widest(&error) <= 80, "{error}");
+
+    let fleet = fleet(3);
+    let mut doctor = common::redlock();
+    doctor.env_remove("COLUMNS").arg("doctor");
+    for url in fleet.urls() {
+        doctor.args(["--node", &url]);
+    }
+    let report = String::from_utf8(doctor.output().unwrap().stdout).unwrap();
+    let (table, prose): (Vec<&str>, Vec<&str>) = report
+        .lines()
+        .partition(|line| line.starts_with("NODE ") || line.starts_with("127.0.0.1:"));
+    assert_eq!(table.len(), 4, "{report}");
+    // A word longer than what is left of a line (a scenario's path) is kept whole.
+    assert!(
+        prose
+            .iter()
+            .all(|line| line.chars().count() <= 80 || line.split_whitespace().count() == 1),
+        "{report}"
+    );
+    // The fresh fleet is within its restart quarantine: a finding long enough to wrap.
+    assert!(report.contains("WARNING"), "{report}");
+
+    // A wider terminal (here `COLUMNS`) gets longer lines.
+    let mut wide = common::redlock();
+    wide.env("COLUMNS", "160").arg("doctor");
+    for url in fleet.urls() {
+        wide.args(["--node", &url]);
+    }
+    let report = String::from_utf8(wide.output().unwrap().stdout).unwrap();
+    assert!(
+        report.lines().any(|line| !line.starts_with("NODE ")
+            && !line.starts_with("127.")
+            && line.chars().count() > 80),
+        "{report}"
+    );
+}
+
+/// The command written without `--` before it gets the line to write instead.
+#[test]
+fn a_command_without_the_double_dash_gets_the_line_to_write() {
+    let out = common::redlock()
+        .args(["run", "-r", "job", "echo", "hi there"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    let error = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        error.contains("hint: put the command after `--`: redlock run -r job -- echo 'hi there'"),
+        "{error}"
+    );
+}

@@ -51,6 +51,7 @@
 //! assert_eq!(run.report.counts.leases, 2);
 //! ```
 
+pub mod catalogue;
 pub mod check;
 pub mod checker;
 mod client;
@@ -66,6 +67,7 @@ pub mod recording;
 pub mod report;
 pub mod run_output;
 pub mod scenario;
+pub mod seed_summary;
 mod server;
 pub mod shard;
 mod store;

@@ -4,11 +4,21 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use redlock_sim::Scenario;
 use redlock_sim::run_output::RunFormat;
 
 mod cli;
+
+/// The width help is wrapped to: `COLUMNS` when set, else the terminal's, else 80 (a pipe).
+fn help_width() -> usize {
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok());
+    let terminal =
+        || terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0));
+    columns.or_else(terminal).filter(|&w| w > 0).unwrap_or(80)
+}
 
 #[derive(Parser)]
 #[command(
@@ -26,9 +36,13 @@ enum Command {
     /// Run scenario files (or every .toml in the given directories) and compare each verdict
     /// with the file's expectation. Exits 1 when any differs.
     Run {
-        /// Scenario files or directories.
-        #[arg(required = true)]
+        /// Scenario files or directories; `catalogue:NAME` names a scenario of the catalogue
+        /// embedded in this binary (`redlock-sim scenarios list`).
+        #[arg(required_unless_present = "catalogue")]
         paths: Vec<PathBuf>,
+        /// Run the whole catalogue embedded in this binary (after PATHS, if any).
+        #[arg(long)]
+        catalogue: bool,
         /// The first seed (default: each scenario's own).
         #[arg(long)]
         seed: Option<u64>,
@@ -38,10 +52,14 @@ enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
-        /// Print every column and the full scenario names, one line per run (about 250
+        /// Print every column and the full scenario names, one line per run (about 270
         /// columns for the catalogue) instead of the table that fits 100 columns.
         #[arg(long, conflicts_with = "json")]
         wide: bool,
+        /// With --seeds: one row per run in the table that fits 100 columns, instead of one
+        /// row per scenario with how many seeds matched and the seeds that differ.
+        #[arg(long, conflicts_with_all = ["json", "wide"])]
+        each_seed: bool,
         /// Run with this fencing-token source instead of the file's: linearizable,
         /// redis-counter or quorum-minted. The expectations then no longer apply: the result
         /// column shows "-" and the exit code ignores them.
@@ -113,6 +131,12 @@ enum Command {
         #[command(flatten)]
         shard: ShardArgs,
     },
+    /// The scenario catalogue embedded in this binary: list it, show one file, or write
+    /// them all into a directory.
+    Scenarios {
+        #[command(subcommand)]
+        command: cli::scenarios::ScenariosCommand,
+    },
     /// Merge the --jsonl files of a sharded run or sweep: prints the table (and writes the
     /// CSV and chart) one unsharded run prints, after checking every run is there once.
     Merge(cli::merge::MergeArgs),
@@ -175,7 +199,14 @@ struct ShardArgs {
 pub(crate) fn scenario_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
     for path in paths {
-        if path.is_dir() {
+        if let Some(name) = redlock_sim::catalogue::name_of(path) {
+            let (file, _) =
+                redlock_sim::catalogue::find(name).ok_or_else(|| cli::scenarios::unknown(name))?;
+            files.push(PathBuf::from(format!(
+                "{}{file}",
+                redlock_sim::catalogue::PREFIX
+            )));
+        } else if path.is_dir() {
             let mut found: Vec<PathBuf> = std::fs::read_dir(path)
                 .map_err(|e| format!("{}: {e}", path.display()))?
                 .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -344,25 +375,35 @@ fn sweep(args: SweepArgs<'_>) -> Result<bool, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().term_width(help_width()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match &cli.command {
         Command::Run {
             paths,
             seed,
             seeds,
+            catalogue,
             json,
             wide,
+            each_seed,
             tokens,
             shard,
             corpus,
         } => {
-            let format = match (*json, *wide) {
-                (true, _) => RunFormat::Json,
-                (false, true) => RunFormat::Wide,
-                (false, false) => RunFormat::Table,
+            let format = match (*json, *wide, *each_seed) {
+                (true, _, _) => RunFormat::Json,
+                (false, true, _) => RunFormat::Wide,
+                (false, false, true) => RunFormat::EachSeed,
+                (false, false, false) => RunFormat::Table,
             };
+            let mut paths = paths.clone();
+            if *catalogue {
+                paths.extend(redlock_sim::catalogue::files().iter().map(|(file, _)| {
+                    PathBuf::from(format!("{}{file}", redlock_sim::catalogue::PREFIX))
+                }));
+            }
             cli::run::run(&cli::run::RunArgs {
-                paths,
+                paths: &paths,
                 seed: *seed,
                 seeds: *seeds,
                 format,
@@ -373,6 +414,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Merge(args) => cli::merge::merge(args),
+        Command::Scenarios { command } => cli::scenarios::scenarios(command),
         Command::Check {
             file,
             threads,

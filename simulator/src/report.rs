@@ -207,6 +207,8 @@ const MIN_NAME_WIDTH: usize = 20;
 pub const COMPACT_LEGEND: &str = "\
 excl: mutual exclusion; VIOL: VIOLATED; PREV: PREVENTED_BY_FENCING
 tokens: incr = increasing, N rep = N leases repeated a token, N reg = N got a smaller one
+cause: A = Redlock's claim failed (a node forgot a key, a clock misbehaved); B = the usage
+  contract failed (a pause, a delayed message, long work); C = a client's implementation fault
 --wide: every column (leases, overlaps, stale and rejected accesses) and one line per run
 ";
 
@@ -258,7 +260,7 @@ pub fn compact_table(reports: &[Report]) -> String {
 
 /// Splits `text` into lines of at most `width` characters at spaces; continuation lines get
 /// two characters less, for the indent that marks them. A word longer than a line is cut.
-fn wrap(text: &str, width: usize) -> Vec<String> {
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
     for mut word in text.split_whitespace() {
@@ -298,7 +300,10 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-fn column_widths<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> [usize; N] {
+pub(crate) fn column_widths<const N: usize>(
+    header: &[&str; N],
+    rows: &[[String; N]],
+) -> [usize; N] {
     let mut widths = header.map(str::len);
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -310,7 +315,7 @@ fn column_widths<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> [u
 
 /// One line of cells, each padded to its column's width, two spaces apart, without trailing
 /// blanks.
-fn aligned(cells: &[String], widths: &[usize]) -> String {
+pub(crate) fn aligned(cells: &[String], widths: &[usize]) -> String {
     cells
         .iter()
         .zip(widths)
@@ -322,7 +327,7 @@ fn aligned(cells: &[String], widths: &[usize]) -> String {
 }
 
 /// The `result` cell: an unchecked run's verdicts were not compared with anything.
-fn result_cell(report: &Report) -> String {
+pub(crate) fn result_cell(report: &Report) -> String {
     if report.unchecked {
         "-".into()
     } else if report.matches {
@@ -333,7 +338,7 @@ fn result_cell(report: &Report) -> String {
 }
 
 /// A verdict in at most four characters (the compact table's legend spells them out).
-fn short_verdict(verdict: Verdict) -> &'static str {
+pub(crate) fn short_verdict(verdict: Verdict) -> &'static str {
     match verdict {
         Verdict::Safe => "SAFE",
         Verdict::Violated => "VIOL",
@@ -342,7 +347,7 @@ fn short_verdict(verdict: Verdict) -> &'static str {
 }
 
 /// [`tokens_cell`] in the compact table's abbreviations.
-fn short_tokens_cell(counts: &Counts) -> String {
+pub(crate) fn short_tokens_cell(counts: &Counts) -> String {
     let repeated = counts.fence_repeats;
     let regressed = counts.fence_regressions - repeated;
     match (repeated, regressed) {

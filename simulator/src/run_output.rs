@@ -7,12 +7,16 @@ use std::time::Duration;
 use crate::Report;
 use crate::jsonl::RunLine;
 use crate::report::{COMPACT_LEGEND, compact_table, table};
+use crate::seed_summary::{has_several_seeds, summary_table};
 
 /// How `run` prints its reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RunFormat {
-    /// The table that fits 100 columns, with its legend.
+    /// The table that fits 100 columns, with its legend: one row per scenario when some
+    /// scenario ran several seeds (`--seeds N`), one row per run otherwise.
     Table,
+    /// The table that fits 100 columns, one row per run (`--each-seed`).
+    EachSeed,
     /// Every column, full names.
     Wide,
     /// The reports as a JSON array.
@@ -48,6 +52,11 @@ pub fn render(
     let mut out = String::new();
     if format == RunFormat::Wide {
         out.push_str(&table(&reports));
+    } else if format == RunFormat::Table && has_several_seeds(&reports) {
+        out.push_str(&summary_table(&reports));
+        out.push('\n');
+        out.push_str(COMPACT_LEGEND);
+        out.push_str("--each-seed: one row per run\n");
     } else {
         out.push_str(&compact_table(&reports));
         out.push('\n');

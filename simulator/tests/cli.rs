@@ -234,12 +234,13 @@ fn another_token_source_leaves_the_expectation_unchecked_and_says_so() {
     assert_eq!(reports[0]["matches"], false, "{reports}");
 }
 
-/// The default table fits an ordinary terminal: no line of the whole catalogue's output, its
-/// legend and summary included, is wider than 100 columns, every run has its row, and every
-/// scenario's name is there in full once its wrapped lines are joined.
+/// The table fits an ordinary terminal: no line of the whole catalogue's output, its
+/// legend and summary included, is wider than 100 columns, every run has its row (with
+/// `--each-seed`), and every scenario's name is there in full once its wrapped lines are
+/// joined.
 #[test]
-fn the_default_table_fits_100_columns_for_the_whole_catalogue() {
-    let output = sim(&["run", "scenarios", "--seeds", "2"]);
+fn the_each_seed_table_fits_100_columns_for_the_whole_catalogue() {
+    let output = sim(&["run", "scenarios", "--seeds", "2", "--each-seed"]);
     assert!(output.status.success(), "{}", text(&output));
     let out = String::from_utf8(output.stdout).unwrap();
     for line in out.lines() {
@@ -404,4 +405,120 @@ fn a_run_on_a_terminal_shows_progress() {
     let terminal = String::from_utf8_lossy(&output.stdout);
     assert!(terminal.contains("/300 runs"), "{terminal:?}");
     assert!(terminal.contains('\r'), "{terminal:?}");
+}
+
+/// `--seeds N` prints one row per scenario, not one per run: 200 seeds of a scenario are
+/// one row that says `200/200 matched` (13,000 rows for the catalogue before); the legend
+/// names the cause letters, and help in a pipe fits 80 columns.
+#[test]
+fn many_seeds_make_one_row_per_scenario_and_help_fits_a_pipe() {
+    let output = sim(&[
+        "run",
+        "scenarios/rl-00-baseline.toml",
+        "scenarios/rl-05-crash-no-persistence.toml",
+        "--seeds",
+        "200",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let out = String::from_utf8(output.stdout).unwrap();
+    let table: Vec<&str> = out.lines().take_while(|line| !line.is_empty()).collect();
+    let rows: Vec<&&str> = table
+        .iter()
+        .filter(|line| !line.starts_with("  "))
+        .collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(rows[1].ends_with("1-200  200/200 matched"), "{out}");
+    assert!(
+        rows[2].contains("VIOL") && rows[2].ends_with("200/200 matched"),
+        "{out}"
+    );
+    assert!(out.contains("cause: A = Redlock's claim failed"), "{out}");
+    assert!(
+        out.contains("400 runs of 2 scenarios: 400 matched"),
+        "{out}"
+    );
+
+    for args in [&["--help"][..], &["run", "--help"], &["check", "--help"]] {
+        let help = std::process::Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
+            .args(args)
+            .env_remove("COLUMNS")
+            .output()
+            .unwrap();
+        let help = String::from_utf8(help.stdout).unwrap();
+        let widest = help.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(
+            widest <= 80,
+            "redlock-sim {args:?}: {widest} columns:\n{help}"
+        );
+    }
+}
+
+/// The catalogue is in the binary: run from a directory without `scenarios/`, `run
+/// --catalogue` runs every scenario and matches, `scenarios list` names them, `show` prints
+/// a file exactly, `export` writes them all, `explain` takes `catalogue:NAME`, and an
+/// unknown name is a clear error.
+#[test]
+fn the_catalogue_travels_with_the_binary() {
+    let elsewhere = tempfile::tempdir().unwrap();
+    let sim_in = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
+            .args(args)
+            .current_dir(elsewhere.path())
+            .output()
+            .unwrap()
+    };
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let files = std::fs::read_dir(&scenarios)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|x| x == "toml")
+        })
+        .count();
+
+    let run = sim_in(&["run", "--catalogue"]);
+    assert!(run.status.success(), "{}", text(&run));
+    assert!(
+        text(&run).contains(&format!(
+            "{files} runs of {files} scenarios: {files} matched"
+        )),
+        "{}",
+        text(&run)
+    );
+
+    let list = sim_in(&["scenarios", "list"]);
+    let listed = String::from_utf8(list.stdout).unwrap();
+    assert!(
+        listed.lines().any(|l| l.starts_with("rl-00-baseline  ")),
+        "{listed}"
+    );
+    assert!(listed.contains(&format!("{files} scenarios")), "{listed}");
+
+    let show = sim_in(&["scenarios", "show", "rl-02-pause-5s"]);
+    let on_disk = std::fs::read_to_string(scenarios.join("rl-02-pause-5s.toml")).unwrap();
+    assert_eq!(String::from_utf8(show.stdout).unwrap(), on_disk);
+
+    let out = elsewhere.path().join("catalogue");
+    let export = sim_in(&["scenarios", "export", out.to_str().unwrap()]);
+    assert!(export.status.success(), "{}", text(&export));
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), files);
+    assert_eq!(
+        std::fs::read_to_string(out.join("rl-02-pause-5s.toml")).unwrap(),
+        on_disk
+    );
+
+    let explain = sim_in(&["explain", "catalogue:rl-05-crash-no-persistence"]);
+    assert!(explain.status.success(), "{}", text(&explain));
+    assert!(
+        text(&explain).contains("RL-05 node crash"),
+        "{}",
+        text(&explain)
+    );
+
+    let unknown = sim_in(&["run", "catalogue:rl-99-nothing"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
+    assert!(text(&unknown).contains("no scenario `rl-99-nothing` in the catalogue"));
 }

@@ -105,7 +105,10 @@ pub(crate) async fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
     if args.json {
         println!("{}", report::json::render(&report));
     } else {
-        print!("{}", report::table::render(&report));
+        print!(
+            "{}",
+            report::table::render(&report, crate::wrap::width(std::io::stdout()))
+        );
     }
     Ok(report.exit_code)
 }

@@ -47,6 +47,8 @@ pub const NO_CONFIG_HOME: &str = "/nonexistent/redlock-tests/config";
 
 /// The `redlock` binary with a clean environment for its own variables, so that a
 /// developer's `REDLOCK_NODES`, config files or `RUST_LOG` cannot change what a test sees.
+/// Its messages are not wrapped (`COLUMNS` wide enough for any of them), so that a test can
+/// look for a phrase wherever a line would break; `terminal_output.rs` tests the wrapping.
 pub fn redlock() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_redlock"));
     for name in SETTING_VARIABLES {
@@ -62,6 +64,7 @@ pub fn redlock() -> Command {
         // Every test's fleet is new, on ports an earlier test's servers may have used: a run
         // must not take them for replaced servers. Tests of the memory give it a file.
         .env("REDLOCK_SERVERS_FILE", "off")
+        .env("COLUMNS", "10000")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

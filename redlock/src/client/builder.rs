@@ -445,12 +445,7 @@ fn open_nodes(
                 .into_connection_info()
                 .map(with_nodelay)
                 .and_then(redis::Client::open)
-                .map_err(|e| {
-                    ConfigError::new(
-                        field.clone(),
-                        format!("`{}` is not a usable Redis URL: {e}", redact_url(&url)),
-                    )
-                })?,
+                .map_err(|e| ConfigError::new(field.clone(), unusable_url(&url, &e)))?,
         };
         if connect_timeout.is_zero() {
             return Err(ConfigError::new("connect_timeout", "must be greater than zero").into());
@@ -472,8 +467,51 @@ fn open_nodes(
     Ok((nodes, subscribers))
 }
 
+/// Why `url` cannot name a node, with what to write instead when the mistake is a common
+/// one: an address without its scheme (`127.0.0.1:6379`), or another protocol's scheme.
+fn unusable_url(url: &str, error: &redis::RedisError) -> String {
+    let shown = redact_url(url);
+    match url.split_once("://") {
+        None => format!(
+            "`{shown}` is not a Redis URL: it has no scheme; write redis://{shown} (rediss:// for TLS)"
+        ),
+        Some((scheme, _)) if !scheme.starts_with("redis") && !scheme.starts_with("unix") => {
+            format!(
+                "`{shown}` is not a Redis URL: a node's URL starts with redis:// (rediss:// for TLS), not {scheme}://"
+            )
+        }
+        Some(_) => format!("`{shown}` is not a usable Redis URL: {error}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_url_without_its_scheme_is_refused_with_the_url_to_write() {
+        let error = open_nodes(
+            vec![NodeSource::Url("127.0.0.1:27101".into())],
+            Duration::from_secs(1),
+        )
+        .err()
+        .expect("refused");
+        let text = error.to_string();
+        assert!(text.contains("write redis://127.0.0.1:27101"), "{text}");
+        assert!(!text.contains("InvalidClientConfig"), "{text}");
+    }
+
+    #[test]
+    fn a_url_of_another_protocol_is_refused_with_the_scheme_to_use() {
+        let error = open_nodes(
+            vec![NodeSource::Url("http://127.0.0.1:27101".into())],
+            Duration::from_secs(1),
+        )
+        .err()
+        .expect("refused");
+        let text = error.to_string();
+        assert!(text.contains("starts with redis://"), "{text}");
+        assert!(text.contains("not http://"), "{text}");
+    }
+
     use super::*;
 
     fn three() -> RedlockBuilder {

@@ -5,4 +5,5 @@ pub(crate) mod check;
 pub(crate) mod explain;
 pub(crate) mod merge;
 pub(crate) mod run;
+pub(crate) mod scenarios;
 pub(crate) mod sweep;

@@ -538,12 +538,17 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    /// Reads and checks a scenario file.
+    /// Reads and checks a scenario file, or a scenario of the embedded catalogue named
+    /// `catalogue:FILE` ([`crate::catalogue`]).
     ///
     /// # Errors
     ///
     /// A [`ScenarioError`] naming the file, line, column and field.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        if let Some((file, text)) = crate::catalogue::name_of(path).and_then(crate::catalogue::find)
+        {
+            return parse(text, &format!("{}{file}", crate::catalogue::PREFIX));
+        }
         let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::io(path, &e))?;
         parse(&text, &path.display().to_string())
     }

@@ -7,26 +7,28 @@ use super::{NodeSummary, Report, SettingsSummary, Verdict};
 use crate::doctor::finding::{Finding, Level};
 use crate::duration::show;
 use crate::numbers::{ms, pct, signed_pct, signed_us};
+use crate::wrap::fill;
 
-/// The report as a table followed by the findings, worst first.
-pub(crate) fn render(report: &Report) -> String {
+/// The report as a table followed by the findings, worst first; its prose (the settings
+/// line, the findings) wrapped to `width` columns. The table's rows are not wrapped: a
+/// row cut in two is harder to read than one that runs past the edge.
+pub(crate) fn render(report: &Report, width: usize) -> String {
     let mut out = String::new();
-    settings(&mut out, &report.settings);
+    settings(&mut out, &report.settings, width);
     out.push('\n');
     nodes(&mut out, report);
-    findings(&mut out, report);
+    findings(&mut out, report, width);
     out.push('\n');
-    verdict(&mut out, report);
+    verdict(&mut out, report, width);
     out
 }
 
 /// The settings the nodes were judged against, on one line.
-fn settings(out: &mut String, s: &SettingsSummary) {
+fn settings(out: &mut String, s: &SettingsSummary, width: usize) {
     let quarantine = s
         .restart_quarantine_ms
         .map_or("off".to_owned(), |ms| show(millis(ms)));
-    let _ = writeln!(
-        out,
+    let line = format!(
         "{} nodes, quorum {}, ttl {}, per-node timeout {}, drift factor {}, restart quarantine {}, clock window {}",
         s.nodes,
         s.quorum,
@@ -36,6 +38,7 @@ fn settings(out: &mut String, s: &SettingsSummary) {
         quarantine,
         show(millis(s.clock_window_ms)),
     );
+    let _ = writeln!(out, "{}", fill(&line, width, "  "));
 }
 
 /// One row per node, under a header, in columns as wide as their widest cell.
@@ -81,7 +84,7 @@ fn nodes(out: &mut String, report: &Report) {
 /// order), after a blank line when there are any. Findings that say the same thing about
 /// several nodes are printed once, naming every node they apply to: a fleet of five nodes
 /// without persistence gets one note, not five copies of it.
-fn findings(out: &mut String, report: &Report) {
+fn findings(out: &mut String, report: &Report, width: usize) {
     let mut groups = grouped(&report.findings);
     groups.sort_by_key(|group| std::cmp::Reverse(group.finding.level));
     if !groups.is_empty() {
@@ -93,26 +96,37 @@ fn findings(out: &mut String, report: &Report) {
         } else {
             nodes.join(", ")
         };
-        let _ = writeln!(
-            out,
+        let head = format!(
             "{:7}  {place}: {}",
             finding.level.label().to_uppercase(),
             finding.summary
         );
-        let _ = writeln!(out, "         condition: {}", finding.condition.short());
+        let _ = writeln!(out, "{}", fill(&head, width, FINDING_INDENT));
+        let mut field = |label: &str, text: &str| {
+            let line = format!("{FINDING_INDENT}{label:10} {text}");
+            let _ = writeln!(out, "{}", fill(&line, width, FIELD_INDENT));
+        };
+        field("condition:", finding.condition.short());
         if let Some(scenario) = &finding.scenario {
-            let _ = writeln!(out, "         scenario:  {scenario}");
+            field("scenario:", &scenario.to_string());
         }
         if let Some(remedy) = &finding.remedy {
-            let label = if finding.level == Level::Note {
-                "note:     "
-            } else {
-                "fix:      "
-            };
-            let _ = writeln!(out, "         {label} {remedy}");
+            field(
+                if finding.level == Level::Note {
+                    "note:"
+                } else {
+                    "fix:"
+                },
+                remedy,
+            );
         }
     }
 }
+
+/// Where a finding's lines start, under its level.
+const FINDING_INDENT: &str = "         ";
+/// Where a finding's wrapped field lines continue: under the field's text.
+const FIELD_INDENT: &str = "                    ";
 
 /// One printed finding and the nodes it applies to (none: the fleet).
 struct Group<'a> {
@@ -153,7 +167,7 @@ fn grouped(findings: &[Finding]) -> Vec<Group<'_>> {
 }
 
 /// The counts by level and the verdict, with the exit code.
-fn verdict(out: &mut String, report: &Report) {
+fn verdict(out: &mut String, report: &Report, width: usize) {
     let passed = report.count(Level::Ok);
     let (errors, warnings, notes) = (
         report.count(Level::Error),
@@ -165,11 +179,11 @@ fn verdict(out: &mut String, report: &Report) {
         Verdict::Failing => "a condition does not hold",
         Verdict::Unchecked => "the fleet cannot be checked",
     };
-    let _ = writeln!(
-        out,
+    let line = format!(
         "{passed} checks passed, {errors} error(s), {warnings} warning(s), {notes} note(s): {verdict} (exit {})",
         report.exit_code
     );
+    let _ = writeln!(out, "{}", fill(&line, width, "  "));
 }
 
 fn millis(ms: u128) -> std::time::Duration {
