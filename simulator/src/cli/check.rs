@@ -226,3 +226,36 @@ fn explain_property(property: check::Property) -> &'static str {
         _ => "",
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_line_projects_the_next_level_and_shows_the_memory() {
+        let p = Progress {
+            states: 2_500_000,
+            distinct: 900_000,
+            depth: 23,
+            frontier: 120_000,
+            growth: 1.5,
+            memory: 3 << 29,
+            max_memory: 12 << 30,
+            ..Progress::default()
+        };
+        assert_eq!(
+            progress_line(&p),
+            "2500.0k states, 900.0k distinct, depth 23, level of 120.0k (x1.50 a level, next \
+             about 180.0k), memory 1.5 GiB of 12.0 GiB"
+        );
+        let deep = Progress {
+            depth_first: true,
+            ..p
+        };
+        assert!(progress_line(&deep).contains("depth 23, depth first, memory"));
+        assert_eq!(
+            estimate(4 << 30, true),
+            "memory bound 4.0 GiB (--max-memory): room for at least 74.9M distinct states"
+        );
+    }
+}
