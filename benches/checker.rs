@@ -1,6 +1,7 @@
 //! The model checker's speed: states per second on a standard check (the shipped client with
 //! client clocks slow within the drift factor: three nodes, two clients, a 6-tick TTL), with
-//! and without client symmetry, on one thread and on two, and the state counts of each.
+//! and without client symmetry, on one thread and on two, breadth first and depth first, and
+//! the state counts of each.
 //!
 //! ```text
 //! cargo bench --bench checker
@@ -22,14 +23,22 @@ fn standard(c: &mut Criterion) {
     let mut group = c.benchmark_group("checker");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
-    for (name, symmetry, threads) in [
-        ("symmetry_1_thread", true, 1),
-        ("symmetry_2_threads", true, 2),
-        ("no_symmetry_1_thread", false, 1),
+    // (name, client symmetry, threads, depth first from the start)
+    for (name, symmetry, threads, depth_first) in [
+        ("symmetry_1_thread", true, 1, false),
+        ("symmetry_2_threads", true, 2, false),
+        ("symmetry_1_thread_depth_first", true, 1, true),
+        ("symmetry_2_threads_depth_first", true, 2, true),
+        ("no_symmetry_1_thread", false, 1, false),
     ] {
         let options = Options {
             threads,
             symmetry,
+            breadth_first_memory: if depth_first {
+                0
+            } else {
+                check::DEFAULT_BREADTH_FIRST_MEMORY
+            },
             ..Options::default()
         };
         let probe = check::check(spec.clone(), options);
@@ -39,8 +48,11 @@ fn standard(c: &mut Criterion) {
             probe.text()
         );
         println!(
-            "{name}: {} states, {} distinct, depth {}",
-            probe.exploration.states, probe.exploration.distinct, probe.exploration.depth
+            "{name}: {} states, {} distinct, depth {}, peak memory {} bytes",
+            probe.exploration.states,
+            probe.exploration.distinct,
+            probe.exploration.depth,
+            probe.exploration.peak_memory
         );
         // Throughput in states generated: criterion's elements per second are states/s.
         group.throughput(Throughput::Elements(probe.exploration.states));

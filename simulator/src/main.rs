@@ -152,6 +152,10 @@ enum Command {
         /// Stop after this many distinct states (the result is then incomplete).
         #[arg(long)]
         max_states: Option<u64>,
+        /// Stop (incomplete) when the process's memory passes this size, e.g. 4GiB
+        /// (default: half the memory available).
+        #[arg(long, value_name = "SIZE")]
+        max_memory: Option<String>,
         /// Write a violation here as the check file plus its path, which `run` and
         /// `explain` replay.
         #[arg(long)]
@@ -419,6 +423,7 @@ fn main() -> ExitCode {
             file,
             threads,
             max_states,
+            max_memory,
             counterexample,
             json,
             no_symmetry,
@@ -426,6 +431,7 @@ fn main() -> ExitCode {
             file,
             threads: *threads,
             max_states: *max_states,
+            max_memory: max_memory.as_deref(),
             counterexample: counterexample.as_deref(),
             json: *json,
             symmetry: !*no_symmetry,

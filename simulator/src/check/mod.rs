@@ -30,15 +30,20 @@
 //! ```
 
 mod client;
+mod depth_first;
 mod explore;
+mod fingerprint;
+pub mod memory;
 mod model;
 mod node;
 mod rate;
 mod spec;
+mod visited;
 
 use std::fmt::Write as _;
 
-pub use explore::{Exploration, Options, Progress};
+pub use explore::{DEFAULT_BREADTH_FIRST_MEMORY, Exploration, Options, Progress, Stop};
+pub use fingerprint::collision_bound;
 pub use model::{Action, Link, Property};
 pub use spec::{CheckSpec, Durability, Outcome, PauseKind, parse};
 
@@ -121,6 +126,21 @@ impl CheckReport {
         self.exploration.states as f64 / self.exploration.elapsed.as_secs_f64().max(1e-9)
     }
 
+    /// How the exploration ended, in words: complete, or what cut it short and what to do.
+    pub fn ending(&self) -> String {
+        let e = &self.exploration;
+        match e.stopped {
+            _ if e.complete => "complete".to_owned(),
+            Some(Stop::MaxStates) => "INCOMPLETE (--max-states)".to_owned(),
+            Some(Stop::MaxMemory(bound)) => format!(
+                "INCOMPLETE: the memory bound ({}, --max-memory) was reached; lower \
+                 horizon_ticks, the fault budget, clients or nodes, or raise --max-memory",
+                memory::format_size(bound)
+            ),
+            None => "stopped at the first violation".to_owned(),
+        }
+    }
+
     /// The report as text.
     pub fn text(&self) -> String {
         let e = &self.exploration;
@@ -128,7 +148,7 @@ impl CheckReport {
         let _ = writeln!(out, "{}", self.spec.name);
         let _ = writeln!(
             out,
-            "  {} states, {} distinct, depth {}, {:.2} s, {:.0} states/s{}{}",
+            "  {} states, {} distinct, depth {}, {:.2} s, {:.0} states/s{}, {}",
             e.states,
             e.distinct,
             e.depth,
@@ -139,11 +159,17 @@ impl CheckReport {
             } else {
                 ""
             },
-            if e.complete {
-                ", complete"
-            } else {
-                ", INCOMPLETE (--max-states)"
-            },
+            self.ending(),
+        );
+        let _ = writeln!(
+            out,
+            "  128-bit fingerprints: P(two states shared one) <= {:.1e}; peak memory {}{}",
+            collision_bound(e.distinct),
+            memory::format_size(e.peak_memory),
+            match e.depth_first_from {
+                Some(level) => format!("; breadth first to depth {level}, then depth first"),
+                None => String::new(),
+            }
         );
         for (property, result) in self.properties() {
             let _ = writeln!(
@@ -190,6 +216,10 @@ impl CheckReport {
             "states_per_second": self.rate(),
             "depth": e.depth,
             "complete": e.complete,
+            "ending": self.ending(),
+            "collision_bound": collision_bound(e.distinct),
+            "peak_memory_bytes": e.peak_memory,
+            "depth_first_from": e.depth_first_from,
             "symmetry": self.symmetry,
             "outcome": self.outcome().name(),
             "expected": self.spec.expect.name(),

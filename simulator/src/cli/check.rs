@@ -3,23 +3,86 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use redlock_sim::check::{self, CheckSpec, Options, Outcome, Progress};
+use std::sync::OnceLock;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use redlock_sim::check::{self, CheckSpec, Options, Outcome, Progress, memory};
 
 /// What `check` was asked.
 pub(crate) struct CheckArgs<'a> {
     pub(crate) file: &'a Path,
     pub(crate) threads: Option<usize>,
     pub(crate) max_states: Option<u64>,
+    pub(crate) max_memory: Option<&'a str>,
     pub(crate) counterexample: Option<&'a Path>,
     pub(crate) json: bool,
     pub(crate) symmetry: bool,
 }
 
+/// The progress line's spinner (a callback cannot capture it).
+static BAR: OnceLock<ProgressBar> = OnceLock::new();
+
 fn progress(p: &Progress) {
-    eprint!(
-        "\r{} states, {} distinct, depth {}, {:.0?}    ",
-        p.states, p.distinct, p.depth, p.elapsed
+    if let Some(bar) = BAR.get() {
+        bar.set_message(progress_line(p));
+    }
+}
+
+/// One line of progress: the counts, where the search is, and the memory against its bound.
+fn progress_line(p: &Progress) -> String {
+    let mut line = format!(
+        "{} states, {} distinct, depth {}",
+        count(p.states),
+        count(p.distinct),
+        p.depth
     );
+    if p.depth_first {
+        line.push_str(", depth first");
+    } else if p.frontier > 0 {
+        line.push_str(&format!(", level of {}", count(p.frontier)));
+        if p.growth > 0.0 {
+            // The projection: the next level if this one's growth holds.
+            line.push_str(&format!(
+                " (x{:.2} a level, next about {})",
+                p.growth,
+                count((p.frontier as f64 * p.growth) as u64)
+            ));
+        }
+    }
+    line.push_str(&format!(
+        ", memory {} of {}",
+        memory::format_size(p.memory),
+        memory::format_size(p.max_memory)
+    ));
+    line
+}
+
+/// A count for people: `1.2M`.
+fn count(n: u64) -> String {
+    match n {
+        0..10_000 => n.to_string(),
+        10_000..10_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        10_000_000..10_000_000_000 => format!("{:.1}M", n as f64 / 1e6),
+        _ => format!("{:.2}G", n as f64 / 1e9),
+    }
+}
+
+/// What fits before the search starts: the bound, and how many distinct states the
+/// fingerprint set holds within it.
+fn estimate(max_memory: u64, chosen: bool) -> String {
+    // The fingerprint tables take 21 to 43 bytes a state; the breadth-first levels take
+    // at most a quarter of the bound.
+    let states = (max_memory - max_memory / 4) / 43;
+    format!(
+        "memory bound {} ({}): room for at least {} distinct states",
+        memory::format_size(max_memory),
+        if chosen {
+            "--max-memory"
+        } else {
+            "half the memory available; --max-memory to change it"
+        },
+        count(states)
+    )
 }
 
 /// Runs one check: `Ok(true)` when every *always* property held, `Ok(false)` with a
@@ -28,16 +91,31 @@ pub(crate) fn check(args: &CheckArgs<'_>) -> Result<bool, String> {
     let text =
         std::fs::read_to_string(args.file).map_err(|e| format!("{}: {e}", args.file.display()))?;
     let spec = check::parse(&text, &args.file.display().to_string()).map_err(|e| e.to_string())?;
+    let max_memory = match args.max_memory {
+        Some(size) => memory::parse_size(size).map_err(|e| format!("--max-memory: {e}"))?,
+        None => memory::default_bound(),
+    };
     let terminal = std::io::stderr().is_terminal() && !args.json;
+    if terminal {
+        eprintln!("{}", estimate(max_memory, args.max_memory.is_some()));
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {elapsed} {wide_msg}") {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(std::time::Duration::from_millis(250));
+        let _ = BAR.set(bar);
+    }
     let options = Options {
         threads: args.threads.unwrap_or(1).max(1),
         max_states: args.max_states.unwrap_or(u64::MAX),
+        max_memory,
         symmetry: args.symmetry,
         progress: terminal.then_some(progress as fn(&Progress)),
+        ..Options::default()
     };
     let report = check::check(spec, options);
-    if terminal {
-        eprint!("\r\x1b[K");
+    if let Some(bar) = BAR.get() {
+        bar.finish_and_clear();
     }
     if args.json {
         println!(
@@ -55,7 +133,7 @@ pub(crate) fn check(args: &CheckArgs<'_>) -> Result<bool, String> {
             println!("  counterexample written to {}", path.display());
         }
     }
-    // A search cut short by --max-states proves nothing.
+    // A search cut short by a bound proves nothing.
     Ok(report.outcome() == Outcome::NoViolation && report.exploration.complete)
 }
 
@@ -146,5 +224,38 @@ fn explain_property(property: check::Property) -> &'static str {
             "a lease was released while its work still ran and its keys could still exist"
         }
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_progress_line_projects_the_next_level_and_shows_the_memory() {
+        let p = Progress {
+            states: 2_500_000,
+            distinct: 900_000,
+            depth: 23,
+            frontier: 120_000,
+            growth: 1.5,
+            memory: 3 << 29,
+            max_memory: 12 << 30,
+            ..Progress::default()
+        };
+        assert_eq!(
+            progress_line(&p),
+            "2500.0k states, 900.0k distinct, depth 23, level of 120.0k (x1.50 a level, next \
+             about 180.0k), memory 1.5 GiB of 12.0 GiB"
+        );
+        let deep = Progress {
+            depth_first: true,
+            ..p
+        };
+        assert!(progress_line(&deep).contains("depth 23, depth first, memory"));
+        assert_eq!(
+            estimate(4 << 30, true),
+            "memory bound 4.0 GiB (--max-memory): room for at least 74.9M distinct states"
+        );
     }
 }

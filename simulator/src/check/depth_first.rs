@@ -1,0 +1,156 @@
+//! The depth-first part of the explorer: from each state of the last breadth-first level,
+//! every state below it not seen before, with a stack of the states on the current path.
+//! Memory holds the stack (a state and its steps per level of depth), not a frontier.
+
+use std::sync::{Mutex, PoisonError};
+
+use super::explore::{CHECK_EVERY, Search};
+use super::fingerprint::fingerprint;
+use super::model::{Action, Property, World};
+
+/// What the depth-first search found.
+#[derive(Default)]
+pub(super) struct Found {
+    pub(super) states: u64,
+    pub(super) reached: u8,
+    /// The deepest state reached.
+    pub(super) depth: u32,
+    /// The first violation: the property, the trail index of the root it was found under,
+    /// and the path from that root.
+    pub(super) violation: Option<(Property, u32, Vec<Action>)>,
+}
+
+/// A state on the current path, with its steps and the next one to take.
+struct Frame {
+    world: World,
+    actions: Vec<Action>,
+    next: usize,
+    /// The step that led here from the frame below (none for a root).
+    via: Option<Action>,
+}
+
+/// Explores below every root (a trail index and a state at depth `depth`), on the threads.
+pub(super) fn explore(search: &Search<'_>, roots: Vec<(u32, World)>, depth: u32) -> Found {
+    let threads = search.options.threads.max(1);
+    let roots = Mutex::new(roots);
+    let violation = Mutex::new(None);
+    let parts: Vec<Found> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| scope.spawn(|| worker(search, &roots, depth, &violation)))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    let mut found = Found {
+        violation: violation
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner),
+        ..Found::default()
+    };
+    for part in parts {
+        found.states += part.states;
+        found.reached |= part.reached;
+        found.depth = found.depth.max(part.depth);
+    }
+    found
+}
+
+type FirstViolation = Mutex<Option<(Property, u32, Vec<Action>)>>;
+
+fn worker(
+    search: &Search<'_>,
+    roots: &Mutex<Vec<(u32, World)>>,
+    root_depth: u32,
+    violation: &FirstViolation,
+) -> Found {
+    let (model, symmetry) = (search.model, search.options.symmetry);
+    let mut found = Found::default();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut unreported = 0;
+    loop {
+        if search.stopped() {
+            break;
+        }
+        let root = roots.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let Some((root_index, root)) = root else {
+            break;
+        };
+        // Frames above `height` are kept for their allocations, not their contents.
+        let mut height = 0;
+        push(&mut stack, &mut height, root, None, search);
+        while height > 0 {
+            let top = &mut stack[height - 1];
+            let Some(&action) = top.actions.get(top.next) else {
+                height -= 1;
+                continue;
+            };
+            top.next += 1;
+            let (next, reached) = model.step(&top.world, action);
+            found.states += 1;
+            found.reached |= reached;
+            unreported += 1;
+            if unreported == CHECK_EVERY {
+                search.look(unreported);
+                unreported = 0;
+                if search.stopped() {
+                    break;
+                }
+            }
+            if !search.visited.insert(fingerprint(&next, symmetry)) {
+                continue;
+            }
+            let depth = root_depth + height as u32;
+            found.depth = found.depth.max(depth);
+            if let Some(property) = next.violation {
+                let mut path: Vec<Action> = stack[1..height].iter().filter_map(|f| f.via).collect();
+                path.push(action);
+                violation
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get_or_insert((property, root_index, path));
+                search.stop_at_violation();
+                break;
+            }
+            if !search.within_max_states() {
+                break;
+            }
+            if unreported == 0 {
+                search.reached_depth(depth);
+            }
+            push(&mut stack, &mut height, next, Some(action), search);
+        }
+    }
+    search.look(unreported);
+    found
+}
+
+/// Puts `world` on the stack with its steps.
+fn push(
+    stack: &mut Vec<Frame>,
+    height: &mut usize,
+    world: World,
+    via: Option<Action>,
+    search: &Search<'_>,
+) {
+    if *height == stack.len() {
+        stack.push(Frame {
+            world,
+            actions: Vec::new(),
+            next: 0,
+            via,
+        });
+    } else {
+        let frame = &mut stack[*height];
+        frame.world = world;
+        frame.next = 0;
+        frame.via = via;
+    }
+    let frame = &mut stack[*height];
+    search.model.actions(&frame.world, &mut frame.actions);
+    *height += 1;
+}

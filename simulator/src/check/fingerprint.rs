@@ -1,0 +1,186 @@
+//! States told apart by a 128-bit fingerprint of their whole value.
+//!
+//! One pass over the state feeds two independent 64-bit lanes (folded multiplies with
+//! different odd constants and seeds, each finished by a full avalanche), so a state is
+//! hashed once for 128 bits. The hash is fixed (no random seed), so two runs explore alike.
+//! With `n` distinct states, the chance that two of them share a fingerprint is at most
+//! about n² / 2¹²⁹ for an ideal hash ([`collision_bound`]), which the report prints.
+
+use std::hash::{Hash, Hasher};
+
+use super::model::World;
+
+/// A state's fingerprint.
+pub(crate) type Fingerprint = u128;
+
+const LANE_A: u64 = 0x9e37_79b9_7f4a_7c15;
+const LANE_B: u64 = 0xd6e8_feb8_6659_fd93;
+const SEED_A: u64 = 0x243f_6a88_85a3_08d3;
+const SEED_B: u64 = 0x1319_8a2e_0370_7344;
+
+/// The high and low halves of the full product, xor-ed: every input bit reaches every
+/// output bit within a few words.
+#[inline]
+fn folded_multiply(x: u64, k: u64) -> u64 {
+    let full = u128::from(x) * u128::from(k);
+    (full as u64) ^ ((full >> 64) as u64)
+}
+
+/// The avalanche of MurmurHash3's 64-bit finaliser.
+#[inline]
+fn finish64(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+/// A hasher with two 64-bit lanes, read as one 128-bit value by [`Self::finish128`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hasher128 {
+    a: u64,
+    b: u64,
+    words: u64,
+}
+
+impl Default for Hasher128 {
+    fn default() -> Self {
+        Self {
+            a: SEED_A,
+            b: SEED_B,
+            words: 0,
+        }
+    }
+}
+
+impl Hasher128 {
+    #[inline]
+    fn word(&mut self, x: u64) {
+        // The rotation keeps a lane from cancelling when a word equals the lane's value.
+        self.a = folded_multiply(self.a ^ x, LANE_A).rotate_left(23);
+        self.b = folded_multiply(self.b.rotate_left(31) ^ x, LANE_B);
+        self.words = self.words.wrapping_add(1);
+    }
+
+    /// The 128-bit value.
+    pub(crate) fn finish128(&self) -> Fingerprint {
+        let a = finish64(self.a ^ self.words);
+        let b = finish64(self.b.wrapping_add(self.words.rotate_left(32)));
+        (u128::from(a) << 64) | u128::from(b)
+    }
+}
+
+impl Hasher for Hasher128 {
+    fn finish(&self) -> u64 {
+        finish64(self.a ^ self.words)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0; 8];
+            word.copy_from_slice(chunk);
+            self.word(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            // The length tells "ab" from "ab\0".
+            self.word(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.word(u64::from(i));
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.word(u64::from(i));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.word(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.word(i);
+    }
+    fn write_u128(&mut self, i: u128) {
+        self.word(i as u64);
+        self.word((i >> 64) as u64);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.word(i as u64);
+    }
+}
+
+fn hash128<T: Hash + ?Sized>(value: &T) -> Fingerprint {
+    let mut h = Hasher128::default();
+    value.hash(&mut h);
+    h.finish128()
+}
+
+/// The most clients a model has (the symmetric fingerprint sorts theirs on the stack).
+const MAX_CLIENTS: usize = 8;
+
+/// The fingerprint of a state. With `symmetry`, the clients are interchangeable: the
+/// fingerprint is taken over their fingerprints sorted, so states that differ only in which
+/// client is which share one. That is sound because the clients share one configuration
+/// and nothing in a state names a client except its own position (tokens are numbered by
+/// the world, not by the client).
+pub(crate) fn fingerprint(world: &World, symmetry: bool) -> Fingerprint {
+    if !symmetry || world.clients.len() > MAX_CLIENTS {
+        return hash128(world);
+    }
+    let mut clients = [0u128; MAX_CLIENTS];
+    let count = world.clients.len();
+    for (slot, client) in clients.iter_mut().zip(&world.clients) {
+        *slot = hash128(client);
+    }
+    clients[..count].sort_unstable();
+    let mut h = Hasher128::default();
+    world.time.hash(&mut h);
+    world.nodes.hash(&mut h);
+    clients[..count].hash(&mut h);
+    world.hash_globals(&mut h);
+    h.finish128()
+}
+
+/// An upper bound on the chance that two of `distinct` states shared a fingerprint (and so
+/// one was never explored), for an ideal 128-bit hash: n(n − 1) / 2¹²⁹.
+pub fn collision_bound(distinct: u64) -> f64 {
+    let n = distinct as f64;
+    n * (n - 1.0).max(0.0) / 2f64.powi(129)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_tell_apart_what_differs_and_only_that() {
+        assert_eq!(hash128(&(1u32, "ab")), hash128(&(1u32, "ab")));
+        let values = [
+            hash128(&(1u32, "ab")),
+            hash128(&(1u32, "ab\0")),
+            hash128(&(2u32, "ab")),
+            hash128(&(0u64, 0u64)),
+            hash128(&(0u64, 0u64, 0u64)),
+            hash128(&[0u8; 0][..]),
+        ];
+        for (i, a) in values.iter().enumerate() {
+            for b in &values[i + 1..] {
+                assert_ne!(a, b);
+                // Both halves differ, not one alone.
+                assert_ne!(a >> 64, b >> 64);
+                assert_ne!(*a as u64, *b as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn the_collision_bound_grows_with_the_square_of_the_states() {
+        assert_eq!(collision_bound(1), 0.0);
+        let bound = collision_bound(1_000_000_000);
+        assert!(bound > 1.4e-21 && bound < 1.5e-21, "{bound}");
+    }
+}
