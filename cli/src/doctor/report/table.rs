@@ -328,7 +328,7 @@ mod tests {
             (None, "unreachable"),
         ];
         for (error, cell) in cases {
-            assert_eq!(unanswered(error), cell, "{error:?}");
+            assert_eq!(super::unanswered(error), cell, "{error:?}");
         }
     }
 
