@@ -10,6 +10,7 @@ use clap_complete::Shell;
 
 use crate::args::{Cli, CompletionsArgs, ManArgs};
 use crate::exit::{Failure, OS_ERROR};
+use crate::man_sections;
 
 /// The binary's name, as the scripts must complete it.
 const BIN: &str = "redlock";
@@ -53,6 +54,11 @@ fn man_page(command: Option<&str>) -> io::Result<Vec<u8>> {
             .cloned()
             .ok_or_else(|| io::Error::other(format!("no command `{name}`")))?,
     };
+    let after_help = page
+        .get_after_help()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let page = page.after_help(None::<&str>).after_long_help(None::<&str>);
     let mut roff = Vec::new();
     // A subcommand has no version of its own: every page names the package's. No date, so
     // that a package built twice gets the same page.
@@ -60,6 +66,15 @@ fn man_page(command: Option<&str>) -> io::Result<Vec<u8>> {
         .source(format!("{BIN} {}", env!("CARGO_PKG_VERSION")))
         .manual("User Commands")
         .render(&mut roff)?;
+    // In place of clap_mangen's EXTRA: EXIT STATUS with a paragraph per code, and NOTES,
+    // before the VERSION section as man pages order them.
+    let mut page = String::from_utf8(roff).map_err(io::Error::other)?;
+    let sections = man_sections::render(&after_help);
+    match page.find(".SH VERSION") {
+        Some(at) => page.insert_str(at, &sections),
+        None => page.push_str(&sections),
+    }
+    let roff = page.into_bytes();
     Ok(roff)
 }
 
@@ -152,8 +167,16 @@ mod tests {
                 assert!(page.contains(&escaped), "{name}: no {flag}");
             }
         }
-        // The environment and the exit codes are in the pages, from the help text.
+        // The environment and the exit codes are in the pages, from the help text: the
+        // codes in an EXIT STATUS section, one tagged paragraph each.
         assert!(main.contains("REDLOCK_CONFIG"), "{main}");
+        let run = String::from_utf8(man_page(Some("run")).unwrap()).unwrap();
+        assert!(run.contains(".SH \"EXIT STATUS\""), "{run}");
+        assert!(
+            run.contains(".TP\n\\fB75\\fR\nanother owner holds"),
+            "{run}"
+        );
+        assert!(!run.contains(".SH EXTRA"), "{run}");
         assert!(man_page(Some("nope")).is_err());
     }
 }

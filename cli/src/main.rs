@@ -12,6 +12,7 @@ mod exit;
 #[cfg(test)]
 mod fuzz_tests;
 mod generate;
+mod man_sections;
 mod memory;
 mod numbers;
 mod quarantine;

@@ -116,7 +116,7 @@ fn node<'a>(report: &'a Value, address: &str) -> &'a Value {
         .as_array()
         .unwrap()
         .iter()
-        .find(|n| n["address"] == address)
+        .find(|n| n["node"] == address)
         .unwrap()
 }
 

@@ -439,7 +439,7 @@ fn many_seeds_make_one_row_per_scenario_and_help_fits_a_pipe() {
     );
 
     for args in [&["--help"][..], &["run", "--help"], &["check", "--help"]] {
-        let help = std::process::Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
+        let help = Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
             .args(args)
             .env_remove("COLUMNS")
             .output()
@@ -461,7 +461,7 @@ fn many_seeds_make_one_row_per_scenario_and_help_fits_a_pipe() {
 fn the_catalogue_travels_with_the_binary() {
     let elsewhere = tempfile::tempdir().unwrap();
     let sim_in = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
+        Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
             .args(args)
             .current_dir(elsewhere.path())
             .output()

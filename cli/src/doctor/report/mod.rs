@@ -49,6 +49,8 @@ impl RoundTrips {
 /// What the table shows of one node.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub(crate) struct NodeSummary {
+    /// `node` in JSON, as in the findings and in `redlock status --json`.
+    #[serde(rename = "node")]
     pub(crate) address: String,
     pub(crate) reachable: bool,
     pub(crate) error: Option<String>,

@@ -190,13 +190,38 @@ fn millis(ms: u128) -> std::time::Duration {
     std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
 }
 
+/// What the row of a node that answered nothing says: that it refused the credentials, that
+/// it does not speak Redis, or that it could not be reached at all (refused, timed out).
+fn unanswered(error: Option<&str>) -> &'static str {
+    let error = error.unwrap_or_default();
+    let has = |words: &[&str]| words.iter().any(|word| error.contains(word));
+    if has(&[
+        "NOAUTH",
+        "WRONGPASS",
+        "AuthenticationFailed",
+        "NOPERM",
+        "invalid password",
+    ]) {
+        "auth refused"
+    } else if has(&[
+        "Parse error",
+        "Incompatible type",
+        "protocol error",
+        "Unexpected `",
+    ]) {
+        "not Redis"
+    } else {
+        "unreachable"
+    }
+}
+
 /// One node's cells; `measured` tells whether clock rates were measured at all.
 fn row(node: &NodeSummary, measured: bool) -> [String; 10] {
     let dash = || "-".to_owned();
     if !node.reachable {
         let mut cells: [String; 10] = Default::default();
         cells[0] = node.address.clone();
-        cells[1] = "unreachable".to_owned();
+        cells[1] = unanswered(node.error.as_deref()).to_owned();
         for cell in &mut cells[2..] {
             *cell = dash();
         }
@@ -285,6 +310,26 @@ mod tests {
             .iter()
             .map(|g| (g.nodes.clone(), g.finding.summary.as_str()))
             .collect()
+    }
+
+    #[test]
+    fn a_node_that_answered_nothing_says_why() {
+        let cases = [
+            (Some("\"NOAUTH\": Authentication required."), "auth refused"),
+            (
+                Some("Password authentication failed - AuthenticationFailed"),
+                "auth refused",
+            ),
+            (
+                Some("Incompatible type - Parse error at 1 Unexpected `84`"),
+                "not Redis",
+            ),
+            (Some("Connection refused (os error 111)"), "unreachable"),
+            (None, "unreachable"),
+        ];
+        for (error, cell) in cases {
+            assert_eq!(super::unanswered(error), cell, "{error:?}");
+        }
     }
 
     #[test]
