@@ -351,6 +351,7 @@ impl RedlockBuilder {
         let policy = self.restart_quarantine.policy(config.ttl());
         let addresses = nodes.iter().map(|n| n.address().clone()).collect();
         let waiting = super::waiting::Waiting::default();
+        let background = super::flight::Background::default();
         let notifications = super::notifications::Notifications::new(
             subscribers,
             self.connect_timeout,
@@ -362,8 +363,8 @@ impl RedlockBuilder {
                 waiting,
                 notifications,
                 tokens: super::tokens::Tokens::new()?,
-                nodes: Arc::new(Nodes::new(nodes, policy, Clock::new())),
-                background: super::flight::Background::default(),
+                nodes: Arc::new(Nodes::new(nodes, policy, Clock::new(), background.clone())),
+                background,
                 addresses,
                 key_prefix: self.key_prefix.into(),
                 connect_timeout: self.connect_timeout,
