@@ -52,7 +52,7 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, Runtime};
 
-use crate::client::{AcquireOptions, ConnectReport, LeaseSignal, Stats};
+use crate::client::{AcquireOptions, ConnectReport, LeaseSignal, Stats, StopsWithWork};
 use crate::core::{LeaseLost, LockConfig, ReleaseReport, RetryPolicy, Token};
 use crate::error::Error;
 
@@ -327,7 +327,8 @@ impl Redlock {
         let kept = {
             // The keep-alive task runs on this client's worker while `work` runs here.
             let _runtime = self.runtime.runtime().enter();
-            inner.keep_alive(self.inner.keep_alive_policy())
+            // Dropped after `work` (a panic unwinds through it): the work has stopped then.
+            StopsWithWork::new(inner.keep_alive(self.inner.keep_alive_policy()))
         };
         let signal = kept.signal();
         let value = work(&signal);
