@@ -177,7 +177,8 @@ impl LeaseSignal {
 /// [`release_in_background`](KeptLease::release_in_background) where nothing can wait.
 ///
 /// When the lease is lost, nothing is released until the handle says the work has stopped
-/// (or the keys have expired, at [`LeaseSignal::release_deadline`]): a release wakes every
+/// (or its [release deadline](LeaseSignal::release_deadline) has passed, when its validity
+/// is long over): a release wakes every
 /// waiter, and one of them would hold the resource about a round trip later, while work
 /// that was told of the loss may still be finishing its current step.
 #[must_use = "a dropped kept lease is released only at its release deadline; call `release().await` once the work stopped"]
@@ -193,7 +194,7 @@ enum Stop {
     /// The work has stopped: release now, returning at a quorum or at every node's answer
     /// (nobody waits for the report when the sender's receiver is gone).
     Confirmed(oneshot::Sender<ReleaseReport>, Until),
-    /// The work may outlive the lease: stop extending, release when the keys have expired.
+    /// The work may outlive the lease: stop extending, release at the release deadline.
     Unconfirmed(oneshot::Sender<ReleaseReport>),
 }
 
@@ -413,7 +414,7 @@ async fn keep(
     let report = release(&redlock, &held, lanes, granted_at, lost, until).await;
     let reply = match (reply, stop) {
         (Some(reply), _) => Some(reply),
-        // Released at the keys' expiry: the handle's release (if it ever comes) gets this
+        // Released at the release deadline: the handle's release (if it ever comes) gets this
         // report.
         (None, Some(stop)) => stop.await.ok().map(|request| match request {
             Stop::Confirmed(reply, _) | Stop::Unconfirmed(reply) => reply,
@@ -459,7 +460,7 @@ fn publish(
         }
         KeeperEvent::Release(ReleaseWhen::KeysExpired) => tracing::warn!(
             resource,
-            "the work under the lost lease was not reported stopped; releasing after its keys' expiry"
+            "the work under the lease was not reported stopped; releasing at its release deadline"
         ),
         KeeperEvent::Release(_) => {}
         other => tracing::debug!(resource, event = ?other, "keep-alive"),

@@ -377,8 +377,8 @@ impl Redlock {
     /// Like [`with_lock`](Redlock::with_lock), but never cancels `work`: it runs to its end
     /// and should watch the [`LeaseSignal`] (`is_valid`, `lost().await`) itself. The lease
     /// is released once `work` returns; after a loss, if `work` is still running at the
-    /// [release deadline](LeaseSignal::release_deadline) (when the keys have expired on the
-    /// nodes), it is released then.
+    /// [release deadline](LeaseSignal::release_deadline) (the last successful round's start
+    /// plus the TTL, when its validity is long over), it is released then.
     ///
     /// # Errors
     ///
