@@ -11,8 +11,9 @@
 //! block, repetition after repetition, and each repetition gives a ratio to each floor;
 //! medians and quartiles over the repetitions are reported.
 //!
-//! Contenders: this crate's client, the same with `release_all()` (which waits for every
-//! node: the difference is what ending a release at its quorum costs), the round-trip
+//! Contenders: this crate's client releasing at its quorum (`release_at_quorum()`), the same
+//! with `release()` (`ours_every_node`, which waits for every node: the difference is what
+//! ending a release at its quorum costs), the round-trip
 //! floor waiting for every reply
 //! (`floor_all`) and returning at a quorum (`floor_quorum`), and rslock; at 64 tasks also
 //! the wait-all floor with one of this crate's wire choices added at a time (the release
@@ -154,7 +155,7 @@ fn main() {
                 }),
             ),
             (
-                "ours_release_all",
+                "ours_every_node",
                 Box::new(|tasks| {
                     burst(&runtime, tasks, |task| {
                         let ours = ours.clone();
@@ -164,7 +165,7 @@ fn main() {
                                 ours.acquire(&resource)
                                     .await
                                     .expect("acquire")
-                                    .release_all()
+                                    .release()
                                     .await;
                             }
                         }

@@ -38,7 +38,7 @@ fn fencing(c: &mut Criterion) {
             b.iter(|| {
                 runtime.block_on(async {
                     let lease = redlock.acquire("bench").await.expect("acquire");
-                    lease.release().await
+                    lease.release_at_quorum().await
                 })
             });
         });

@@ -122,7 +122,7 @@ fn contended(c: &mut Criterion) {
                     let mut done = 0u64;
                     while Instant::now() < deadline {
                         if let Ok(lease) = ours.acquire("contended").await {
-                            lease.release().await;
+                            lease.release_at_quorum().await;
                             done += 1;
                         }
                     }

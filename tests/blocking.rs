@@ -46,7 +46,7 @@ fn acquire_extend_and_release_from_synchronous_code() {
     let validity = lease.extend().unwrap();
     assert!(validity > ms(1_500), "{validity:?}");
     assert_eq!(lease.as_async().extensions(), 1);
-    let report = lease.release_all().unwrap();
+    let report = lease.release().unwrap();
     assert_eq!(report.to_string(), "released on 3 of 3 nodes");
     assert_eq!(lock_keys(&fleet), 0);
 
@@ -94,14 +94,14 @@ fn a_per_call_ttl_through_the_blocking_facade() {
     redlock.settle().unwrap();
     let pttl: i64 = redis::cmd("PTTL").arg(lease.key()).query(&mut c).unwrap();
     assert!((15_000..=20_000).contains(&pttl), "{pttl} ms");
-    lease.release_all().unwrap();
+    lease.release().unwrap();
 
     let many = redlock
         .acquire_many_with(["a", "b"], AcquireOptions::new().ttl(ms(20_000)))
         .unwrap();
     assert_eq!(many.as_async().resources().collect::<Vec<_>>(), ["a", "b"]);
     assert!(many.remaining() > ms(15_000), "{:?}", many.remaining());
-    assert!(many.release_all().unwrap().is_complete());
+    assert!(many.release().unwrap().is_complete());
     no_lock_keys(&fleet);
 }
 

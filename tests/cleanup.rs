@@ -189,3 +189,83 @@ async fn a_release_that_must_reconnect_gets_the_connect_its_own_budget() {
     faults.heal();
     assert_no_lock_keys(&fleet).await;
 }
+
+/// `release().await` and then the end of the program leave no key: the release asks every
+/// node and returns once each has answered (or its per-node timeout has passed), so that a
+/// runtime shut down right after it cuts no request off. Twenty rounds on five nodes, each
+/// in its own runtime, dropped as soon as the release returns.
+#[test]
+fn a_release_followed_by_the_end_of_the_runtime_leaves_no_key() {
+    let fleet = fleet(5);
+    let rounds = 20;
+    for round in 0..rounds {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let redlock = builder(&fleet)
+                .ttl(Duration::from_secs(60))
+                .build()
+                .unwrap();
+            let lease = redlock.acquire(&format!("exit-{round}")).await.unwrap();
+            lease.release().await;
+        });
+        // `main` returns: the client and the runtime go at once.
+        drop(runtime);
+    }
+    // Requests written before the end still run on the nodes: give them a moment.
+    std::thread::sleep(Duration::from_millis(200));
+    let left: Vec<String> = (0..fleet.len())
+        .flat_map(|i| fleet.keys_with_prefix(i, PREFIX).unwrap())
+        .map(|(key, _)| key)
+        .collect();
+    let mut rounds_left: Vec<&String> = left.iter().collect();
+    rounds_left.sort();
+    rounds_left.dedup();
+    assert!(
+        left.is_empty(),
+        "{} of {rounds} rounds left a key: {}",
+        rounds_left.len(),
+        describe_keys(&fleet)
+    );
+}
+
+/// A release by hash cut by its deadline (its `EVALSHA` may still be answered `NOSCRIPT`,
+/// and the `EVAL` must follow) finishes inside `settle()`: a process that settles before it
+/// exits does not cut it off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_by_hash_cut_by_its_deadline_finishes_inside_settle() {
+    let mut fleet = fleet(3);
+    let redlock = builder(&fleet)
+        .node_timeout(Duration::from_millis(100))
+        .ttl(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    redlock.connect().await;
+    let lease = redlock.acquire("cut").await.unwrap();
+    fleet.pause(0).unwrap();
+    let paused = std::time::Instant::now();
+    let pid = fleet.pid(0).unwrap();
+    let resume = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+            nix::sys::signal::Signal::SIGCONT,
+        )
+        .unwrap();
+    });
+    lease.release().await;
+    redlock.settle().await;
+    let settled = paused.elapsed();
+    resume.join().unwrap();
+    assert!(
+        settled >= Duration::from_millis(500),
+        "settle() returned {settled:?} after the pause, before node 0 could answer"
+    );
+    assert_eq!(
+        fleet.keys_with_prefix(0, PREFIX).unwrap(),
+        vec![],
+        "the release did not reach node 0"
+    );
+}

@@ -267,3 +267,176 @@ async fn a_cancelled_extension_leaves_nothing_waiting_forever() {
     assert!(settled.is_ok(), "settle() still waits after 2 s");
     assert_no_lock_keys(&fleet).await;
 }
+
+/// The release deadline (`V + d`) follows every extension: a lease extended twice has a
+/// release deadline after its current validity, not the first grant's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_release_deadline_follows_every_extension() {
+    let fleet = fleet(3);
+    let redlock = builder(&fleet)
+        .ttl(Duration::from_millis(400))
+        .build()
+        .unwrap();
+    let kept = redlock
+        .acquire("deadline")
+        .await
+        .unwrap()
+        .keep_alive(KeepAlive::default());
+    let signal = kept.signal();
+    let first = signal.release_deadline();
+    let extended = eventually(Duration::from_secs(3), || {
+        let signal = signal.clone();
+        async move { signal.extensions() >= 2 }
+    })
+    .await;
+    assert!(extended, "only {} extensions", signal.extensions());
+    let drift = signal
+        .release_deadline()
+        .saturating_duration_since(signal.deadline());
+    assert!(
+        signal.release_deadline() > first && signal.release_deadline() > signal.deadline(),
+        "release deadline {:?} (first {first:?}) against the validity's end {:?}",
+        signal.release_deadline(),
+        signal.deadline()
+    );
+    assert!(drift < Duration::from_millis(50), "{drift:?}");
+    assert!(
+        signal.release_deadline() > redlock.now(),
+        "the release deadline is already in the past"
+    );
+    kept.release().await;
+}
+
+/// A dropped handle is not a stopped work (the review's recipe): the work, moved to a task,
+/// keeps acting while its signal says valid. The signal must say invalid from the drop on, and
+/// nobody else may be granted the resource before the dropped lease's keys have expired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_handle_stops_the_extensions_and_releases_once_the_keys_have_expired() {
+    let fleet = fleet(3);
+    let ttl = Duration::from_millis(1_500);
+    let a = builder(&fleet).ttl(ttl).build().unwrap();
+    let b = builder(&fleet).ttl(ttl).build().unwrap();
+    b.connect().await;
+    let kept = a
+        .acquire("dropped")
+        .await
+        .unwrap()
+        .keep_alive(KeepAlive::default());
+    let signal = kept.signal();
+    let worker = {
+        let signal = signal.clone();
+        tokio::spawn(async move {
+            // The last moment the work saw the lease valid.
+            let mut last_valid = None;
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_millis(2_500) {
+                if signal.is_valid() {
+                    last_valid = Some(Instant::now());
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            last_valid
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The owner returns early (a `?`, a panic): the work still runs in its task.
+    let keys_expire = signal.valid_until() + a.config().drift();
+    drop(kept);
+    let lease_b = b.acquire_timeout("dropped", Duration::from_secs(4)).await;
+    let granted = Instant::now();
+    let lease_b = lease_b.unwrap();
+    let last_valid = worker.await.unwrap().unwrap();
+    assert!(
+        last_valid < granted,
+        "A's signal said valid {:?} after B was granted",
+        last_valid - granted
+    );
+    assert!(
+        granted >= keys_expire,
+        "B was granted {:?} before A's keys expired",
+        keys_expire - granted
+    );
+    assert!(signal.lost_reason().is_some(), "the signal names no end");
+    lease_b.release().await;
+}
+
+/// An explicit release ends the signal's validity at once, and `lost()` resolves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_lease_signal_is_invalid_and_lost_resolves() {
+    let fleet = fleet(3);
+    let redlock = builder(&fleet)
+        .ttl(Duration::from_millis(2_000))
+        .build()
+        .unwrap();
+    let kept = redlock
+        .acquire("released")
+        .await
+        .unwrap()
+        .keep_alive(KeepAlive::default());
+    let signal = kept.signal();
+    assert!(signal.is_valid());
+    kept.release().await;
+    assert!(!signal.is_valid(), "valid after its release");
+    let reason = tokio::time::timeout(Duration::from_millis(200), signal.lost()).await;
+    assert!(reason.is_ok(), "lost() did not resolve after the release");
+}
+
+/// `changed` resolves for the last state the keep-alive published, then pends: a loop over it
+/// does not spin once the keep-alive has ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changed_pends_once_the_keep_alive_has_ended() {
+    let fleet = fleet(3);
+    let redlock = builder(&fleet)
+        .ttl(Duration::from_millis(2_000))
+        .build()
+        .unwrap();
+    let kept = redlock
+        .acquire("changed")
+        .await
+        .unwrap()
+        .keep_alive(KeepAlive::default());
+    let mut signal = kept.signal();
+    kept.release().await;
+    // What the keep-alive published last, if it was not seen yet.
+    let _ = tokio::time::timeout(Duration::from_millis(200), signal.changed()).await;
+    let again = tokio::time::timeout(Duration::from_millis(300), signal.changed()).await;
+    assert!(
+        again.is_err(),
+        "changed() resolved after the keep-alive ended"
+    );
+}
+
+/// A `with_lock` call cancelled half-way has dropped its work with it: the work has stopped,
+/// and the lease is released at once, not held until its keys expire as a dropped
+/// `KeptLease` is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_with_lock_releases_at_once() {
+    let fleet = fleet(3);
+    let ttl = Duration::from_secs(5);
+    let a = builder(&fleet).ttl(ttl).build().unwrap();
+    let b = builder(&fleet).ttl(ttl).build().unwrap();
+    b.connect().await;
+    let call = {
+        let a = a.clone();
+        tokio::spawn(async move {
+            a.with_lock("cancelled", |_signal| std::future::pending::<()>())
+                .await
+        })
+    };
+    assert!(
+        eventually(Duration::from_secs(2), || async { lock_keys(&fleet) > 0 }).await,
+        "never held"
+    );
+    call.abort();
+    let started = Instant::now();
+    let lease = b
+        .acquire_timeout("cancelled", Duration::from_secs(8))
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "granted {:?} after the cancellation",
+        started.elapsed()
+    );
+    lease.release().await;
+}

@@ -1,5 +1,5 @@
 //! Per-call options (`acquire_with`: a TTL and a wait budget of the call's own) and the
-//! release report (`release` at a quorum, `release_all` at every node), on real nodes.
+//! release report (`release` at every node, `release_at_quorum` at a quorum), on real nodes.
 
 mod common;
 
@@ -40,7 +40,7 @@ async fn a_per_call_ttl_sets_the_keys_expiry_and_its_extensions() {
         validity > ms(15_000),
         "extended by the call's TTL: {validity:?}"
     );
-    assert!(lease.release_all().await.is_complete());
+    assert!(lease.release().await.is_complete());
 
     let lease = redlock.acquire("report").await.unwrap();
     assert!(lease.remaining() <= ms(2_000), "{:?}", lease.remaining());
@@ -132,7 +132,7 @@ async fn a_multi_resource_lease_takes_the_calls_ttl() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Taken { .. }), "{err}");
-    assert!(lease.release_all().await.is_complete());
+    assert!(lease.release().await.is_complete());
     assert_no_lock_keys(&fleet).await;
 }
 
@@ -197,14 +197,19 @@ async fn the_default_quarantine_covers_a_longer_per_call_ttl() {
     );
 }
 
-/// `release` returns at a quorum and says which nodes are still in flight; `release_all`
-/// waits for every node and reports the key deleted on all three.
+/// `release_at_quorum` returns at a quorum and says which nodes are still in flight;
+/// `release` waits for every node and reports the key deleted on all three.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_release_report_tells_released_from_in_flight() {
     let fleet = fleet(3);
     let redlock = builder(&fleet).build().unwrap();
     for _ in 0..5 {
-        let report = redlock.acquire("r").await.unwrap().release().await;
+        let report = redlock
+            .acquire("r")
+            .await
+            .unwrap()
+            .release_at_quorum()
+            .await;
         assert!(report.is_quorum_free(), "{report}");
         assert_eq!(report.released() + report.in_flight(), 3, "{report}");
         assert_eq!(report.is_complete(), report.in_flight() == 0);
@@ -212,7 +217,7 @@ async fn the_release_report_tells_released_from_in_flight() {
             assert!(report.to_string().ends_with("still in flight"), "{report}");
         }
 
-        let report = redlock.acquire("r").await.unwrap().release_all().await;
+        let report = redlock.acquire("r").await.unwrap().release().await;
         assert!(report.is_complete(), "{report}");
         assert_eq!(report.released(), 3, "{report}");
         assert_eq!(report.to_string(), "released on 3 of 3 nodes");
@@ -231,21 +236,21 @@ async fn a_kept_alive_lease_releases_on_every_node() {
         .unwrap()
         .keep_alive(redlock::client::KeepAlive::default());
     assert!(kept.is_valid());
-    let report = kept.release_all().await;
+    let report = kept.release().await;
     assert_eq!(report.to_string(), "released on 3 of 3 nodes");
     assert_eq!(lock_keys(&fleet), 0, "{}", describe_keys(&fleet));
 }
 
-/// `release_all` is bounded by the per-node timeout: a paused node is reported failed, not
+/// `release` is bounded by the per-node timeout: a paused node is reported failed, not
 /// waited for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn release_all_gives_up_on_a_paused_node_at_the_per_node_timeout() {
+async fn a_release_gives_up_on_a_paused_node_at_the_per_node_timeout() {
     let mut fleet = fleet(3);
     let redlock = builder(&fleet).node_timeout(ms(200)).build().unwrap();
     let lease = redlock.acquire("r").await.unwrap();
     fleet.pause(2).unwrap();
     let started = Instant::now();
-    let report = lease.release_all().await;
+    let report = lease.release().await;
     let took = started.elapsed();
     fleet.resume(2).unwrap();
     assert!(report.is_complete(), "{report}");
@@ -264,9 +269,62 @@ async fn the_readme_example_prints_the_truth() {
         .unwrap();
     let mut lease = redlock.acquire("stock-sync:warehouse-42").await.unwrap();
     lease.extend().await.unwrap();
-    let report = lease.release_all().await;
+    let report = lease.release().await;
     let printed = format!("released on {} node(s)", report.released());
     assert_eq!(printed, "released on 3 node(s)");
     assert_eq!(report.to_string(), "released on 3 of 3 nodes");
     assert_no_lock_keys(&fleet).await;
+}
+
+/// How long after `since` node 0 of `fleet` is counted again by `redlock` with node 1 gone,
+/// trying every 50 ms for at most `within`.
+async fn counted_again_after(
+    redlock: &redlock::Redlock,
+    since: Instant,
+    within: Duration,
+) -> Duration {
+    loop {
+        match redlock.acquire("job").await {
+            Ok(lease) => {
+                lease.release().await;
+                return since.elapsed();
+            }
+            Err(_) => tokio::time::sleep(ms(50)).await,
+        }
+        assert!(since.elapsed() < within, "never counted");
+    }
+}
+
+/// A longer TTL lengthens the quarantine of a node whose quarantine was decided before it:
+/// node 0 restarts empty and is identified under the handle's 1 s quarantine, then a handle
+/// with a 3 s TTL joins. A lease of 3 s that node 0 forgot may still be valid until 3 s after
+/// its restart, so it must stay out that long, as it does when the longer handle came first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_longer_ttl_lengthens_quarantines_decided_before_it() {
+    for cover_first in [true, false] {
+        let mut fleet = fleet(3);
+        let started = Instant::now();
+        let redlock = redlock::Redlock::builder()
+            .nodes(fleet.urls())
+            .ttl(ms(1_000))
+            .retry_count(0)
+            .build()
+            .unwrap();
+        // Older than the longer TTL and the uptime's slack: no first-sight quarantine left.
+        wait_until_older_than(started, ms(3_000));
+        redlock.connect().await;
+        let longer = cover_first.then(|| redlock.with_ttl(ms(3_000)).unwrap());
+        fleet.restart(0).unwrap();
+        let restarted = Instant::now();
+        // Node 0's new connection is identified: quarantined for the quarantine then.
+        redlock.connect().await;
+        let longer = longer.unwrap_or_else(|| redlock.with_ttl(ms(3_000)).unwrap());
+        fleet.kill(1).unwrap();
+        let back = counted_again_after(&longer, restarted, Duration::from_secs(8)).await;
+        assert!(
+            back >= ms(2_900),
+            "cover {}: node 0 counted {back:?} after its restart, within the 3 s TTL",
+            if cover_first { "first" } else { "after" }
+        );
+    }
 }

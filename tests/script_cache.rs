@@ -32,7 +32,7 @@ async fn a_release_after_script_flush_removes_the_key_on_every_node() {
     };
     let before = evals(&fleet);
 
-    let report = lease.release_all().await;
+    let report = lease.release().await;
     assert_eq!(report.released(), 3, "{report:?}");
     assert_eq!(lock_keys(&fleet), 0, "{}", describe_keys(&fleet));
     let after: Vec<u64> = evals(&fleet);
@@ -46,12 +46,7 @@ async fn a_release_after_script_flush_removes_the_key_on_every_node() {
 
     // Cached again by that EVAL: the next release goes by hash only.
     let evalshas: Vec<u64> = (0..3).map(|i| calls(&fleet, i, &["evalsha"])).collect();
-    let report = redlock
-        .acquire("flushed")
-        .await
-        .unwrap()
-        .release_all()
-        .await;
+    let report = redlock.acquire("flushed").await.unwrap().release().await;
     assert_eq!(report.released(), 3, "{report:?}");
     assert_eq!(evals(&fleet), after);
     for (i, before) in evalshas.iter().enumerate() {
@@ -89,7 +84,7 @@ async fn a_restarted_node_has_the_scripts_before_its_first_evalsha() {
     assert_eq!(connected.connected(), 3, "{connected}");
     assert_eq!(calls(&fleet, 0, &["script|load"]), 7);
 
-    let report = lease.release_all().await;
+    let report = lease.release().await;
     assert_eq!(report.released(), 3, "{report:?}");
     assert_eq!(calls(&fleet, 0, &["evalsha", "eval"]), 1);
     assert_eq!(calls(&fleet, 0, &["eval"]), 0, "by hash, not whole");

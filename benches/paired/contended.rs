@@ -216,7 +216,7 @@ fn ours_block_over<'a>(
                     let granted = Instant::now();
                     acquired += 1;
                     let released = Instant::now();
-                    lease.release().await;
+                    lease.release_at_quorum().await;
                     this_window.lock().expect("the grants").push(Grant {
                         worker,
                         granted,

@@ -166,7 +166,7 @@ async fn hold(
         Ok(child) => child,
         Err(failure) => {
             report.outcome = Outcome::NotStarted;
-            let released = kept.release_all().await;
+            let released = kept.release().await;
             report.release = Some((&released).into());
             report.held_ms = Some(run_report::ms(granted.elapsed()));
             return Err(failure);
@@ -275,7 +275,7 @@ async fn release_after(
     if gone {
         // Every node's answer (each within the per-node timeout), not only a quorum's: the
         // next run then finds the resource free on every node, and the report says so.
-        return Released::Report(kept.release_all().await);
+        return Released::Report(kept.release().await);
     }
     let why = if child.out_of_reach() {
         "processes of the command's group are out of reach of redlock's signals"

@@ -98,7 +98,6 @@ fn a_sigterm_while_the_group_dies_is_honoured() {
 /// that is slow to go: the lease stays extended while it goes, and is released as soon as
 /// the group is gone, not when the keys expire.
 #[test]
-#[ignore = "needs the release deadline to follow every extension (the library's keep-alive)"]
 fn a_command_that_outlives_its_first_ttl_is_released_once_the_group_is_gone() {
     let fleet = fleet(3);
     let files = Files::new();

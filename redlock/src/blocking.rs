@@ -24,7 +24,7 @@
 //!     )?;
 //!     // ... the critical section; check lease.is_valid() before each external effect ...
 //!     lease.extend()?;
-//!     println!("{}", lease.release_all()?); // released on 3 of 3 nodes
+//!     println!("{}", lease.release()?); // released on 3 of 3 nodes
 //!
 //!     // Or with the lease kept alive while the closure runs:
 //!     let rows = redlock.with_lock("nightly-report", |signal| {
@@ -52,7 +52,7 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, Runtime};
 
-use crate::client::{AcquireOptions, ConnectReport, LeaseSignal, Stats};
+use crate::client::{AcquireOptions, ConnectReport, LeaseSignal, Stats, StopsWithWork};
 use crate::core::{LeaseLost, LockConfig, ReleaseReport, RetryPolicy, Token};
 use crate::error::Error;
 
@@ -327,7 +327,8 @@ impl Redlock {
         let kept = {
             // The keep-alive task runs on this client's worker while `work` runs here.
             let _runtime = self.runtime.runtime().enter();
-            inner.keep_alive(self.inner.keep_alive_policy())
+            // Dropped after `work` (a panic unwinds through it): the work has stopped then.
+            StopsWithWork::new(inner.keep_alive(self.inner.keep_alive_policy()))
         };
         let signal = kept.signal();
         let value = work(&signal);
@@ -376,7 +377,7 @@ impl fmt::Debug for Redlock {
 
 /// A lease held through the [blocking facade](self): the async [`crate::Lease`] with
 /// blocking [`extend`](Lease::extend), [`release`](Lease::release) and
-/// [`release_all`](Lease::release_all).
+/// [`release_at_quorum`](Lease::release_at_quorum).
 ///
 /// Dropped without a release, it is released in the background on the client's runtime
 /// (a warning is logged), as the async lease is.
@@ -440,7 +441,8 @@ impl Lease {
         runtime.block_on("Lease::extend", inner.extend())?
     }
 
-    /// Releases the lease, returning at a quorum (see [`crate::Lease::release`]).
+    /// Releases the lease and waits for every node, each bounded by the per-node timeout
+    /// (see [`crate::Lease::release`]).
     ///
     /// # Errors
     ///
@@ -451,17 +453,18 @@ impl Lease {
         self.runtime.block_on("Lease::release", inner.release())
     }
 
-    /// Releases the lease and waits for every node, each bounded by the per-node timeout
-    /// (see [`crate::Lease::release_all`]).
+    /// Releases the lease, returning at a quorum (see [`crate::Lease::release_at_quorum`]);
+    /// the client's runtime finishes the other requests, and dropping the last handle waits
+    /// for them.
     ///
     /// # Errors
     ///
     /// [`Error::InsideAsyncRuntime`] only; the lease is then released in the background.
-    pub fn release_all(mut self) -> Result<ReleaseReport, Error> {
-        refuse_inside_runtime("Lease::release_all")?;
+    pub fn release_at_quorum(mut self) -> Result<ReleaseReport, Error> {
+        refuse_inside_runtime("Lease::release_at_quorum")?;
         let inner = self.inner.take().expect("a lease is taken only once");
         self.runtime
-            .block_on("Lease::release_all", inner.release_all())
+            .block_on("Lease::release_at_quorum", inner.release_at_quorum())
     }
 }
 

@@ -17,7 +17,7 @@
 //!     let mut lease = redlock.acquire("stock-sync:warehouse-42").await?;
 //!     // ... the critical section; check `lease.is_valid()` before each external effect ...
 //!     lease.extend().await?; // long work: extend before the validity runs out
-//!     let report = lease.release_all().await; // compare-and-delete, waiting for every node
+//!     let report = lease.release().await; // compare-and-delete, waiting for every node
 //!     println!("{report}"); // released on 3 of 3 nodes
 //!     Ok(())
 //! }
@@ -29,9 +29,11 @@
 //! macros,rt`). `acquire` retries (3 times by default, at most 100–200 ms apart: a waiter wakes
 //! as soon as the holder releases or its keys expire); `acquire_timeout` waits up to a given
 //! time; `try_acquire` makes one round; [`Redlock::acquire_with`] takes this call's TTL and
-//! wait budget ([`AcquireOptions`]). [`Lease::release`] returns as soon as a quorum no longer
-//! holds the key (the slower nodes are reported [in flight](core::ReleaseReport::in_flight));
-//! [`Lease::release_all`] waits for every node. Synchronous code uses [`blocking`], the same
+//! wait budget ([`AcquireOptions`]). [`Lease::release`] waits for every node (each bounded by
+//! the per-node timeout), so a program may end right after it without leaving a key;
+//! [`Lease::release_at_quorum`] returns as soon as a quorum no longer holds the key (the
+//! slower nodes are reported [in flight](core::ReleaseReport::in_flight), and
+//! [`Redlock::settle`] waits for them). Synchronous code uses [`blocking`], the same
 //! client on a runtime of its own. Errors say what happened on each node, and [`Error::is_retryable`] tells busy
 //! from broken.
 //!

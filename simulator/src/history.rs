@@ -120,7 +120,9 @@ pub struct History {
     pub leases: Vec<LeaseRecord>,
     /// The windows of each lease (same index as `leases`): the true-time intervals, in
     /// order, during which its holder believed it held it — its clock read before the
-    /// lease's deadline, from the grant to the release or the crash. The deadline is the one
+    /// lease's deadline, from the grant to the later of the release and the work's stop (work
+    /// that still runs after the release still acts under the lease), or to the crash,
+    /// whichever comes first. The deadline is the one
     /// the last extension set (if any), for the whole lease: a lease extended after its
     /// deadline had passed counts as believed throughout. One interval for a clock that only
     /// moves forward; a wall clock that steps back past the deadline opens another. Set when

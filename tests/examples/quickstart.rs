@@ -78,7 +78,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("extended: valid for {validity:?} more");
 
     // Every node's answer, not only the quorum's (each bounded by the per-node timeout).
-    let report = lease.release_all().await;
+    let report = lease.release().await;
     println!("{report}");
 
     // What the client counted (the same figures go to `metrics` with that feature).

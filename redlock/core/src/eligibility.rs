@@ -315,6 +315,29 @@ impl Change {
     }
 }
 
+/// When and from what a node's quarantine was decided, so that a longer quarantine
+/// ([`Eligibility::cover`]) can lengthen it later.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Dating {
+    /// When the identification was read.
+    at: Timestamp,
+    /// The uptime it reported, when the quarantine counts from the server's start (first
+    /// sight); `None` when it is a whole quarantine from `at` (a changed `run_id`, a
+    /// reconnection to a node whose identity cannot be read).
+    uptime: Option<Duration>,
+}
+
+impl Dating {
+    /// Until when a quarantine of `quarantine` keeps the node out.
+    fn until(self, quarantine: Duration) -> Timestamp {
+        let left = match self.uptime {
+            Some(uptime) => quarantine_left(quarantine, uptime),
+            None => quarantine,
+        };
+        self.at.saturating_add(left)
+    }
+}
+
 #[derive(Clone, PartialEq, Eq, Hash, Debug, Default)]
 struct NodeState {
     run_id: Option<String>,
@@ -324,6 +347,8 @@ struct NodeState {
     /// by an earlier one and remembered).
     changed: Option<Change>,
     quarantined_until: Option<Timestamp>,
+    /// The last identification that decided a quarantine (whether or not any was left).
+    dated: Option<Dating>,
     /// The connection whose identity is known (or was tried and refused); `None` until the
     /// first identification, whatever its outcome.
     identified: Option<ConnectionId>,
@@ -379,10 +404,27 @@ impl Eligibility {
         self.policy
     }
 
-    /// Raises the quarantine to at least `duration` (a handle with a longer TTL joined).
+    /// Raises the quarantine to at least `duration` (a handle with a longer TTL joined), for
+    /// the nodes identified later and for those already identified: a node that restarted
+    /// (or was first seen young) before is left out until `duration` has passed since, as if
+    /// the longer quarantine had been in force when it was identified. A lease of the new
+    /// length that it forgot may still be valid until then.
     pub fn cover(&mut self, duration: Duration) {
-        if let RestartPolicy::Quarantine(current) = &mut self.policy {
-            *current = (*current).max(duration);
+        let RestartPolicy::Quarantine(current) = &mut self.policy else {
+            return;
+        };
+        if duration <= *current {
+            return;
+        }
+        *current = duration;
+        for state in &mut self.nodes {
+            let Some(dating) = state.dated else {
+                continue;
+            };
+            let until = dating.until(duration);
+            if state.quarantined_until.is_none_or(|known| known < until) && dating.at < until {
+                state.quarantined_until = Some(until);
+            }
         }
     }
 
@@ -520,6 +562,12 @@ impl Eligibility {
                 if !state.unidentifiable_reported {
                     state.unidentifiable_reported = true;
                     events.push(EligibilityEvent::Unidentifiable { node, why });
+                }
+                if !first_sight {
+                    state.dated = Some(Dating {
+                        at: now,
+                        uptime: None,
+                    });
                 }
                 if let (false, RestartPolicy::Quarantine(quarantine)) = (first_sight, policy) {
                     events.push(quarantine_until(
@@ -684,6 +732,18 @@ fn identity_quarantine(
             ago: Duration::ZERO,
         });
     }
+    if let Some(reason) = reason {
+        // A first sight counts from the server's start, or from a remembered change of the
+        // name's server when that is more recent: a longer quarantine (`cover`) then counts
+        // from the same moment.
+        let since = state
+            .changed
+            .map_or(identity.uptime, |change| change.age(now).min(identity.uptime));
+        state.dated = Some(Dating {
+            at: now,
+            uptime: (reason == QuarantineReason::Young).then_some(since),
+        });
+    }
     state.run_id = Some(identity.run_id);
     let (Some(reason), RestartPolicy::Quarantine(quarantine)) = (reason, policy) else {
         return None;
@@ -828,6 +888,41 @@ mod tests {
 
     fn n0() -> NodeId {
         NodeId::new(0)
+    }
+
+    /// A longer TTL covers quarantines already decided (the review's recipe): a node that
+    /// started 1 s before it was first seen, under a 10 s quarantine, stays out until 59 s
+    /// once the quarantine is raised to 60 s; a restarted one (a changed `run_id`) stays out
+    /// 60 s from when the change was seen; one that had run long enough stays counted.
+    #[test]
+    fn a_raised_quarantine_lengthens_the_quarantines_already_decided() {
+        let c1 = ConnectionId(1);
+        let mut nodes = Eligibility::new(3, RestartPolicy::Quarantine(secs(10)));
+        let (young, restarted, old) = (n0(), NodeId::new(1), NodeId::new(2));
+        nodes.identified(young, c1, identity("a", 1), at(0));
+        nodes.identified(restarted, c1, identity("b", 3_600), at(0));
+        nodes.identified(restarted, ConnectionId(2), identity("c", 0), at(5));
+        nodes.identified(old, c1, identity("d", 61), at(0));
+        assert_eq!(nodes.quarantined_until(young, at(0)), Some(at(10)));
+        assert_eq!(nodes.quarantined_until(restarted, at(5)), Some(at(15)));
+        nodes.cover(secs(60));
+        assert_eq!(
+            nodes.admit(young, c1, &set(), at(11)),
+            Admission::Refuse(NodeFailure::Quarantined {
+                remaining: secs(49)
+            })
+        );
+        assert_eq!(nodes.quarantined_until(young, at(11)), Some(at(60)));
+        assert_eq!(
+            nodes.quarantined_until(restarted, at(16)),
+            Some(at(65)),
+            "a whole quarantine from the change"
+        );
+        assert_eq!(nodes.admit(young, c1, &set(), at(60)), Admission::Send);
+        assert_eq!(nodes.admit(old, c1, &set(), at(1)), Admission::Send);
+        // A shorter cover changes nothing.
+        nodes.cover(secs(5));
+        assert_eq!(nodes.quarantined_until(young, at(11)), Some(at(60)));
     }
 
     #[test]

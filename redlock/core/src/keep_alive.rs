@@ -35,14 +35,30 @@
 //!    dropped or returned, the command's whole process group gone), and only then does the
 //!    keeper say [`KeeperEvent::Release`];
 //! 3. if the driver cannot confirm the stop, the keeper says `Release` on its own at the
-//!    *release deadline* `V + d` (`d` the drift allowance), when the keys have expired on the
-//!    nodes anyway: a release then takes nothing from anyone, and work that still runs is a
-//!    holder acting after its validity, which only fencing tokens catch.
+//!    *release deadline* `V + d` (`d` the drift allowance): the start of the last successful
+//!    round plus the TTL. Every key that round wrote expires within one one-way latency of
+//!    it; a key written later (an extension still in flight when the keeper stopped, whose
+//!    success it ignores) may live on, but its holder's validity ended at `V`, and the
+//!    release deletes it. A release then takes nothing from anyone, and work that still runs
+//!    is a holder acting after its validity, which only fencing tokens catch.
 //!
 //! The same rule ends a lease that was not lost: the driver reports the work stopped (it
 //! returned, or its owner asked for the release), and the release follows. A driver whose
 //! work may outlive the lease says so with [`Keeper::stop_unconfirmed`]: extensions stop and
 //! the release waits for the release deadline.
+//!
+//! # A dropped handle
+//!
+//! A driver whose owner lets go of the lease without saying the work stopped (a handle
+//! dropped by an early return or a panic, while the work may run on elsewhere) reports
+//! [`Keeper::handle_dropped`]. That is not a stop: the work is not known to have ended, so
+//! extensions stop and the release waits for the release deadline, as after
+//! `stop_unconfirmed`. Releasing at once would let another client hold the resource while
+//! the work still acts under this lease.
+//!
+//! From the moment the keeper stops keeping the lease (a loss, a confirmed or unconfirmed
+//! stop, a dropped handle) it is no longer [valid](Keeper::is_valid), and
+//! [`Keeper::ended`] says why: work that watches the lease must stop then.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -142,6 +158,12 @@ pub enum LeaseLost {
         /// What the nodes answered.
         failure: String,
     },
+    /// Its holder released it: the work was reported stopped and the release was sent.
+    Released,
+    /// Its holder stopped keeping it without confirming that the work stopped (the handle
+    /// was dropped, or the release was asked for unconfirmed): no more extensions, and the
+    /// release waits for the release deadline.
+    Abandoned,
 }
 
 impl fmt::Display for LeaseLost {
@@ -160,6 +182,10 @@ impl fmt::Display for LeaseLost {
             Self::KeysGone { failure } => {
                 write!(f, "a quorum of nodes no longer holds its key ({failure})")
             }
+            Self::Released => f.write_str("its holder released it"),
+            Self::Abandoned => f.write_str(
+                "its holder stopped keeping it without confirming that the work stopped",
+            ),
         }
     }
 }
@@ -188,7 +214,8 @@ pub enum ReleaseWhen {
     /// The driver reported the work stopped.
     WorkStopped,
     /// The stop was never confirmed and the release deadline (the end of validity plus the
-    /// drift allowance) has passed: the keys have expired on the nodes.
+    /// drift allowance: the last successful round's start plus the TTL) has passed: the
+    /// holder's validity is long over, and the keys that round wrote have expired.
     KeysExpired,
 }
 
@@ -259,6 +286,8 @@ pub struct Keeper {
     attempt: u32,
     hold_limit_reported: bool,
     lost: bool,
+    /// Why the lease is no longer kept, once it is not.
+    ended: Option<LeaseLost>,
     last_failure: Option<ExtendFailure>,
     events: VecDeque<KeeperEvent>,
 }
@@ -277,6 +306,7 @@ impl Keeper {
             attempt: 0,
             hold_limit_reported: false,
             lost: false,
+            ended: None,
             last_failure: None,
             events: VecDeque::new(),
         }
@@ -310,8 +340,16 @@ impl Keeper {
         matches!(self.state, State::Released)
     }
 
+    /// Why the lease is no longer kept, once it is not: the loss, the release, or a stop
+    /// that was not confirmed. From then on [`is_valid`](Keeper::is_valid) is false.
+    pub fn ended(&self) -> Option<&LeaseLost> {
+        self.ended.as_ref()
+    }
+
     /// When the keeper lets the lease be released without the work's stop confirmed: the end
-    /// of validity plus the drift allowance, when the keys have expired on the nodes.
+    /// of validity plus the drift allowance, which is the last successful round's start plus
+    /// the TTL (see the module documentation for the keys written after it). It moves with
+    /// every extension.
     pub fn release_deadline(&self) -> Timestamp {
         self.held.valid_until().saturating_add(self.config.drift())
     }
@@ -322,6 +360,7 @@ impl Keeper {
     /// abandoned (see [`into_held`](Keeper::into_held)).
     pub fn work_stopped(&mut self, _now: Timestamp) {
         if !self.is_released() {
+            self.ended.get_or_insert(LeaseLost::Released);
             self.state = State::Released;
             self.events
                 .push_back(KeeperEvent::Release(ReleaseWhen::WorkStopped));
@@ -335,8 +374,17 @@ impl Keeper {
         if matches!(self.state, State::Stopping | State::Released) {
             return;
         }
+        self.ended.get_or_insert(LeaseLost::Abandoned);
         self.state = State::Stopping;
         self.handle_timeout(now);
+    }
+
+    /// The driver's owner let go of the lease without saying that the work stopped (its
+    /// handle was dropped). The work is not known to have ended, so this is an unconfirmed
+    /// stop (see the module documentation): extensions stop, and the release waits for the
+    /// release deadline, or for [`work_stopped`](Keeper::work_stopped).
+    pub fn handle_dropped(&mut self, now: Timestamp) {
+        self.stop_unconfirmed(now);
     }
 
     /// Whether the lease is still worth using at `now`: still kept (not lost, no stop begun)
@@ -347,6 +395,7 @@ impl Keeper {
 
     fn lose(&mut self, reason: LeaseLost) {
         self.lost = true;
+        self.ended.get_or_insert_with(|| reason.clone());
         self.state = State::Stopping;
         self.events.push_back(KeeperEvent::Lost(reason));
     }
@@ -673,6 +722,60 @@ mod tests {
             keeper.poll_outcome(),
             Some(KeeperEvent::Release(ReleaseWhen::KeysExpired))
         );
+    }
+
+    #[test]
+    fn a_dropped_handle_is_an_unconfirmed_stop_not_a_stopped_work() {
+        let config = LockConfig::new(3).with_ttl(ms(1_000));
+        let t0 = Timestamp::ZERO;
+        let mut keeper = Keeper::new(&config, KeepAlive::default(), granted(&config, t0));
+        let dropped = t0.saturating_add(ms(5));
+        keeper.handle_dropped(dropped);
+        assert!(!keeper.is_valid(dropped));
+        assert_eq!(keeper.ended(), Some(&LeaseLost::Abandoned));
+        // No release while the work may still run, and no more extensions.
+        assert_eq!(keeper.poll_outcome(), None);
+        let deadline = keeper.release_deadline();
+        assert_eq!(keeper.poll_timeout(), Some(deadline));
+        keeper.handle_timeout(deadline.saturating_sub(ms(1)));
+        assert_eq!(keeper.poll_outcome(), None);
+        assert!(keeper.poll_transmit().is_none());
+        keeper.handle_timeout(deadline);
+        assert_eq!(
+            keeper.poll_outcome(),
+            Some(KeeperEvent::Release(ReleaseWhen::KeysExpired))
+        );
+        // A confirmed stop ends the lease as released, and is never valid again.
+        let mut stopped = Keeper::new(&config, KeepAlive::default(), granted(&config, t0));
+        stopped.work_stopped(dropped);
+        assert_eq!(stopped.ended(), Some(&LeaseLost::Released));
+        assert!(!stopped.is_valid(dropped));
+    }
+
+    #[test]
+    fn the_release_deadline_follows_every_extension() {
+        let config = LockConfig::new(3).with_ttl(ms(1_000));
+        let t0 = Timestamp::ZERO;
+        let mut keeper = Keeper::new(&config, KeepAlive::default(), granted(&config, t0));
+        let first = keeper.release_deadline();
+        for round in 1..=2 {
+            let at = keeper.poll_timeout().unwrap();
+            keeper.handle_timeout(at);
+            for sent in drain(&mut keeper) {
+                keeper.handle_reply(sent.request, Ok(Reply::Extended), at);
+            }
+            assert!(matches!(
+                keeper.poll_outcome(),
+                Some(KeeperEvent::Extended(_))
+            ));
+            assert_eq!(keeper.held().extensions(), round);
+            assert_eq!(
+                keeper.release_deadline(),
+                keeper.held().valid_until().saturating_add(config.drift())
+            );
+            assert!(keeper.release_deadline() > first);
+        }
+        assert_eq!(keeper.ended(), None);
     }
 
     #[test]

@@ -63,8 +63,9 @@ impl ReleaseReport {
         count(&self.nodes, Reply::HeldByOther)
     }
 
-    /// Nodes that failed (timeout, connection, server error); their keys expire with the
-    /// TTL.
+    /// Nodes that failed (timeout, connection, server error): their keys expire with the TTL,
+    /// unless a release still on its way reaches them (a client finishes a release cut by its
+    /// deadline in the background, which it settles before it ends).
     pub fn failed(&self) -> usize {
         self.nodes
             .iter()

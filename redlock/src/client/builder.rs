@@ -394,9 +394,10 @@ impl RedlockBuilder {
             let index = addresses.iter().position(|known| **known == *address)?;
             Some((NodeId::new(index), server))
         });
-        let nodes = Nodes::new(nodes, policy, clock);
-        nodes.remember(remembered);
         let waiting = super::waiting::Waiting::default();
+        let background = super::flight::Background::default();
+        let nodes = Nodes::new(nodes, policy, clock, background.clone());
+        nodes.remember(remembered);
         let notifications = super::notifications::Notifications::new(
             subscribers,
             self.connect_timeout,
@@ -409,7 +410,7 @@ impl RedlockBuilder {
                 notifications,
                 tokens: super::tokens::Tokens::new()?,
                 nodes: Arc::new(nodes),
-                background: super::flight::Background::default(),
+                background,
                 addresses,
                 key_prefix: self.key_prefix.into(),
                 connect_timeout: self.connect_timeout,

@@ -4,9 +4,10 @@
 //! When to extend, when to try again, when to give the lease up and when it may be released
 //! are the core's decisions (see [`crate::core::Keeper`]); this module sends what the keeper
 //! asks for, wakes it on the client's clock (which counts suspended time), publishes what it
-//! decides, and tells it when the work has stopped. A lost lease is never released by the
-//! keeper task while the work may still run: the release waits for the handle's
-//! [`KeptLease::release`] (the work has stopped) or for the keys' expiry.
+//! decides, and tells it when the work has stopped, or that the handle was dropped. A lease
+//! is never released by the keeper task while the work may still run: the release waits for
+//! the handle's [`KeptLease::release`] (the work has stopped) or for the release deadline
+//! (`V + d`, see [`LeaseSignal::release_deadline`]).
 
 use std::time::{Duration, Instant};
 
@@ -90,8 +91,12 @@ impl LeaseSignal {
     }
 
     /// When the lease is released even if nobody confirms that the work has stopped: the end
-    /// of validity plus the drift allowance, when the keys have expired on the nodes. Before
-    /// that, a lost lease is only released once [`KeptLease::release`] says the work stopped.
+    /// of validity plus the drift allowance, which is the last successful round's start plus
+    /// the TTL, on the client's clock. It moves with every extension. The holder's validity
+    /// has long ended then; the keys that round wrote expire within a one-way latency of it
+    /// (a key written by an extension still in flight when the keep-alive stopped may live
+    /// longer, and the release deletes it). Before that, a lost lease is only released once
+    /// [`KeptLease::release`] says the work stopped.
     pub fn release_deadline(&self) -> Timestamp {
         self.state.borrow().release_deadline
     }
@@ -101,7 +106,8 @@ impl LeaseSignal {
         self.deadline().saturating_duration_since(self.clock.now())
     }
 
-    /// Whether work may still act under the lease: it has not been given up, and its loss
+    /// Whether work may still act under the lease: it is still kept (not lost, not released,
+    /// its handle not dropped: see [`lost_reason`](LeaseSignal::lost_reason)), and its loss
     /// deadline (the end of validity minus the margin) has not passed.
     pub fn is_valid(&self) -> bool {
         let state = self.state.borrow();
@@ -118,13 +124,16 @@ impl LeaseSignal {
         self.state.borrow().hold_limit
     }
 
-    /// Why the lease was lost, if it was.
+    /// Why the lease is no longer kept, if it is not: lost, [released](LeaseLost::Released),
+    /// or [abandoned](LeaseLost::Abandoned) (its handle dropped, or released unconfirmed).
     pub fn lost_reason(&self) -> Option<LeaseLost> {
         self.state.borrow().lost.clone()
     }
 
-    /// Resolves when something changes: an extension, the hold limit, the loss, or the end
-    /// of the keep-alive (then at once, every time).
+    /// Resolves when something changes that this signal has not seen yet: an extension, the
+    /// hold limit, the loss, the release or the handle's drop. Once the keep-alive has ended
+    /// and its last state was seen, it never resolves again (the last state stays readable):
+    /// wait on it alongside [`lost`](LeaseSignal::lost), which resolves by then.
     pub async fn changed(&mut self) {
         if self.state.changed().await.is_err() {
             // The keeper is gone; its last state stays readable.
@@ -132,7 +141,8 @@ impl LeaseSignal {
         }
     }
 
-    /// Resolves when the lease is lost (immediately if it already is).
+    /// Resolves when the lease is no longer kept (immediately if it already is): lost, or
+    /// released, or its handle dropped (see [`lost_reason`](LeaseSignal::lost_reason)).
     pub async fn lost(&self) -> LeaseLost {
         let mut state = self.state.clone();
         loop {
@@ -154,15 +164,24 @@ impl LeaseSignal {
 /// A lease extended in the background until it is released.
 ///
 /// Made by [`Lease::keep_alive`]. Release it with [`release`](KeptLease::release) once the
-/// work under it has stopped; dropping it says the same and releases in the background. The
-/// release is ordered after every extension command already sent to each node, so no
-/// extension can revive a released lease.
+/// work under it has stopped. The release is ordered after every extension command already
+/// sent to each node, so no extension can revive a released lease.
+///
+/// Dropping the handle does not say that the work stopped: work that holds a
+/// [`LeaseSignal`] (a spawned task, a thread) may still run. A dropped handle stops the
+/// extensions at once and makes the signal [invalid](LeaseSignal::is_valid) (its
+/// [`lost`](LeaseSignal::lost) resolves with [`LeaseLost::Abandoned`]); the lease is released
+/// at its [release deadline](LeaseSignal::release_deadline), once its validity is long over,
+/// so nobody else holds the resource while the work may still act under it. When the work
+/// has stopped, say so: [`release`](KeptLease::release), or
+/// [`release_in_background`](KeptLease::release_in_background) where nothing can wait.
 ///
 /// When the lease is lost, nothing is released until the handle says the work has stopped
-/// (or the keys have expired, at [`LeaseSignal::release_deadline`]): a release wakes every
+/// (or its [release deadline](LeaseSignal::release_deadline) has passed, when its validity
+/// is long over): a release wakes every
 /// waiter, and one of them would hold the resource about a round trip later, while work
 /// that was told of the loss may still be finishing its current step.
-#[must_use = "a dropped kept lease is released in the background; call `release().await`"]
+#[must_use = "a dropped kept lease is released only at its release deadline; call `release().await` once the work stopped"]
 #[derive(Debug)]
 pub struct KeptLease {
     signal: LeaseSignal,
@@ -172,9 +191,10 @@ pub struct KeptLease {
 /// What the handle tells the keeper task when it lets the lease go.
 #[derive(Debug)]
 enum Stop {
-    /// The work has stopped: release now, returning at a quorum or at every node's answer.
+    /// The work has stopped: release now, returning at a quorum or at every node's answer
+    /// (nobody waits for the report when the sender's receiver is gone).
     Confirmed(oneshot::Sender<ReleaseReport>, Until),
-    /// The work may outlive the lease: stop extending, release when the keys have expired.
+    /// The work may outlive the lease: stop extending, release at the release deadline.
     Unconfirmed(oneshot::Sender<ReleaseReport>),
 }
 
@@ -204,27 +224,42 @@ impl KeptLease {
         self.signal.lost().await
     }
 
-    /// Stops extending and releases the lease. Call it once the work under the lease has
-    /// stopped (it returned, its future was dropped, its processes are gone): that is what
-    /// lets a lost lease be released before its keys expire.
+    /// Stops extending and releases the lease, returning once every node has answered or its
+    /// per-node timeout has passed (see [`Lease::release`]). Call it once the work under the
+    /// lease has stopped (it returned, its future was dropped, its processes are gone): that
+    /// is what lets a lost lease be released before its keys expire. The signal is
+    /// [invalid](LeaseSignal::is_valid) from the moment the release is sent. If the keeper
+    /// had already released the lease (it was lost and its release deadline passed), the
+    /// report is that release's.
     pub async fn release(self) -> ReleaseReport {
-        self.stop(|reply| Stop::Confirmed(reply, Until::Quorum))
-            .await
-    }
-
-    /// Like [`release`](KeptLease::release), but the release waits for every node's
-    /// answer, each bounded by the per-node timeout (see
-    /// [`Lease::release_all`]). If the keeper had already released the lease (it was lost
-    /// and its keys expired), the report is that release's.
-    pub async fn release_all(self) -> ReleaseReport {
         self.stop(|reply| Stop::Confirmed(reply, Until::AllNodes))
             .await
     }
 
+    /// Like [`release`](KeptLease::release), but returns as soon as a quorum of nodes no
+    /// longer holds the key (see [`Lease::release_at_quorum`]): the other requests finish in
+    /// the background, and a process that exits right after it must
+    /// [`settle`](crate::Redlock::settle) first or leave keys to their TTL.
+    pub async fn release_at_quorum(self) -> ReleaseReport {
+        self.stop(|reply| Stop::Confirmed(reply, Until::Quorum))
+            .await
+    }
+
+    /// Says that the work has stopped and releases the lease in the background, on every
+    /// node, without waiting: for code that cannot wait (a `Drop`). The release counts as
+    /// the client's background work ([`settle`](crate::Redlock::settle) waits for it).
+    pub fn release_in_background(mut self) {
+        let (reply, _report) = oneshot::channel();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(Stop::Confirmed(reply, Until::AllNodes));
+        }
+    }
+
     /// Stops extending, and releases the lease at its [release
-    /// deadline](LeaseSignal::release_deadline), when its keys have expired on the nodes:
-    /// for work that cannot be confirmed stopped (a process that does not die). Resolves
-    /// with the release's report then (at once if the keeper already released).
+    /// deadline](LeaseSignal::release_deadline), once its validity is long over: for work
+    /// that cannot be confirmed stopped (a process that does not die). The signal is
+    /// invalid from now on. Resolves with the release's report then (at once if the keeper
+    /// already released).
     pub async fn release_unconfirmed(self) -> ReleaseReport {
         self.stop(Stop::Unconfirmed).await
     }
@@ -244,15 +279,55 @@ impl KeptLease {
     }
 }
 
+/// A kept lease whose work is known to stop when this guard goes: the `with_lock` family
+/// runs the work inside the call and drops it before this guard, so a call cancelled half-way
+/// (its future dropped) or a work that panicked has stopped, and the guard's drop says so
+/// (the release goes out at once), unlike a dropped [`KeptLease`].
+pub(crate) struct StopsWithWork {
+    kept: Option<KeptLease>,
+    signal: LeaseSignal,
+}
+
+impl StopsWithWork {
+    pub(crate) fn new(kept: KeptLease) -> Self {
+        let signal = kept.signal();
+        Self {
+            kept: Some(kept),
+            signal,
+        }
+    }
+
+    pub(crate) fn signal(&self) -> LeaseSignal {
+        self.signal.clone()
+    }
+
+    /// The work has stopped: releases the lease on every node (see [`KeptLease::release`]).
+    pub(crate) async fn release(mut self) -> ReleaseReport {
+        match self.kept.take() {
+            Some(kept) => kept.release().await,
+            None => ReleaseReport::default(),
+        }
+    }
+}
+
+impl Drop for StopsWithWork {
+    fn drop(&mut self) {
+        if let Some(kept) = self.kept.take() {
+            kept.release_in_background();
+        }
+    }
+}
+
 impl Lease {
     /// Keeps this lease alive in the background under `policy` (see [`crate::core::Keeper`]
     /// for the schedule): a task extends it before its validity runs out, retries a failed
     /// extension while one can still finish in time, and reports the lease lost at the end of
     /// validity minus the policy's margin, or at once when the nodes show that a quorum no
     /// longer holds it. Extensions stop at the client's
-    /// [`max_hold`](crate::RedlockBuilder::max_hold). A lost lease is released once the
-    /// handle's [`release`](KeptLease::release) says the work stopped, or when its keys have
-    /// expired, never while the work may still act under it.
+    /// [`max_hold`](crate::RedlockBuilder::max_hold). A lease is released once the
+    /// handle's [`release`](KeptLease::release) says the work stopped, or at its release
+    /// deadline (after a loss, or once the handle was dropped), never while the work may
+    /// still act under it.
     ///
     /// Requires a tokio runtime.
     pub fn keep_alive(self, policy: KeepAlive) -> KeptLease {
@@ -279,8 +354,8 @@ impl Lease {
 }
 
 /// The keeper task: drives the keeper until it says the lease may be released (the handle
-/// reported the work stopped, or dropped itself, or the keys have expired after a loss), then
-/// releases the lease.
+/// reported the work stopped, or the release deadline passed after a loss or a dropped
+/// handle), then releases the lease.
 async fn keep(
     redlock: super::Redlock,
     mut keeper: Keeper,
@@ -294,7 +369,7 @@ async fn keep(
     let mut flight = redlock.flight(redlock.config(), lanes.clone());
     let mut stop = Some(stop);
     let mut reply = None;
-    let mut until = Until::Quorum;
+    let mut until = Until::AllNodes;
     while !keeper.is_released() {
         while let Some(transmit) = keeper.poll_transmit() {
             flight.send(transmit);
@@ -321,9 +396,11 @@ async fn keep(
                         until = asked;
                         keeper.work_stopped(now);
                     }
-                    // A dropped handle says the work is over, as a release does.
-                    Err(_) => keeper.work_stopped(now),
+                    // A dropped handle does not say the work is over: the core decides.
+                    Err(_) => keeper.handle_dropped(now),
                 }
+                // Work watching the signal stops acting before any release is sent.
+                publish_end(&keeper, &state);
             }
             Some(done) = flight.next() => keeper.handle_reply(done.request, done.result, clock.now()),
             () = sleep(&clock, timer) => keeper.handle_timeout(clock.now()),
@@ -337,7 +414,7 @@ async fn keep(
     let report = release(&redlock, &held, lanes, granted_at, lost, until).await;
     let reply = match (reply, stop) {
         (Some(reply), _) => Some(reply),
-        // Released at the keys' expiry: the handle's release (if it ever comes) gets this
+        // Released at the release deadline: the handle's release (if it ever comes) gets this
         // report.
         (None, Some(stop)) => stop.await.ok().map(|request| match request {
             Stop::Confirmed(reply, _) | Stop::Unconfirmed(reply) => reply,
@@ -368,6 +445,7 @@ fn publish(
             state.send_modify(|s| {
                 s.valid_until = keeper.held().valid_until();
                 s.lost_at = keeper.lost_at();
+                s.release_deadline = keeper.release_deadline();
                 s.extensions = keeper.held().extensions();
             });
         }
@@ -382,10 +460,24 @@ fn publish(
         }
         KeeperEvent::Release(ReleaseWhen::KeysExpired) => tracing::warn!(
             resource,
-            "the work under the lost lease was not reported stopped; releasing after its keys' expiry"
+            "the work under the lease was not reported stopped; releasing at its release deadline"
         ),
         KeeperEvent::Release(_) => {}
         other => tracing::debug!(resource, event = ?other, "keep-alive"),
+    }
+}
+
+/// Publishes why the keeper no longer keeps the lease, once it does not (the signal is
+/// invalid from then on).
+fn publish_end(keeper: &Keeper, state: &watch::Sender<State>) {
+    if let Some(ended) = keeper.ended() {
+        state.send_if_modified(|s| {
+            if s.lost.is_some() {
+                return false;
+            }
+            s.lost = Some(ended.clone());
+            true
+        });
     }
 }
 

@@ -186,30 +186,17 @@ impl Lease {
     ///
     /// Never fails: releasing a lease that already expired reports the nodes as
     /// [`NotHeld`](crate::core::Reply::NotHeld), and a node that does not answer is reported
-    /// as failed (its key expires with the TTL). It returns as soon as a quorum of nodes no
-    /// longer holds the key, when the resource is free for others; the remaining requests
-    /// finish in the background and the report shows those nodes
-    /// [in flight](ReleaseReport::in_flight), so on three healthy nodes it typically says
-    /// `released on 2 of 3 nodes, 1 still in flight`. Use
-    /// [`release_all`](Lease::release_all) to learn every node's outcome.
-    ///
-    /// # Cancel safety
-    ///
-    /// Dropping the future before it is first polled releases in the background as `Drop`
-    /// does; dropping it later lets the requests already sent finish in the background.
-    pub async fn release(self) -> ReleaseReport {
-        self.release_until(Until::Quorum).await
-    }
-
-    /// Like [`release`](Lease::release), but waits for every node's answer, each bounded
-    /// by the per-node timeout, so the report [is complete](ReleaseReport::is_complete): on
-    /// healthy nodes it says the key was deleted everywhere. Costs the slowest node's round
-    /// trip (at most the per-node timeout) where `release` costs the quorum's.
+    /// as failed (its key expires with the TTL). It returns once every node has answered or
+    /// its per-node timeout has passed, so the report [is complete](ReleaseReport::is_complete)
+    /// (on healthy nodes: the key was deleted everywhere), and a program that ends right
+    /// after it leaves no key behind. It costs the slowest node's round trip (at most the
+    /// per-node timeout); [`release_at_quorum`](Lease::release_at_quorum) returns at the
+    /// quorum's.
     ///
     /// ```no_run
     /// # async fn demo(redlock: redlock::Redlock) -> Result<(), redlock::Error> {
     /// let lease = redlock.acquire("nightly-report").await?;
-    /// let report = lease.release_all().await;
+    /// let report = lease.release().await;
     /// assert!(report.is_complete());
     /// println!("{report}"); // released on 3 of 3 nodes
     /// # Ok(()) }
@@ -217,9 +204,24 @@ impl Lease {
     ///
     /// # Cancel safety
     ///
-    /// As [`release`](Lease::release).
-    pub async fn release_all(self) -> ReleaseReport {
+    /// Dropping the future before it is first polled releases in the background as `Drop`
+    /// does; dropping it later lets the requests already sent finish in the background.
+    pub async fn release(self) -> ReleaseReport {
         self.release_until(Until::AllNodes).await
+    }
+
+    /// Like [`release`](Lease::release), but returns as soon as a quorum of nodes no longer
+    /// holds the key, when the resource is free for others. The remaining requests finish in
+    /// the background and the report shows those nodes [in flight](ReleaseReport::in_flight),
+    /// so on three healthy nodes it typically says `released on 2 of 3 nodes, 1 still in
+    /// flight`. A program that ends right after it must [`settle`](Redlock::settle) first,
+    /// or the requests still in flight are cut off and their keys wait for the TTL.
+    ///
+    /// # Cancel safety
+    ///
+    /// As [`release`](Lease::release).
+    pub async fn release_at_quorum(self) -> ReleaseReport {
+        self.release_until(Until::Quorum).await
     }
 
     async fn release_until(mut self, until: Until) -> ReleaseReport {

@@ -94,6 +94,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 pub use builder::{DEFAULT_CONNECT_TIMEOUT, RedlockBuilder};
 pub use connect::ConnectReport;
 pub use fence::{FenceFuture, FenceSource, Fencing};
+pub(crate) use keep_alive::StopsWithWork;
 pub use keep_alive::{KeepAlive, KeptLease, LeaseLost, LeaseSignal};
 pub use lease::Lease;
 pub use options::AcquireOptions;
@@ -348,10 +349,12 @@ impl Redlock {
         F: FnOnce(LeaseSignal) -> Fut,
         Fut: Future<Output = T>,
     {
-        let kept = self
-            .acquire(resource)
-            .await?
-            .keep_alive(self.keep_alive.clone());
+        // Declared before the work, and so dropped after it if this call is cancelled.
+        let kept = StopsWithWork::new(
+            self.acquire(resource)
+                .await?
+                .keep_alive(self.keep_alive.clone()),
+        );
         let signal = kept.signal();
         let outcome = {
             let work = work(signal.clone());
@@ -374,8 +377,8 @@ impl Redlock {
     /// Like [`with_lock`](Redlock::with_lock), but never cancels `work`: it runs to its end
     /// and should watch the [`LeaseSignal`] (`is_valid`, `lost().await`) itself. The lease
     /// is released once `work` returns; after a loss, if `work` is still running at the
-    /// [release deadline](LeaseSignal::release_deadline) (when the keys have expired on the
-    /// nodes), it is released then.
+    /// [release deadline](LeaseSignal::release_deadline) (the last successful round's start
+    /// plus the TTL, when its validity is long over), it is released then.
     ///
     /// # Errors
     ///
@@ -385,10 +388,12 @@ impl Redlock {
         F: FnOnce(LeaseSignal) -> Fut,
         Fut: Future<Output = T>,
     {
-        let kept = self
-            .acquire(resource)
-            .await?
-            .keep_alive(self.keep_alive.clone());
+        // Declared before the work, and so dropped after it if this call is cancelled.
+        let kept = StopsWithWork::new(
+            self.acquire(resource)
+                .await?
+                .keep_alive(self.keep_alive.clone()),
+        );
         let value = work(kept.signal()).await;
         kept.release().await;
         Ok(value)

@@ -19,6 +19,7 @@ use tokio::sync::OnceCell;
 
 use super::clock::Clock;
 use super::expiry::Expiry;
+use super::flight::Background;
 use super::identity;
 use super::lanes::Gate;
 use super::lock;
@@ -33,6 +34,8 @@ pub(crate) struct Nodes {
     nodes: Box<[Node]>,
     eligibility: Mutex<Eligibility>,
     clock: Clock,
+    /// Where a release by hash cut by its deadline finishes (`settle` waits for it).
+    background: Background,
 }
 
 /// One node and its current connection.
@@ -70,12 +73,18 @@ struct ConnectionState {
 }
 
 impl Nodes {
-    pub(crate) fn new(nodes: Vec<Node>, policy: RestartPolicy, clock: Clock) -> Self {
+    pub(crate) fn new(
+        nodes: Vec<Node>,
+        policy: RestartPolicy,
+        clock: Clock,
+        background: Background,
+    ) -> Self {
         let eligibility = Eligibility::new(nodes.len(), policy);
         Self {
             nodes: nodes.into_boxed_slice(),
             eligibility: Mutex::new(eligibility),
             clock,
+            background,
         }
     }
 
@@ -210,12 +219,17 @@ impl Nodes {
                     lock(&self.eligibility).unanswered(node.id, connection);
                 }
                 // Its `EVALSHA` may be answered `NOSCRIPT` after the deadline: the `EVAL`
-                // that must follow is still sent (the call ends with the node's answer or
-                // with the connection).
+                // that must follow is still sent, as the client's background work, which
+                // `settle` waits for. It ends with the node's answer, with the connection, or
+                // a connect timeout after the cut (a node that answers nothing for that long
+                // is given up, and its key expires with the TTL).
                 if let Some(release) = release_call
                     && let Ok(runtime) = tokio::runtime::Handle::try_current()
                 {
-                    runtime.spawn(release);
+                    let bound = node.connect_timeout;
+                    self.background.spawn(&runtime, async move {
+                        let _ = tokio::time::timeout(bound, release).await;
+                    });
                 }
                 Err(NodeFailure::TimedOut)
             }

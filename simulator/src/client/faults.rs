@@ -11,6 +11,7 @@
 //! | `release = "plain-del"` | a release is a plain `DEL`, whoever holds the key |
 //! | `extend = "reacquire"` | an extension re-creates a missing key, and does not check its own validity first |
 //! | `loss_order = "release-first"` | a lost kept-alive lease is released at the loss, before the work has stopped |
+//! | `loss_order = "drop-releases"` | a dropped handle (`drop-handle`) counts as the work's stop: the lease is released at once while the work runs on |
 //!
 //! (The wall clock and the clock that freezes during pauses are faults of the client's
 //! clock: see [`crate::scenario::ClockKind`] and the world's pauses.)
@@ -82,6 +83,11 @@ impl Faults {
     /// Whether a lost lease is released before its work has stopped.
     pub(crate) fn releases_before_stop(self) -> bool {
         self.loss_order == LossOrder::ReleaseFirst
+    }
+
+    /// Whether a dropped handle counts as the work's stop (released at once).
+    pub(crate) fn drop_releases(self) -> bool {
+        self.loss_order == LossOrder::DropReleases
     }
 
     /// How much later than the truth the client believes its round started.

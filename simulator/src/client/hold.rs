@@ -68,6 +68,7 @@ impl Client {
             keeper,
             supervisor,
             extending: None,
+            handle_dropped: false,
         };
         self.op += 1;
         self.lock = Lock::Holding(Box::new(holding));
@@ -247,9 +248,34 @@ impl Client {
     pub(super) fn work_reached_stop(&mut self, ctx: &mut Ctx<'_>) {
         let now = self.local(ctx.now);
         if let Lock::Holding(holding) = &mut self.lock
+            && !holding.handle_dropped
             && let Some(keeper) = &mut holding.keeper
         {
             keeper.work_stopped(now);
+            self.drive(ctx);
+        }
+    }
+
+    /// The owner drops the handle of its kept-alive lease (a `drop-handle` step) while the
+    /// work runs on: the keeper is told (the shipped client: an unconfirmed stop; the
+    /// `drop-releases` fault: the work's stop), and the work stops when this step ends,
+    /// which nobody can tell the keeper.
+    pub(super) fn drop_handle(&mut self, ctx: &mut Ctx<'_>) {
+        let now = self.local(ctx.now);
+        let releases = self.faults.drop_releases();
+        if let Lock::Holding(holding) = &mut self.lock
+            && let Some(keeper) = &mut holding.keeper
+        {
+            holding.handle_dropped = true;
+            if releases {
+                keeper.work_stopped(now);
+            } else {
+                keeper.handle_dropped(now);
+            }
+            ctx.trace(
+                &self.spec.name,
+                format_args!("handle dropped; the work runs on"),
+            );
             self.drive(ctx);
         }
     }
@@ -259,6 +285,8 @@ impl Client {
     pub(super) fn work_ended(&mut self, ctx: &mut Ctx<'_>) {
         let now = self.local(ctx.now);
         match &mut self.lock {
+            // Nobody holds the handle to say so: the keeper releases at its deadline.
+            Lock::Holding(holding) if holding.handle_dropped => {}
             Lock::Holding(holding) => match &mut holding.keeper {
                 Some(keeper) => {
                     keeper.work_stopped(now);

@@ -17,6 +17,9 @@ pub(super) struct Holding {
     pub(super) supervisor: Option<Supervisor>,
     /// A manual extension (an `extend` step) in progress.
     pub(super) extending: Option<Extend>,
+    /// The owner dropped the handle (a `drop-handle` step): nobody tells the keeper when the
+    /// work stops.
+    pub(super) handle_dropped: bool,
 }
 
 impl Holding {

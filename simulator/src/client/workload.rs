@@ -216,6 +216,15 @@ impl Client {
                     self.crash(ctx);
                     return;
                 }
+                Step::DropHandle(duration) => {
+                    // The work runs on for `duration`, then stops (its stop point).
+                    self.request_stop(ctx);
+                    self.drop_handle(ctx);
+                    let until = now.saturating_add(Duration::from_nanos(duration));
+                    self.wait(step, Wait::Sleep(until));
+                    self.wake_at(ctx, Timer::Work, until);
+                    return;
+                }
             }
         }
     }

@@ -650,6 +650,17 @@ impl RawClient {
                 ));
             }
         }
+        let drops_handle = self
+            .steps
+            .iter()
+            .any(|step| matches!(step, Step::DropHandle(_)));
+        if drops_handle && (keep_alive.is_none() || supervisor.is_some()) {
+            return Err(at.error(
+                0,
+                format!("{field}.steps"),
+                "`drop-handle` drops the handle of a kept-alive lease: it needs `keep_alive` and no `supervisor`".to_owned(),
+            ));
+        }
         Ok((keep_alive, supervisor))
     }
 

@@ -380,6 +380,11 @@ pub enum Step {
     Pause(Nanos),
     /// The client dies here.
     Crash,
+    /// The owner of a kept-alive lease drops its handle (an early return, a panic in the
+    /// task that owned it) while the work runs on for this long (client clock), then stops.
+    /// The keeper is told that the handle was dropped; nobody can tell it when the work
+    /// stops.
+    DropHandle(Nanos),
 }
 
 /// Which clock a client measures time with.
@@ -414,6 +419,10 @@ pub enum LossOrder {
     /// The lease is released at the loss while the work finishes its step (an
     /// implementation fault: the order the client had before the keeper decided it).
     ReleaseFirst,
+    /// A dropped handle (a `drop-handle` step) counts as the work's stop, and the lease is
+    /// released at once while the work runs on (an implementation fault: what the client
+    /// did before the keeper decided what a dropped handle means).
+    DropReleases,
 }
 
 /// How a client extends (implementation variants).

@@ -89,13 +89,14 @@ impl TryFrom<String> for Step {
             "crash" => Self::Crash,
             "sleep" => Self::Sleep(millis("sleep")?),
             "pause" => Self::Pause(millis("pause")?),
+            "drop-handle" => Self::DropHandle(millis("drop-handle")?),
             other => {
                 return Err(format!(
-                    "unknown step `{other}`; expected read, write, rmw, check, extend, crash, `sleep <ms>` or `pause <ms>`"
+                    "unknown step `{other}`; expected read, write, rmw, check, extend, crash, `sleep <ms>`, `pause <ms>` or `drop-handle <ms>`"
                 ));
             }
         };
-        let takes_argument = matches!(step, Self::Sleep(_) | Self::Pause(_));
+        let takes_argument = matches!(step, Self::Sleep(_) | Self::Pause(_) | Self::DropHandle(_));
         if words.next().is_some() || (!takes_argument && argument.is_some()) {
             return Err(format!("unexpected words in step `{text}`"));
         }
