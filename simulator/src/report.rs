@@ -237,25 +237,41 @@ pub fn compact_table(reports: &[Report]) -> String {
             ]
         })
         .collect();
-    let mut widths = column_widths(&header, &rows);
-    // Whatever the other columns leave (two spaces between columns), down to a floor.
-    let others: usize = widths[1..].iter().map(|w| w + 2).sum();
-    widths[0] = widths[0].min(COMPACT_WIDTH.saturating_sub(others).max(MIN_NAME_WIDTH));
+    let widths = compact_widths(&header, &rows);
     let mut out = aligned(&header.map(String::from), &widths);
     out.push('\n');
     for row in &rows {
-        let mut lines = wrap(&row[0], widths[0]).into_iter();
-        let mut first = row.clone();
-        first[0] = lines.next().unwrap_or_default();
-        out.push_str(&aligned(&first, &widths));
-        out.push('\n');
-        for more in lines {
-            out.push_str("  ");
-            out.push_str(&more);
-            out.push('\n');
-        }
+        push_compact_row(&mut out, row, &widths);
     }
     out
+}
+
+/// The widths of a compact table's columns: each as wide as its widest cell, but the first
+/// (the scenario's name, which wraps) only as wide as the others leave of
+/// [`COMPACT_WIDTH`] (two spaces between columns), down to a floor.
+pub(crate) fn compact_widths<const N: usize>(
+    header: &[&str; N],
+    rows: &[[String; N]],
+) -> [usize; N] {
+    let mut widths = column_widths(header, rows);
+    let others: usize = widths[1..].iter().map(|w| w + 2).sum();
+    widths[0] = widths[0].min(COMPACT_WIDTH.saturating_sub(others).max(MIN_NAME_WIDTH));
+    widths
+}
+
+/// Appends a compact table's row: its first line holds every cell, and the name's further
+/// lines start with two spaces and hold nothing else.
+pub(crate) fn push_compact_row(out: &mut String, row: &[String], widths: &[usize]) {
+    let mut lines = wrap(&row[0], widths[0]).into_iter();
+    let mut first = row.to_vec();
+    first[0] = lines.next().unwrap_or_default();
+    out.push_str(&aligned(&first, widths));
+    out.push('\n');
+    for more in lines {
+        out.push_str("  ");
+        out.push_str(&more);
+        out.push('\n');
+    }
 }
 
 /// Splits `text` into lines of at most `width` characters at spaces; continuation lines get

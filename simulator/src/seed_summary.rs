@@ -5,7 +5,8 @@
 
 use crate::Report;
 use crate::report::{
-    COMPACT_WIDTH, aligned, column_widths, result_cell, short_tokens_cell, short_verdict, wrap,
+    COMPACT_WIDTH, aligned, compact_widths, push_compact_row, result_cell, short_tokens_cell,
+    short_verdict, wrap,
 };
 use crate::scenario::{Cause, Verdict};
 
@@ -154,22 +155,11 @@ pub fn summary_table(reports: &[Report]) -> String {
             ]
         })
         .collect();
-    let mut widths = column_widths(&header, &rows);
-    let others: usize = widths[1..].iter().map(|w| w + 2).sum();
-    widths[0] = widths[0].min(COMPACT_WIDTH.saturating_sub(others).max(20));
+    let widths = compact_widths(&header, &rows);
     let mut out = aligned(&header.map(String::from), &widths);
     out.push('\n');
     for (row, group) in rows.iter().zip(&groups) {
-        let mut lines = wrap(&row[0], widths[0]).into_iter();
-        let mut first = row.clone();
-        first[0] = lines.next().unwrap_or_default();
-        out.push_str(&aligned(&first, &widths));
-        out.push('\n');
-        for more in lines {
-            out.push_str("  ");
-            out.push_str(&more);
-            out.push('\n');
-        }
+        push_compact_row(&mut out, row, &widths);
         let differing = group.differing();
         if !differing.is_empty() {
             let mut named = differing

@@ -736,9 +736,9 @@ fn identity_quarantine(
         // A first sight counts from the server's start, or from a remembered change of the
         // name's server when that is more recent: a longer quarantine (`cover`) then counts
         // from the same moment.
-        let since = state
-            .changed
-            .map_or(identity.uptime, |change| change.age(now).min(identity.uptime));
+        let since = state.changed.map_or(identity.uptime, |change| {
+            change.age(now).min(identity.uptime)
+        });
         state.dated = Some(Dating {
             at: now,
             uptime: (reason == QuarantineReason::Young).then_some(since),
