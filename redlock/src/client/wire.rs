@@ -191,6 +191,23 @@ pub(crate) async fn run(
     }
 }
 
+/// Sends one core [`Command`] on `connection` exactly as the client sends it to a lock node
+/// (`SET … NX GET PX`, or the same Lua script, sent whole with `EVAL`) and reads the answer
+/// as the core's [`Reply`]. Nothing else the client does around a command happens here (no
+/// identification, quarantine, timeout or retry): this is the wire alone, for holding
+/// another implementation of the node side, such as the simulator's keyspace, against a
+/// real server.
+///
+/// # Errors
+///
+/// The node's failure, as the client classifies it.
+pub async fn send_command(
+    connection: &mut MultiplexedConnection,
+    command: &Command,
+) -> Result<Reply, NodeFailure> {
+    run(command, connection, false).await
+}
+
 /// Runs `script` on `keys` with the arguments `args` appends: by its hash when `by_hash`,
 /// and whole (`EVAL`) otherwise or when the node answers that it does not have it
 /// (`NOSCRIPT`: its cache was emptied under this connection) or refuses `EVALSHA` to this
