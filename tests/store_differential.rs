@@ -12,6 +12,10 @@
 //! zero). No TTL is a multiple of the step, so no key expires within a second of a
 //! comparison: TTLs agree within [`TOLERANCE`].
 //!
+//! The server is the one the other integration tests start (`REDLOCK_REDIS_SERVER` names
+//! another, as `scripts/test-server-matrix` does): on one before Redis 7.0 the commands go
+//! in the form the client sends there ([`Command::for_server`]).
+//!
 //! Runs [`DEFAULT_CASES`] sequences (about a second); `PROPTEST_CASES=5000` for a longer run.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
@@ -24,7 +28,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 use redis::aio::MultiplexedConnection;
 use redlock::client::send_command;
-use redlock::core::{Command, LockKey, NodeFailure, Reply, Token};
+use redlock::core::{Command, LockKey, NodeFailure, Reply, ServerGeneration, Token};
 use redlock_sim::keyspace::{KeyState, Keyspace};
 use redlock_sim::scenario::{ExtendImpl, ReleaseImpl};
 use tokio::runtime::Runtime;
@@ -189,11 +193,20 @@ async fn compare(
         .query_async(connection)
         .await
         .unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query_async(connection)
+        .await
+        .unwrap();
+    let generation = ServerGeneration::from_info(&info);
     let step_ms = u64::try_from(STEP.as_millis()).unwrap();
     let mut now_ms = 0;
     for (index, step) in steps.iter().enumerate() {
         match step {
             Step::Send(command) => {
+                // The form of the request the client sends this server (`SET … NX` without
+                // `GET` before Redis 7.0).
+                let command = &command.clone().for_server(generation);
                 let server = send_command(connection, command).await;
                 let model = keyspace.execute(command, now_ms);
                 prop_assert!(

@@ -75,8 +75,20 @@ impl Keyspace {
             self.extend,
             LossOrder::StopFirst,
         );
-        let op: NodeOp = faults.node_op(command.clone(), &keys)?;
+        // The older servers' forms of the lock request (`SET … NX` without `GET`) are the
+        // same operations; only the plain one's refusal does not read the holder.
+        let (command, names_holder) = match command.clone() {
+            Command::SetIfAbsentNoGet { key, token, ttl } => {
+                (Command::SetIfAbsent { key, token, ttl }, false)
+            }
+            Command::SetIfAbsentThenReadHolder { key, token, ttl } => {
+                (Command::SetIfAbsentReportHolder { key, token, ttl }, true)
+            }
+            command => (command, true),
+        };
+        let op: NodeOp = faults.node_op(command, &keys)?;
         match self.store.execute(&op, now_ms).0 {
+            NodeReply::Core(Reply::TakenBy { .. }) if !names_holder => Ok(Reply::TakenUnread),
             NodeReply::Core(reply) => Ok(reply),
             other => Err(NodeFailure::Protocol(format!(
                 "not a core reply: {other:?}"
