@@ -269,7 +269,8 @@ fn the_keyspace_answers_as_redis_server_with_the_shipped_scripts() {
 /// server by the same sequences.
 #[test]
 fn a_keyspace_with_a_faulty_operation_is_told_apart() {
-    let mutants: [(&str, fn() -> Keyspace); 2] = [
+    type Mutant = (&'static str, fn() -> Keyspace);
+    let mutants: [Mutant; 2] = [
         ("plain DEL", || {
             Keyspace::with_faults(ReleaseImpl::PlainDel, ExtendImpl::Script)
         }),
