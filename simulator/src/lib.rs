@@ -60,6 +60,7 @@ pub mod corpus;
 pub mod explain;
 pub mod history;
 pub mod jsonl;
+pub mod keyspace;
 pub mod merge;
 mod message;
 mod net;

@@ -245,6 +245,11 @@ impl Store {
         }
     }
 
+    /// Every entry, live or not yet removed after its expiry, by key.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&Arc<str>, &Entry)> {
+        self.keys.iter()
+    }
+
     /// The token holding `key` when the server's clock reads `now` milliseconds, if any.
     pub(crate) fn holder(&self, key: &str, now: u64) -> Option<Token> {
         self.keys

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::command::RequestKind;
+use super::holder_reads::HolderReads;
 use super::round::{QuorumRound, Verdict, Vote};
 use super::{
     Command, FailureReason, LockConfig, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId,
@@ -93,6 +94,9 @@ enum State {
     Fencing {
         fence: u64,
     },
+    /// The round is lost and the client will wait: reading the holders the `SET`s did not
+    /// name (servers before Redis 7.0) before the retry is reported.
+    ReadingHolders,
     AwaitingRetry,
     Finished,
 }
@@ -155,6 +159,8 @@ pub struct Acquire {
     /// The phase-1 round of a fenced acquisition, kept for its statuses while phase 2 runs.
     locked: Option<QuorumRound>,
     state: State,
+    /// The holder reads of [`State::ReadingHolders`].
+    reads: Option<HolderReads>,
     transmits: VecDeque<Transmit>,
     outcome: Option<AcquireEvent>,
 }
@@ -181,6 +187,7 @@ impl Acquire {
             round: QuorumRound::new(config, Vote::Acquired, now),
             locked: None,
             state: State::Finished,
+            reads: None,
             transmits: VecDeque::new(),
             outcome: None,
         };
@@ -232,6 +239,7 @@ impl Acquire {
         if self.state.is_running() {
             self.queue_cleanup();
         }
+        self.reads = None;
         self.state = State::Finished;
         self.outcome = None;
     }
@@ -339,7 +347,7 @@ impl Acquire {
         let fence = match self.state {
             State::Locking => None,
             State::Fencing { fence } => Some(fence),
-            State::AwaitingRetry | State::Finished => return,
+            State::ReadingHolders | State::AwaitingRetry | State::Finished => return,
         };
         match self.round.verdict(now) {
             None => {}
@@ -389,12 +397,13 @@ impl Acquire {
                         .nodes
                         .iter()
                         .any(|status| status.reply().is_some_and(Reply::is_acquired));
-                    self.outcome = Some(AcquireEvent::Retry {
+                    let retry = AcquireEvent::Retry {
                         window,
                         wake_on_release: reason == FailureReason::Contended && !won_any,
                         failure,
                         free_at,
-                    });
+                    };
+                    self.read_holders_or_report(retry, now);
                 } else {
                     self.state = State::Finished;
                     self.outcome = Some(AcquireEvent::Failed(AcquireFailure {
@@ -403,6 +412,34 @@ impl Acquire {
                     }));
                 }
             }
+        }
+    }
+}
+
+impl Acquire {
+    /// Reports `retry`, or first reads the holders its round's `SET`s did not name, when the
+    /// client will wait for their release (see [`HolderReads`]).
+    fn read_holders_or_report(&mut self, retry: AcquireEvent, now: Timestamp) {
+        let deadline = now.saturating_add(self.config.node_timeout());
+        let reads = match &self.target {
+            Target::One(key) => HolderReads::start(&retry, key, self.attempt, deadline),
+            Target::Many(_) => None,
+        };
+        match reads {
+            Some((reads, transmits)) => {
+                self.transmits.extend(transmits);
+                self.reads = Some(reads);
+                self.state = State::ReadingHolders;
+            }
+            None => self.outcome = Some(retry),
+        }
+    }
+
+    /// The holder reads are done (answered or given up): the retry is reported.
+    fn finish_reads(&mut self) {
+        if let Some(reads) = self.reads.take() {
+            self.state = State::AwaitingRetry;
+            self.outcome = Some(reads.finish());
         }
     }
 }
@@ -423,6 +460,15 @@ impl Machine for Acquire {
         if request.round() != self.attempt {
             return;
         }
+        if self.state == State::ReadingHolders {
+            if request.kind() == RequestKind::HolderRead
+                && let Some(reads) = &mut self.reads
+                && reads.answer(request.node(), reply)
+            {
+                self.finish_reads();
+            }
+            return;
+        }
         let fencing = self.fenced();
         let expected = match (self.state, request.kind()) {
             (State::Locking, RequestKind::Main) => |reply: Reply, fencing: bool| {
@@ -436,6 +482,7 @@ impl Machine for Acquire {
                         reply,
                         Reply::Acquired
                             | Reply::Taken
+                            | Reply::TakenUnread
                             | Reply::TakenFor { .. }
                             | Reply::TakenBy { .. }
                     )
@@ -463,6 +510,16 @@ impl Machine for Acquire {
     }
 
     fn handle_timeout(&mut self, now: Timestamp) {
+        if self.state == State::ReadingHolders {
+            if self
+                .reads
+                .as_ref()
+                .is_some_and(|reads| now >= reads.deadline())
+            {
+                self.finish_reads();
+            }
+            return;
+        }
         if self.state.is_running() && now >= self.round.timeout_at() {
             self.round.expire();
             self.decide(now);
@@ -470,6 +527,9 @@ impl Machine for Acquire {
     }
 
     fn poll_timeout(&self) -> Option<Timestamp> {
+        if let Some(reads) = &self.reads {
+            return Some(reads.deadline());
+        }
         self.state.is_running().then(|| self.round.timeout_at())
     }
 
@@ -551,6 +611,106 @@ mod tests {
             grant.valid_until,
             t1.saturating_add(config.ttl() - config.drift())
         );
+    }
+
+    /// Before Redis 7.0 the `SET` does not name the holder: a round lost to it, after which
+    /// the client waits, reads the holder on each node that refused (one more request there)
+    /// before the retry is reported, so that the waiter can tell the holder's release.
+    #[test]
+    fn a_lost_round_on_older_servers_reads_the_holders_it_will_wait_for() {
+        use crate::{KeyReading, KeyValue, ServerGeneration};
+        let config = LockConfig::new(3).with_retry(RetryPolicy::new(3, ms(1_000), ms(0)));
+        let t0 = Timestamp::ZERO;
+        let holder = Token::from_bytes([9; 16]);
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        // As the driver sends them to Redis 6.2: `SET … NX` without `GET`.
+        assert!(sets.iter().all(|t| matches!(
+            t.command.clone().for_server(ServerGeneration::BeforeRedis7),
+            Command::SetIfAbsentNoGet { .. }
+        )));
+        // Two refusals out of three lose the round; node 2 has not answered.
+        m.handle_reply(sets[0].request, Ok(Reply::TakenUnread), t0);
+        m.handle_reply(sets[1].request, Ok(Reply::TakenUnread), t0);
+        assert!(m.poll_outcome().is_none(), "the retry waits for the reads");
+        let reads = holder_reads(&mut m);
+        assert_eq!(reads.len(), 2);
+        assert_eq!(
+            m.poll_timeout(),
+            Some(t0.saturating_add(config.node_timeout()))
+        );
+        let held = KeyReading {
+            value: Some(KeyValue::Token(holder)),
+            expires_in: Some(ms(400)),
+            fence: None,
+        };
+        m.handle_reply(reads[0].request, Ok(Reply::Read(held)), t0);
+        assert!(m.poll_outcome().is_none());
+        m.handle_reply(reads[1].request, Ok(Reply::Read(held)), t0);
+        let Some(AcquireEvent::Retry {
+            failure,
+            free_at,
+            window,
+            wake_on_release,
+        }) = m.poll_outcome()
+        else {
+            panic!("expected a retry")
+        };
+        assert!(wake_on_release);
+        let named = NodeStatus::Replied(Reply::TakenBy {
+            holder,
+            remaining: Some(ms(400)),
+        });
+        assert_eq!(failure.nodes[..2], [named.clone(), named]);
+        // The holder's keys expire in 400 ms on a quorum: no later than that for the retry.
+        assert_eq!(free_at, Some(t0.saturating_add(ms(400))));
+        assert!(window.latest() <= t0.saturating_add(ms(400)));
+        assert!(m.retry(Token::from_bytes([2; 16]), t0.saturating_add(ms(400))));
+    }
+
+    /// The holder reads among `m`'s transmits (the others are cleanup releases).
+    fn holder_reads(m: &mut Acquire) -> Vec<Transmit> {
+        drain(m)
+            .into_iter()
+            .filter(|t| matches!(t.command, Command::ReadHolder { .. }))
+            .collect()
+    }
+
+    /// Reads that fail or never answer are given up at the node timeout: the retry is
+    /// reported without those holders. A round that won a node (a split vote, which does not
+    /// wake on a release) reads nothing.
+    #[test]
+    fn holder_reads_are_given_up_at_the_node_timeout_and_skipped_for_split_votes() {
+        let config = LockConfig::new(3).with_retry(RetryPolicy::new(3, ms(1_000), ms(0)));
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        m.handle_reply(sets[0].request, Ok(Reply::TakenUnread), t0);
+        m.handle_reply(sets[1].request, Ok(Reply::TakenUnread), t0);
+        let reads = holder_reads(&mut m);
+        m.handle_reply(reads[0].request, Err(NodeFailure::TimedOut), t0);
+        m.handle_timeout(t0.saturating_add(config.node_timeout() - ms(1)));
+        assert!(m.poll_outcome().is_none(), "node 1's read may still answer");
+        m.handle_timeout(t0.saturating_add(config.node_timeout()));
+        let Some(AcquireEvent::Retry { failure, .. }) = m.poll_outcome() else {
+            panic!("expected a retry")
+        };
+        let unread = NodeStatus::Replied(Reply::TakenUnread);
+        assert_eq!(failure.nodes[..2], [unread.clone(), unread]);
+
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        m.handle_reply(sets[0].request, Ok(Reply::Acquired), t0);
+        m.handle_reply(sets[1].request, Ok(Reply::TakenUnread), t0);
+        m.handle_reply(sets[2].request, Ok(Reply::TakenUnread), t0);
+        assert!(matches!(
+            m.poll_outcome(),
+            Some(AcquireEvent::Retry {
+                wake_on_release: false,
+                ..
+            })
+        ));
+        assert!(holder_reads(&mut m).is_empty());
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{KeyReading, LockKey, Readable, Target, Token};
+use super::{KeyReading, LockKey, Readable, ServerGeneration, Target, Token};
 
 /// The position of a node in the configured list, from 0.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,7 +50,8 @@ pub enum Command {
     /// `SET key token NX GET PX ttl`: take the key if nobody holds it, and otherwise say
     /// which token holds it ([`Reply::TakenBy`]), in the same command: the holder is what
     /// tells its release notification from any other message on the key's channel (see
-    /// [`Waiting`](super::Waiting)). `SET` with both `NX` and `GET` needs Redis 7.0.
+    /// [`Waiting`](super::Waiting)). `SET` with both `NX` and `GET` needs Redis 7.0: an
+    /// older server is sent [`Command::SetIfAbsentNoGet`] instead ([`Command::for_server`]).
     SetIfAbsent {
         /// The lock key.
         key: LockKey,
@@ -64,8 +65,35 @@ pub enum Command {
     /// key expires if it is taken ([`Reply::TakenBy`], or [`Reply::TakenFor`] when the value
     /// there is not a token of this protocol). The holder is what tells a genuine release
     /// notification from any other message on the key's channel (see
-    /// [`Waiting`](super::Waiting)). `SET` with both `NX` and `GET` needs Redis 7.0.
+    /// [`Waiting`](super::Waiting)). `SET` with both `NX` and `GET` needs Redis 7.0: an
+    /// older server is sent [`Command::SetIfAbsentThenReadHolder`] instead
+    /// ([`Command::for_server`]).
     SetIfAbsentReportHolder {
+        /// The lock key.
+        key: LockKey,
+        /// This round's owner token.
+        token: Token,
+        /// The expiry written with `PX`.
+        ttl: Duration,
+    },
+    /// `SET key token NX PX ttl`: [`Command::SetIfAbsent`] for a server before Redis 7.0,
+    /// which refuses `NX` with `GET`. A refusal does not say who holds the key
+    /// ([`Reply::TakenUnread`]): an acquisition that loses the round and will wait reads it
+    /// afterwards, with one more request ([`Command::ReadHolder`]).
+    SetIfAbsentNoGet {
+        /// The lock key.
+        key: LockKey,
+        /// This round's owner token.
+        token: Token,
+        /// The expiry written with `PX`.
+        ttl: Duration,
+    },
+    /// `SET key token NX PX ttl`, then `GET key` and `PTTL key` in the same request:
+    /// [`Command::SetIfAbsentReportHolder`] for a server before Redis 7.0, with the same
+    /// replies. One more command than on Redis 7 (the `GET`), in the same round trip; as with
+    /// the `PTTL`, the key may have changed hands between the `SET` and the reads, which
+    /// costs the waiter time (a wait for the wrong release), never safety.
+    SetIfAbsentThenReadHolder {
         /// The lock key.
         key: LockKey,
         /// This round's owner token.
@@ -152,6 +180,8 @@ impl Command {
         match self {
             Self::SetIfAbsent { key, .. }
             | Self::SetIfAbsentReportHolder { key, .. }
+            | Self::SetIfAbsentNoGet { key, .. }
+            | Self::SetIfAbsentThenReadHolder { key, .. }
             | Self::SetIfAbsentReadFence { key, .. }
             | Self::RaiseFence { key, .. }
             | Self::ReleaseIfOwner { key, .. }
@@ -189,6 +219,8 @@ impl Command {
             self,
             Self::SetIfAbsent { .. }
                 | Self::SetIfAbsentReportHolder { .. }
+                | Self::SetIfAbsentNoGet { .. }
+                | Self::SetIfAbsentThenReadHolder { .. }
                 | Self::SetIfAbsentReadFence { .. }
                 | Self::SetAllIfAbsent { .. }
         )
@@ -199,6 +231,8 @@ impl Command {
         match self {
             Self::SetIfAbsent { token, .. }
             | Self::SetIfAbsentReportHolder { token, .. }
+            | Self::SetIfAbsentNoGet { token, .. }
+            | Self::SetIfAbsentThenReadHolder { token, .. }
             | Self::SetIfAbsentReadFence { token, .. }
             | Self::ReleaseIfOwner { token, .. }
             | Self::ExtendIfOwner { token, .. }
@@ -207,6 +241,39 @@ impl Command {
             | Self::ExtendAllIfOwner { token, .. }
             | Self::RaiseFence { token, .. } => Some(*token),
             Self::ReadHolder { .. } => None,
+        }
+    }
+
+    /// The command in the form a server of `generation` takes: before Redis 7.0, an
+    /// acquisition's `SET … NX GET` becomes `SET … NX` ([`Command::SetIfAbsentNoGet`]), and a
+    /// waiter's becomes `SET … NX` with the holder read after it
+    /// ([`Command::SetIfAbsentThenReadHolder`]); every other command is the same on every
+    /// server. A driver calls it once it knows the node's generation, just before sending.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use redlock_core::{Command, LockKey, ServerGeneration, Token};
+    ///
+    /// let key = LockKey::new("lock:", "report")?;
+    /// let token = Token::from_bytes([1; 16]);
+    /// let set = Command::SetIfAbsent { key: key.clone(), token, ttl: Duration::from_secs(10) };
+    /// assert_eq!(set.clone().for_server(ServerGeneration::Redis7), set);
+    /// assert!(matches!(
+    ///     set.for_server(ServerGeneration::BeforeRedis7),
+    ///     Command::SetIfAbsentNoGet { .. }
+    /// ));
+    /// # Ok::<(), redlock_core::ResourceError>(())
+    /// ```
+    #[must_use]
+    pub fn for_server(self, generation: ServerGeneration) -> Self {
+        match (self, generation) {
+            (Self::SetIfAbsent { key, token, ttl }, ServerGeneration::BeforeRedis7) => {
+                Self::SetIfAbsentNoGet { key, token, ttl }
+            }
+            (Self::SetIfAbsentReportHolder { key, token, ttl }, ServerGeneration::BeforeRedis7) => {
+                Self::SetIfAbsentThenReadHolder { key, token, ttl }
+            }
+            (command, _) => command,
         }
     }
 
@@ -283,6 +350,10 @@ pub enum Reply {
     /// `SetIfAbsent`: another value holds the key (one that is not a [`Token`], or the
     /// node did not say which).
     Taken,
+    /// `SetIfAbsentNoGet`: another value holds the key; the server (before Redis 7.0) was
+    /// not asked which. An acquisition that loses a round it will wait after reads the
+    /// holder then ([`Command::ReadHolder`]), so that it can tell the holder's release.
+    TakenUnread,
     /// `SetIfAbsentReportHolder`: another value holds the key, and expires in `remaining`
     /// (on the node's clock; a key without expiry reports `Duration::MAX`). The value is not
     /// a [`Token`] (or the node did not say which): the holder is unknown.
@@ -339,6 +410,7 @@ impl Reply {
         matches!(
             self,
             Self::Taken
+                | Self::TakenUnread
                 | Self::TakenFor { .. }
                 | Self::TakenBy { .. }
                 | Self::TakenWithFence { .. }
@@ -458,6 +530,9 @@ pub(crate) enum RequestKind {
     Fence = 1,
     /// A cleanup release after a lost round.
     Cleanup = 2,
+    /// A read of the holder after a lost round, where the `SET` did not say it (servers
+    /// before Redis 7.0).
+    HolderRead = 3,
 }
 
 /// Identifies a request so that its reply can be matched to the round that sent it.
@@ -487,7 +562,8 @@ impl RequestId {
         match (self.0 >> Self::NODE_BITS) & 0b11 {
             0 => RequestKind::Main,
             1 => RequestKind::Fence,
-            _ => RequestKind::Cleanup,
+            2 => RequestKind::Cleanup,
+            _ => RequestKind::HolderRead,
         }
     }
 
@@ -554,6 +630,7 @@ impl fmt::Display for NodeStatus {
             // The holder's token stays out of messages: it is what its release announces.
             Self::Replied(
                 Reply::Taken
+                | Reply::TakenUnread
                 | Reply::TakenBy {
                     remaining: None, ..
                 },
@@ -625,7 +702,12 @@ mod tests {
 
     #[test]
     fn request_ids_round_trip() {
-        for kind in [RequestKind::Main, RequestKind::Fence, RequestKind::Cleanup] {
+        for kind in [
+            RequestKind::Main,
+            RequestKind::Fence,
+            RequestKind::Cleanup,
+            RequestKind::HolderRead,
+        ] {
             let id = RequestId::new(7, NodeId::new(4), kind);
             assert_eq!(
                 (id.round(), id.node(), id.kind()),

@@ -105,7 +105,9 @@ mod command;
 mod config;
 mod eligibility;
 mod extend;
+mod generation;
 mod holder;
+mod holder_reads;
 mod keep_alive;
 mod key;
 mod lease;
@@ -137,6 +139,7 @@ pub use eligibility::{
     RestartPolicy, UPTIME_SLACK, info_field, quarantine_left, quarantine_wait,
 };
 pub use extend::{Extend, ExtendFailure, ExtendOutcome, Extension};
+pub use generation::ServerGeneration;
 pub use holder::{Holder, HolderQuery, KeyReading, KeyValue, Verdict};
 pub use keep_alive::{KeepAlive, Keeper, KeeperEvent, LeaseLost, ReleaseWhen};
 pub use key::{

@@ -1,12 +1,12 @@
 //! What a new connection asks first: the server's identity (`run_id`, uptime, eviction
-//! policy) from `INFO`, and, in the same round trip, `SCRIPT LOAD` of the lock scripts so
+//! policy) and version from `INFO`, and, in the same round trip, `SCRIPT LOAD` of the lock scripts so
 //! that the connection can call them by hash.
 
 use redis::aio::MultiplexedConnection;
 use redis::{RedisResult, Value};
 
 use super::wire::classify;
-use crate::core::{NodeFailure, NodeIdentity};
+use crate::core::{NodeFailure, NodeIdentity, ServerGeneration};
 use crate::lua::lock::LOADED;
 
 /// What a new connection learned in its first round trip.
@@ -18,6 +18,9 @@ pub(crate) struct Greeting {
     /// calls it by (not when the user's ACL refuses `SCRIPT`: the connection then keeps
     /// sending the scripts whole).
     pub(crate) scripts_loaded: bool,
+    /// Which form of the lock request the server takes (from `INFO`'s `redis_version`; a
+    /// server whose `INFO` cannot be read is taken to be Redis 7).
+    pub(crate) generation: ServerGeneration,
 }
 
 /// Sends `INFO` and the `SCRIPT LOAD`s as one pipeline and reads the answers; `Err` only
@@ -48,9 +51,13 @@ pub(crate) async fn read(connection: &mut MultiplexedConnection) -> Result<Greet
         matches!(answer, Ok(Value::BulkString(hash)) if hash == script.hash().as_bytes())
     });
     let info = answers.pop().expect("one answer per command");
+    let mut generation = ServerGeneration::default();
     let identity =
         match info.and_then(|value| redis::from_redis_value::<String>(value).map_err(Into::into)) {
-            Ok(text) => NodeIdentity::from_info(&text),
+            Ok(text) => {
+                generation = ServerGeneration::from_info(&text);
+                NodeIdentity::from_info(&text)
+            }
             Err(error) => match unanswered(error) {
                 Ok(greeting) => greeting.identity,
                 Err(failure) => return Err(failure),
@@ -59,6 +66,7 @@ pub(crate) async fn read(connection: &mut MultiplexedConnection) -> Result<Greet
     Ok(Greeting {
         identity,
         scripts_loaded,
+        generation,
     })
 }
 
@@ -70,6 +78,7 @@ fn unanswered(error: redis::RedisError) -> Result<Greeting, NodeFailure> {
             Ok(Greeting {
                 identity: Err(why),
                 scripts_loaded: false,
+                generation: ServerGeneration::default(),
             })
         }
         failure => Err(failure),

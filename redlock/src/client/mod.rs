@@ -99,6 +99,7 @@ pub use keep_alive::{KeepAlive, KeptLease, LeaseLost, LeaseSignal};
 pub use lease::Lease;
 pub use options::AcquireOptions;
 pub use telemetry::Stats;
+pub use wire::send_command;
 
 use self::acquire::Wait;
 use self::clock::Clock;

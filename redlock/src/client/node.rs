@@ -8,7 +8,7 @@
 //! restarted node vote through a connection nobody identified.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -26,7 +26,7 @@ use super::lock;
 use super::wire::{self, classify, connection_lost};
 use crate::core::{
     Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId,
-    RememberedServer, Reply, RestartPolicy, RoundFailure,
+    RememberedServer, Reply, RestartPolicy, RoundFailure, ServerGeneration,
 };
 
 /// Every configured node, the rule of which may vote, and the clock that rule runs on.
@@ -70,6 +70,10 @@ struct ConnectionState {
     /// calls them by hash. Until then (a release before the identification, a node whose
     /// ACL refuses `SCRIPT`) it sends them whole.
     scripts_loaded: AtomicBool,
+    /// The server's generation, read with the identification: which form of the lock
+    /// request it takes. Every command that can create a key waits for the identification,
+    /// so it is known by then; a release, which may go first, is the same on every server.
+    generation: OnceLock<ServerGeneration>,
 }
 
 impl Nodes {
@@ -197,6 +201,9 @@ impl Nodes {
             self.admit(node, &connection, &command).await?;
             let id = connection.id;
             *sent_on_slot = Some(id);
+            let generation = connection.state.generation.get().copied();
+            // The form of the request this server takes: the core's decision.
+            let command = command.for_server(generation.unwrap_or_default());
             let by_hash = connection.state.scripts_loaded.load(Ordering::Acquire);
             let result = if by_hash && command.is_release() {
                 let release =
@@ -349,6 +356,8 @@ impl Nodes {
                     .state
                     .scripts_loaded
                     .store(greeting.scripts_loaded, Ordering::Release);
+                // Set once: this is the connection's only identification.
+                let _ = connection.state.generation.set(greeting.generation);
                 let events = lock(&self.eligibility).identified(
                     node.id,
                     connection.id,

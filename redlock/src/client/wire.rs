@@ -48,17 +48,21 @@ pub(crate) async fn run(
             let Some(holder) = taken_by(set.map_err(classify)?)? else {
                 return Ok(Reply::Acquired);
             };
-            let remaining = match pttl {
-                // -1: no expiry (not a lease of this protocol); -2: gone meanwhile.
-                Ok(-1) => Some(Duration::MAX),
-                Ok(ms) => Some(Duration::from_millis(ms.max(0).unsigned_abs())),
-                Err(_) => None,
-            };
-            Ok(match (holder, remaining) {
-                (Some(holder), remaining) => Reply::TakenBy { holder, remaining },
-                (None, Some(remaining)) => Reply::TakenFor { remaining },
-                (None, None) => Reply::Taken,
-            })
+            Ok(taken_reply(holder, pttl))
+        }
+        Command::SetIfAbsentNoGet { key, token, ttl } => {
+            let value: Value = set_if_absent_no_get(key, token, *ttl)
+                .query_async(connection)
+                .await
+                .map_err(classify)?;
+            match value {
+                Value::Okay => Ok(Reply::Acquired),
+                Value::Nil => Ok(Reply::TakenUnread),
+                other => Err(unexpected("SET NX", &other)),
+            }
+        }
+        Command::SetIfAbsentThenReadHolder { key, token, ttl } => {
+            set_then_read_holder(key, token, *ttl, connection).await
         }
         Command::SetIfAbsentReadFence { key, token, ttl } => {
             let value = call(
@@ -191,6 +195,23 @@ pub(crate) async fn run(
     }
 }
 
+/// Sends one core [`Command`] on `connection` exactly as the client sends it to a lock node
+/// (`SET … NX GET PX`, or the same Lua script, sent whole with `EVAL`) and reads the answer
+/// as the core's [`Reply`]. Nothing else the client does around a command happens here (no
+/// identification, quarantine, timeout or retry): this is the wire alone, for holding
+/// another implementation of the node side, such as the simulator's keyspace, against a
+/// real server.
+///
+/// # Errors
+///
+/// The node's failure, as the client classifies it.
+pub async fn send_command(
+    connection: &mut MultiplexedConnection,
+    command: &Command,
+) -> Result<Reply, NodeFailure> {
+    run(command, connection, false).await
+}
+
 /// Runs `script` on `keys` with the arguments `args` appends: by its hash when `by_hash`,
 /// and whole (`EVAL`) otherwise or when the node answers that it does not have it
 /// (`NOSCRIPT`: its cache was emptied under this connection) or refuses `EVALSHA` to this
@@ -296,6 +317,65 @@ fn set_if_absent(key: &LockKey, token: &Token, ttl: Duration) -> redis::Cmd {
         .arg("PX")
         .arg(Command::px(ttl));
     cmd
+}
+
+/// `SET key token NX PX ttl`: the lock request for a server before Redis 7.0.
+fn set_if_absent_no_get(key: &LockKey, token: &Token, ttl: Duration) -> redis::Cmd {
+    let mut cmd = redis::Cmd::with_capacity(6, key.as_str().len() + 64);
+    cmd.arg("SET")
+        .arg(key.as_str())
+        .arg(&token.to_hex()[..])
+        .arg("NX")
+        .arg("PX")
+        .arg(Command::px(ttl));
+    cmd
+}
+
+/// A waiter's round on a server before Redis 7.0: `SET NX PX`, then `GET` and `PTTL` of the
+/// key, in one request. As on Redis 7, a read the user's ACL refuses costs only what it
+/// would have told, not the vote.
+async fn set_then_read_holder(
+    key: &LockKey,
+    token: &Token,
+    ttl: Duration,
+    connection: &mut MultiplexedConnection,
+) -> Result<Reply, NodeFailure> {
+    type Answers = (
+        RedisResult<Value>,
+        RedisResult<Option<Vec<u8>>>,
+        RedisResult<i64>,
+    );
+    let (set, held, pttl): Answers = redis::pipe()
+        .ignore_errors()
+        .add_command(set_if_absent_no_get(key, token, ttl))
+        .get(key.as_str())
+        .pttl(key.as_str())
+        .query_async(connection)
+        .await
+        .map_err(classify)?;
+    match set.map_err(classify)? {
+        Value::Okay => return Ok(Reply::Acquired),
+        Value::Nil => {}
+        other => return Err(unexpected("SET NX", &other)),
+    }
+    let holder = held.ok().flatten().and_then(|held| Token::from_hex(&held));
+    Ok(taken_reply(holder, pttl))
+}
+
+/// A waiter's refused `SET`: the holder's token if it was read (`None` when the value is
+/// not a token of this protocol, or unknown) and the key's `PTTL` answer.
+fn taken_reply(holder: Option<Token>, pttl: RedisResult<i64>) -> Reply {
+    let remaining = match pttl {
+        // -1: no expiry (not a lease of this protocol); -2: gone meanwhile.
+        Ok(-1) => Some(Duration::MAX),
+        Ok(ms) => Some(Duration::from_millis(ms.max(0).unsigned_abs())),
+        Err(_) => None,
+    };
+    match (holder, remaining) {
+        (Some(holder), remaining) => Reply::TakenBy { holder, remaining },
+        (None, Some(remaining)) => Reply::TakenFor { remaining },
+        (None, None) => Reply::Taken,
+    }
 }
 
 /// Reads the answer to [`set_if_absent`]: `None` when it set the key (nil: there was no

@@ -78,19 +78,32 @@ fn judge_role(server: &ServerInfo) -> Finding {
     }
 }
 
-/// The lock request, `SET … NX GET PX`, needs Redis 7.0.
+/// The oldest server the tests run against is Redis 6.2; before 7.0 the lock request is
+/// `SET … NX PX` and a lost round that will wait reads the holder with one more request.
 fn judge_version(server: &ServerInfo) -> Finding {
-    if version_numbers(&server.version) < [7, 0, 0] {
+    let version = version_numbers(&server.version);
+    if version < [6, 2, 0] {
         Finding::new(
-            Level::Error,
+            Level::Warning,
             Check::Version,
             Condition::Availability,
             format!(
-                "Redis {}: the lock request `SET … NX GET PX` needs 7.0 or later",
+                "Redis {}: older than any server the client is tested against (6.2 and later)",
                 server.version
             ),
         )
-        .remedy("upgrade the node")
+        .remedy("upgrade the node to Redis 6.2 or later")
+    } else if version < [7, 0, 0] {
+        Finding::new(
+            Level::Note,
+            Check::Version,
+            Condition::Availability,
+            format!(
+                "Redis {}: before 7.0 the lock request is `SET … NX PX`, and a lost round \
+                 that will wait reads the holder with one more request",
+                server.version
+            ),
+        )
     } else {
         Finding::new(
             Level::Ok,
@@ -165,6 +178,20 @@ mod tests {
     use crate::doctor::catalogue::{self, Condition};
     use crate::doctor::finding::{Check, Level};
     use crate::doctor::observe::{Limits, Role};
+
+    /// Redis 6.2 takes the older form of the lock request (a note); older servers are not
+    /// tested (a warning); none is an error.
+    #[test]
+    fn servers_before_seven_are_a_note_and_before_six_two_a_warning() {
+        let level = |version: &str| {
+            let mut server = super::super::fixtures::server("a");
+            server.version = version.into();
+            super::judge_version(&server).level
+        };
+        assert_eq!(level("7.0.15"), Level::Ok);
+        assert_eq!(level("6.2.14"), Level::Note);
+        assert_eq!(level("6.0.20"), Level::Warning);
+    }
 
     #[test]
     fn replicas_evicting_nodes_and_duplicates_are_errors() {

@@ -1,0 +1,124 @@
+//! The holder read after a lost round on servers before Redis 7.0, whose `SET … NX` does not
+//! say who holds the key ([`Reply::TakenUnread`]).
+//!
+//! A waiter wakes early only on the release of a holder its lost round saw (see
+//! [`Waiting`](super::Waiting)). On Redis 7 the `SET … NX GET` names the holder for free;
+//! before 7.0, an acquisition that lost a round it will wait after reads the key on each
+//! node that refused it ([`Command::ReadHolder`]): one more request per such node, only
+//! then. The [`AcquireEvent::Retry`] is held back until the reads answer or the node timeout
+//! passes; a read that fails or times out leaves its node's holder unknown, which costs the
+//! waiter an early wake-up, never safety.
+
+use super::acquire::AcquireEvent;
+use super::command::RequestKind;
+use super::{
+    Command, KeyValue, LockKey, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Timestamp,
+    Transmit,
+};
+
+/// The reads of one lost round, and the retry event they complete.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct HolderReads {
+    /// The lost round's retry, its nodes' statuses completed as the reads answer.
+    event: AcquireEvent,
+    /// The nodes still to answer.
+    waiting_for: Vec<NodeId>,
+    /// When the reads are given up.
+    deadline: Timestamp,
+}
+
+impl HolderReads {
+    /// The reads `event` (a retry) needs: one for each node that answered
+    /// [`Reply::TakenUnread`], on `key`, in round `round`, given up at `deadline`. `None`
+    /// when no node needs one (or the event is no retry that wakes on a release).
+    pub(crate) fn start(
+        event: &AcquireEvent,
+        key: &LockKey,
+        round: u32,
+        deadline: Timestamp,
+    ) -> Option<(Self, Vec<Transmit>)> {
+        let AcquireEvent::Retry {
+            failure,
+            wake_on_release: true,
+            ..
+        } = event
+        else {
+            return None;
+        };
+        let waiting_for: Vec<NodeId> = failure
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, status)| **status == NodeStatus::Replied(Reply::TakenUnread))
+            .map(|(index, _)| NodeId::new(index))
+            .collect();
+        if waiting_for.is_empty() {
+            return None;
+        }
+        let transmits = waiting_for
+            .iter()
+            .map(|&node| Transmit {
+                request: RequestId::new(round, node, RequestKind::HolderRead),
+                node,
+                command: Command::ReadHolder { key: key.clone() },
+            })
+            .collect();
+        let reads = Self {
+            event: event.clone(),
+            waiting_for,
+            deadline,
+        };
+        Some((reads, transmits))
+    }
+
+    /// When the reads are given up.
+    pub(crate) fn deadline(&self) -> Timestamp {
+        self.deadline
+    }
+
+    /// Node `node`'s read answered `reply`: its holder (a token of this protocol) replaces
+    /// the unread refusal. Returns whether every read has answered.
+    pub(crate) fn answer(&mut self, node: NodeId, reply: Result<Reply, NodeFailure>) -> bool {
+        let Some(position) = self.waiting_for.iter().position(|&n| n == node) else {
+            return self.waiting_for.is_empty();
+        };
+        self.waiting_for.swap_remove(position);
+        if let (
+            Ok(Reply::Read(reading)),
+            AcquireEvent::Retry {
+                failure, free_at, ..
+            },
+        ) = (reply, &mut self.event)
+            && let (Some(KeyValue::Token(holder)), Some(status)) =
+                (reading.value, failure.nodes.get_mut(node.index()))
+        {
+            *status = NodeStatus::Replied(Reply::TakenBy {
+                holder,
+                remaining: reading.expires_in,
+            });
+            // The holders' remaining times may now tell when a quorum frees up.
+            if let Some(left) = failure.free_after() {
+                *free_at = Some(failure.decided_at.saturating_add(left));
+            }
+        }
+        self.waiting_for.is_empty()
+    }
+
+    /// The retry, with what the reads told.
+    pub(crate) fn finish(self) -> AcquireEvent {
+        match self.event {
+            AcquireEvent::Retry {
+                window,
+                failure,
+                free_at,
+                wake_on_release,
+            } => AcquireEvent::Retry {
+                window: free_at.map_or(window, |at| window.ending_by(at)),
+                failure,
+                free_at,
+                wake_on_release,
+            },
+            other => other,
+        }
+    }
+}

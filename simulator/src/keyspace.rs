@@ -1,0 +1,116 @@
+//! The simulated servers' keyspace as a library: core [`Command`]s in, core [`Reply`]s out,
+//! on a clock the caller sets.
+//!
+//! The simulator and the model checker never run the client's Lua scripts: their nodes
+//! keep keys in a re-implementation of what `SET … NX GET PX` and each script do. This is
+//! that re-implementation, opened up so that it can be held against the real thing: the
+//! repository's differential test sends the same random command sequences to a real
+//! redis-server (through the client's own wire, so the shipped scripts) and to a
+//! [`Keyspace`], and compares every reply and the keys left. Multi-resource commands are
+//! not modelled (the simulated servers do not model them either): they are refused.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redlock_core::{Command, NodeFailure, Reply};
+
+use crate::client::faults::{Faults, Keys};
+use crate::message::{NodeOp, NodeReply};
+use crate::scenario::{ExtendImpl, LossOrder, ReleaseImpl, TimingImpl};
+use crate::store::{Store, Value};
+
+/// One server's keys, driven by core commands.
+#[derive(Clone, Debug, Default)]
+pub struct Keyspace {
+    store: Store,
+    release: ReleaseImpl,
+    extend: ExtendImpl,
+}
+
+/// A live key, as `GET` and `PTTL` would show it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KeyState {
+    /// The key's name.
+    pub key: String,
+    /// Its value: a token in hex, or a counter in decimal (as `GET` answers both).
+    pub value: String,
+    /// Its remaining time to live, `None` for a key without expiry.
+    pub expires_in: Option<Duration>,
+}
+
+impl Keyspace {
+    /// An empty keyspace that performs the shipped client's operations.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty keyspace that performs the operations of a client with these faults (a
+    /// plain `DEL` for a release, an extension that re-creates a missing key): what the
+    /// simulator's faulty clients send for the same core commands.
+    pub fn with_faults(release: ReleaseImpl, extend: ExtendImpl) -> Self {
+        Self {
+            store: Store::default(),
+            release,
+            extend,
+        }
+    }
+
+    /// Performs `command` when the server's clock reads `now_ms` milliseconds.
+    ///
+    /// # Errors
+    ///
+    /// The commands the simulated servers do not model (multi-resource ones, the holder
+    /// query): a [`NodeFailure::Protocol`] naming the command.
+    pub fn execute(&mut self, command: &Command, now_ms: u64) -> Result<Reply, NodeFailure> {
+        let Some(key) = command.keys().first() else {
+            return Err(NodeFailure::Protocol(format!("no key in {command:?}")));
+        };
+        let keys = Keys {
+            key: Arc::from(key.as_str()),
+            fence_key: Arc::from(key.fence_key()),
+        };
+        let faults = Faults::new(
+            TimingImpl::Correct,
+            self.release,
+            self.extend,
+            LossOrder::StopFirst,
+        );
+        // The older servers' forms of the lock request (`SET … NX` without `GET`) are the
+        // same operations; only the plain one's refusal does not read the holder.
+        let (command, names_holder) = match command.clone() {
+            Command::SetIfAbsentNoGet { key, token, ttl } => {
+                (Command::SetIfAbsent { key, token, ttl }, false)
+            }
+            Command::SetIfAbsentThenReadHolder { key, token, ttl } => {
+                (Command::SetIfAbsentReportHolder { key, token, ttl }, true)
+            }
+            command => (command, true),
+        };
+        let op: NodeOp = faults.node_op(command, &keys)?;
+        match self.store.execute(&op, now_ms).0 {
+            NodeReply::Core(Reply::TakenBy { .. }) if !names_holder => Ok(Reply::TakenUnread),
+            NodeReply::Core(reply) => Ok(reply),
+            other => Err(NodeFailure::Protocol(format!(
+                "not a core reply: {other:?}"
+            ))),
+        }
+    }
+
+    /// The live keys when the server's clock reads `now_ms` milliseconds, by name.
+    pub fn keys(&self, now_ms: u64) -> Vec<KeyState> {
+        self.store
+            .entries()
+            .filter(|(_, entry)| entry.expire_at_ms.is_none_or(|at| now_ms <= at))
+            .map(|(key, entry)| KeyState {
+                key: key.to_string(),
+                value: match &entry.value {
+                    Value::Token(token) => String::from_utf8_lossy(&token.to_hex()).into_owned(),
+                    Value::Counter(n) => n.to_string(),
+                },
+                expires_in: entry
+                    .expire_at_ms
+                    .map(|at| Duration::from_millis(at.saturating_sub(now_ms))),
+            })
+            .collect()
+    }
+}
