@@ -170,6 +170,31 @@ fn bad_check_files_name_the_line_and_field() {
             "clocks.client_slow_ticks",
             5,
         ),
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\n[client]\nstart_within_ticks = 3\n[expect]\noutcome = \"violation\"\n",
+            "client.start_within_ticks",
+            5,
+        ),
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\n[client]\nstop = \"never\"\nstop_ticks = 2\n[expect]\noutcome = \"violation\"\n",
+            "client.stop_ticks",
+            6,
+        ),
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\n[client]\nstop_ticks = 61\n[expect]\noutcome = \"violation\"\n",
+            "client.stop_ticks",
+            5,
+        ),
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\n[client]\nstop = \"later\"\n[expect]\noutcome = \"violation\"\n",
+            "client.stop",
+            5,
+        ),
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\n[expect]\noutcome = \"violation\"\nmay_stay_unreached = [\"mutual-exclusion\"]\n",
+            "expect.may_stay_unreached",
+            6,
+        ),
     ];
     for (text, field, line) in cases {
         let error = check::parse(text, "bad.toml").unwrap_err();

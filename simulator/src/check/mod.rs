@@ -40,7 +40,7 @@ use std::fmt::Write as _;
 
 pub use explore::{Exploration, Options, Progress};
 pub use model::{Action, Link, Property};
-pub use spec::{CheckSpec, Durability, Outcome, PauseKind, parse};
+pub use spec::{CheckSpec, Durability, Outcome, PauseKind, WorkStop, parse};
 
 use model::Model;
 

@@ -4,7 +4,8 @@
 //! True time advances in ticks, only when no running client has something due (a process
 //! does not sleep through its own timer). Between ticks, any order of the enabled steps is
 //! explored: each link's next message delivered (or lost, within the fault budget), a
-//! client's due timers, a work reaching its stop, and the faults.
+//! client's due timers, a work reaching its stop, a client's start (at the beginning of any
+//! tick up to `start_within_ticks`), and the faults.
 
 use std::fmt;
 
@@ -129,6 +130,8 @@ pub enum Action {
         /// Nodes whose clocks advance two ticks.
         fast: u8,
     },
+    /// A client starts its first acquisition.
+    Start(u8),
     /// A client's due timers fire.
     Fire(u8),
     /// A client's work, told to stop, reaches the end of its step.
@@ -192,6 +195,7 @@ impl fmt::Display for Action {
                 }
                 Ok(())
             }
+            Self::Start(c) => write!(f, "start c{c}"),
             Self::Fire(c) => write!(f, "fire c{c}"),
             Self::StopWork(c) => write!(f, "stop-work c{c}"),
             Self::Deliver {
@@ -222,9 +226,11 @@ impl Action {
     /// The client whose step it is, if one's.
     fn client(self) -> Option<usize> {
         match self {
-            Self::Fire(c) | Self::StopWork(c) | Self::Pause(c) | Self::Resume(c) => {
-                Some(usize::from(c))
-            }
+            Self::Start(c)
+            | Self::Fire(c)
+            | Self::StopWork(c)
+            | Self::Pause(c)
+            | Self::Resume(c) => Some(usize::from(c)),
             Self::Deliver { client, .. }
             | Self::Delay { client, .. }
             | Self::Drop { client, .. } => Some(usize::from(client)),
@@ -286,7 +292,8 @@ impl Model {
         Self { spec, key, keys }
     }
 
-    /// The one initial state: every client starts its first acquisition at time zero.
+    /// The one initial state: every client starts its first acquisition at time zero, or,
+    /// with `start_within_ticks`, none has started yet.
     pub(crate) fn initial(&self) -> World {
         let mut world = World {
             time: 0,
@@ -310,7 +317,8 @@ impl Model {
         for client in &mut world.clients {
             client.connect(&identities, &self.spec);
         }
-        for c in 0..world.clients.len() {
+        let starts_now = self.spec.start_within_ticks == 0;
+        for c in (0..world.clients.len()).filter(|_| starts_now) {
             let World {
                 clients, tokens, ..
             } = &mut world;
@@ -378,14 +386,24 @@ impl Model {
         let mut urgent = false;
         for (c, client) in world.clients.iter().enumerate() {
             let c8 = c as u8;
+            if client.is_idle() {
+                // A start at the beginning of a tick: what it sends may still arrive at any
+                // point of it. By `start_within_ticks`, it must have started.
+                let due = world.time >= spec.start_within_ticks;
+                if world.tick_fresh || due {
+                    out.push(Action::Start(c8));
+                }
+                urgent |= due;
+                continue;
+            }
             if !client.paused {
                 if client.timer_due(spec) {
                     out.push(Action::Fire(c8));
                     urgent = true;
                 }
-                if client.work_stopping() {
+                if let Some(due) = client.work_may_stop() {
                     out.push(Action::StopWork(c8));
-                    urgent = true;
+                    urgent |= due;
                 }
             }
             for n in 0..spec.nodes {
@@ -517,6 +535,7 @@ impl Model {
                         }
                     }
                 }
+                Action::Start(c) => clients[usize::from(c)].start(&mut env),
                 Action::Fire(c) => clients[usize::from(c)].fire(&mut env),
                 Action::StopWork(c) => clients[usize::from(c)].stop_work(&mut env),
                 Action::Deliver { client, node, link } => {
@@ -572,7 +591,8 @@ impl Model {
         };
         next.tick_fresh = match action {
             Action::Tick { .. } => true,
-            Action::Resume(_) => world.tick_fresh,
+            // Other clients may still start at the beginning of this tick.
+            Action::Resume(_) | Action::Start(_) => world.tick_fresh,
             _ => false,
         };
         let actor = action.client();
