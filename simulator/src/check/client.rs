@@ -127,15 +127,6 @@ impl Lease {
     pub(super) fn released(&self) -> bool {
         self.releasing.is_some()
     }
-
-    /// Until when the keys may still exist (validity plus the drift allowance): the keeper's
-    /// release deadline.
-    pub(super) fn keys_expired_at(&self, spec: &CheckSpec) -> Timestamp {
-        match &self.keeper {
-            Some(keeper) => keeper.release_deadline(),
-            None => self.held.valid_until().saturating_add(spec.config.drift()),
-        }
-    }
 }
 
 /// The configuration the keep-alive runs: the clients', or (the fault
@@ -180,6 +171,8 @@ pub(super) struct Happened {
     /// The grant came after a lost round.
     pub(super) handed_off: bool,
     pub(super) extended: bool,
+    /// A release removed a key of a lease whose work still runs, before the key expired.
+    pub(super) released_live_key: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -321,16 +314,14 @@ impl Client {
         }
     }
 
-    /// Whether its lease was released while its work still ran and its keys could still
-    /// exist: the stop-before-release rule broken.
-    pub(super) fn released_before_stop(&self, spec: &CheckSpec) -> bool {
+    /// The token of its lease while the lease's release has started and its work still
+    /// runs: the stop-before-release rule is broken if any node still holds a key with it.
+    pub(super) fn released_while_working(&self) -> Option<Token> {
         match &self.phase {
-            Phase::Holding(lease) => {
-                lease.released()
-                    && lease.work != Work::Stopped
-                    && self.now(spec) < lease.keys_expired_at(spec)
+            Phase::Holding(lease) if lease.released() && lease.work != Work::Stopped => {
+                Some(lease.held.token())
             }
-            _ => false,
+            _ => None,
         }
     }
 

@@ -27,8 +27,9 @@ pub enum Property {
     /// fenced resource accepts the holders' tokens in strictly increasing order (checked
     /// when the model fences).
     FencesIncrease,
-    /// *Always*: a lease is released only once its work has stopped, or once its keys have
-    /// expired on every clock within the drift allowance.
+    /// *Always*: a lease is released only once its work has stopped, or once no node holds
+    /// its key any more (judged against each node's store and clock, not the client's
+    /// belief).
     StopBeforeRelease,
     /// *Sometimes*: a client is granted the lease.
     Grant,
@@ -544,7 +545,7 @@ impl Model {
                         // The reply reaches a running client in the same step: what could
                         // happen between is independent of it (another node's step, another
                         // client's), or a fault of its own (a lost or delayed command).
-                        if let Some(reply) = self.to_node(nodes, clients, c, n) {
+                        if let Some(reply) = self.to_node(nodes, clients, c, n, &mut env.happened) {
                             if clients[c].paused {
                                 clients[c].from_node[n].push_back(reply);
                             } else {
@@ -563,7 +564,7 @@ impl Model {
                     let (c, n) = (usize::from(client), usize::from(node));
                     if link == Link::ToClient {
                         // The command is performed; its reply is lost.
-                        let _ = self.to_node(nodes, clients, c, n);
+                        let _ = self.to_node(nodes, clients, c, n, &mut env.happened);
                     } else {
                         link.queue_mut(&mut clients[c], n).pop_front();
                     }
@@ -612,13 +613,19 @@ impl Model {
 
     /// A command arrives at its node: performed there, and its reply (or the close of a
     /// connection to a node that is down); a release that removed the key notifies every
-    /// client waiting for the lease.
+    /// client waiting for the lease. A release that removes a key of a lease whose work
+    /// still runs, while the key would outlive the node's current tick, breaks
+    /// stop-before-release: judged against the node's own store and clock (what the world
+    /// knows of the key's expiry), not against the client's belief or its keeper's release
+    /// deadline, which are what the property tests. (A tick is the model's resolution: a
+    /// release in the tick the key expires counts as at its expiry.)
     fn to_node(
         &self,
         nodes: &mut [Node],
         clients: &mut [Client],
         c: usize,
         n: usize,
+        happened: &mut Happened,
     ) -> Option<Msg> {
         let Some(Msg::Request {
             conn,
@@ -634,7 +641,16 @@ impl Model {
             // Refused: the connection fails.
             return Some(Msg::Closed { conn });
         }
+        let working = clients[c].released_while_working();
+        let outlives_tick = |node: &Node| {
+            let end_of_tick = node.next_tick_ms(&self.spec);
+            working.is_some() && node.keys.holder(&self.keys.key, end_of_tick) == working
+        };
+        let live_before = outlives_tick(node);
         let reply = node.execute(n, &cmd, &self.spec);
+        if live_before && !outlives_tick(node) {
+            happened.released_live_key = true;
+        }
         if let (NodeOp::ReleaseIfOwner { token, .. }, NodeReply::Core(Reply::Released)) =
             (&cmd, &reply)
         {
@@ -679,9 +695,7 @@ impl Model {
             if (believers > 1 || happened.revived_over_another) && judged(Property::MutualExclusion)
             {
                 world.violation = Some(Property::MutualExclusion);
-            } else if judged(Property::StopBeforeRelease)
-                && world.clients.iter().any(|c| c.released_before_stop(spec))
-            {
+            } else if judged(Property::StopBeforeRelease) && happened.released_live_key {
                 world.violation = Some(Property::StopBeforeRelease);
             }
         }

@@ -163,6 +163,9 @@ pub struct CheckSpec {
     pub always: u8,
     /// What the check expects.
     pub expect: Outcome,
+    /// Whether the catalogue test runs it on every CI run (`ci = false`: too large; run it
+    /// by hand or as a benchmark).
+    pub ci: bool,
     /// The path of a counterexample to replay instead of exploring (`[counterexample]`).
     pub counterexample: Option<Vec<String>>,
 }
@@ -188,6 +191,8 @@ impl CheckSpec {
 #[serde(deny_unknown_fields)]
 struct RawCheck {
     name: String,
+    #[serde(default = "default_ci")]
+    ci: bool,
     model: RawModel,
     #[serde(default)]
     clocks: RawClocks,
@@ -348,6 +353,9 @@ fn default_retry_delay_ticks() -> Spanned<u32> {
     Spanned::new(0..0, 1)
 }
 fn default_quarantine() -> bool {
+    true
+}
+fn default_ci() -> bool {
     true
 }
 
@@ -516,6 +524,7 @@ impl RawCheck {
             may_stay_unreached,
             always,
             expect: self.expect.outcome,
+            ci: self.ci,
             counterexample: self.counterexample.map(|c| c.path),
         })
     }
