@@ -237,3 +237,36 @@ fn an_unreached_sometimes_property_fails_a_check_unless_its_file_allows_it() {
     let (ok, out) = sim_ok(&["check", path.to_str().unwrap()]);
     assert!(!ok && out.contains("never reached:"), "{out}");
 }
+
+/// A catalogue file's text.
+fn catalogue_text(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("checks")
+        .join(name);
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[test]
+fn a_work_that_stops_late_or_unconfirmed_is_released_only_once_the_keys_expired() {
+    let safe = catalogue_text("keep-alive-never-stops.toml");
+    let faulty = catalogue_text("keep-alive-never-stops-no-drift-deadline.toml");
+    let with = |text: &str, stop: &str| {
+        let text = text
+            .replace("stop = \"never\"", stop)
+            .replace("start_within_ticks = 3\n", "");
+        check::check(check::parse(&text, stop).unwrap(), options())
+    };
+    for stop in ["stop_ticks = 3", "stop = \"unconfirmed\""] {
+        let report = with(&safe, stop);
+        assert!(report.matches(), "{stop}:\n{}", report.text());
+    }
+    // A stop that takes up to three ticks: the keep-alive without the drift allowance
+    // releases at its early deadline while the work still runs, and is caught.
+    let report = with(&faulty, "stop_ticks = 3");
+    assert_eq!(
+        report.exploration.violation.as_ref().map(|(p, _)| p.name()),
+        Some("stop-before-release"),
+        "{}",
+        report.text()
+    );
+}
