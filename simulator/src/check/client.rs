@@ -5,20 +5,22 @@
 //! The driver moves bytes and reads the clock; every decision is a machine's. What it adds
 //! is what a process does between the machines' calls: one connection per node, identified
 //! before it carries anything but a release, commands to a node in the order issued; a
-//! work that runs `work_ticks` of the client's clock and, told to stop, stops at the end of
-//! its step (a separate step of the model, so that anything may happen before it).
+//! work that runs `work_ticks` of the client's clock and, told to stop, stops within
+//! `stop_ticks` of them (a separate step of the model, so that anything may happen before
+//! it), or never (`stop = "never"`: it runs to its own end).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use redlock_core::{
-    Acquire, AcquireEvent, Admission, ConnectionId, DEFAULT_KEY_PREFIX, Eligibility, Extend,
-    ExtendOutcome, Held, KeepAlive, Keeper, KeeperEvent, LockConfig, LockKey, Machine, NodeFailure,
-    NodeId, NodeIdentity, Release, Reply, RequestId, Timestamp, Token, Transmit, Waiting,
+    Acquire, AcquireEvent, Admission, ConnectionId, DEFAULT_KEY_PREFIX, DriftFactor, Eligibility,
+    Extend, ExtendOutcome, Held, KeepAlive, Keeper, KeeperEvent, LockConfig, LockKey, Machine,
+    NodeFailure, NodeId, NodeIdentity, Release, Reply, RequestId, Timestamp, Token, Transmit,
+    Waiting,
 };
 
 use super::rate::Strays;
-use super::spec::CheckSpec;
+use super::spec::{CheckSpec, WorkStop};
 use crate::client::faults::{Faults, Keys, RoundClock};
 use crate::message::{NodeOp, NodeReply};
 
@@ -65,8 +67,12 @@ struct Conn {
 pub(super) enum Work {
     /// Running until the client's clock reads this tick.
     Running(u32),
-    /// Told to stop: it stops when its current step ends.
-    Stopping,
+    /// Told to stop: it stops at any point before its client's clock reads `by` (`None`: it
+    /// ignores the stop), or at its own end, `until`, if that comes first.
+    Stopping {
+        by: Option<u32>,
+        until: u32,
+    },
     Stopped,
 }
 
@@ -100,10 +106,11 @@ pub(super) struct Lease {
 impl Lease {
     /// Its work has stopped: the keeper (if any) is told, and releases when it will;
     /// without one, the release starts now (unless it has already).
-    fn work_stopped(&mut self, op: &mut u16, config: &LockConfig, now: Timestamp) {
+    fn work_stopped(&mut self, op: &mut u16, spec: &CheckSpec, now: Timestamp) {
+        let config = &spec.config;
         self.work = Work::Stopped;
         match &mut self.keeper {
-            Some(keeper) if !keeper.is_released() => keeper.work_stopped(now),
+            Some(keeper) if !keeper.is_released() => report_stop(keeper, spec, now),
             Some(_) => {}
             None if self.releasing.is_none() => self.begin_release(op, config, now),
             None => {}
@@ -120,19 +127,33 @@ impl Lease {
     pub(super) fn released(&self) -> bool {
         self.releasing.is_some()
     }
+}
 
-    /// Until when the keys may still exist (validity plus the drift allowance): the keeper's
-    /// release deadline.
-    pub(super) fn keys_expired_at(&self, spec: &CheckSpec) -> Timestamp {
-        match &self.keeper {
-            Some(keeper) => keeper.release_deadline(),
-            None => self.held.valid_until().saturating_add(spec.config.drift()),
-        }
+/// The configuration the keep-alive runs: the clients', or (the fault
+/// `release_deadline = "without-drift"`) the same without the drift allowance, which makes
+/// its release deadline the validity's end.
+fn keeper_config(spec: &CheckSpec) -> LockConfig {
+    match DriftFactor::from_ppm(0) {
+        Some(none) if spec.keeper_without_drift => spec.config.clone().with_drift_factor(none),
+        _ => spec.config.clone(),
+    }
+}
+
+/// Tells `keeper` that the work has stopped, as the holder can: confirmed
+/// (`work_stopped`), or not (`stop_unconfirmed`, when the check's works stop unconfirmed).
+fn report_stop(keeper: &mut Keeper, spec: &CheckSpec, now: Timestamp) {
+    if spec.work_stop == WorkStop::Unconfirmed {
+        keeper.stop_unconfirmed(now);
+    } else {
+        keeper.work_stopped(now);
     }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Phase {
+    /// Not started yet (its start is a step of the model, at any tick up to
+    /// `start_within_ticks`).
+    Idle,
     Acquiring(Box<Acquiring>),
     Holding(Box<Lease>),
     Done,
@@ -150,6 +171,8 @@ pub(super) struct Happened {
     /// The grant came after a lost round.
     pub(super) handed_off: bool,
     pub(super) extended: bool,
+    /// A release removed a key of a lease whose work still runs, before the key expired.
+    pub(super) released_live_key: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -208,7 +231,7 @@ impl Client {
             strays: Strays::default(),
             paused: false,
             acted: false,
-            phase: Phase::Done,
+            phase: Phase::Idle,
             iteration: 0,
             op: 0,
             conns: vec![None; nodes],
@@ -291,16 +314,14 @@ impl Client {
         }
     }
 
-    /// Whether its lease was released while its work still ran and its keys could still
-    /// exist: the stop-before-release rule broken.
-    pub(super) fn released_before_stop(&self, spec: &CheckSpec) -> bool {
+    /// The token of its lease while the lease's release has started and its work still
+    /// runs: the stop-before-release rule is broken if any node still holds a key with it.
+    pub(super) fn released_while_working(&self) -> Option<Token> {
         match &self.phase {
-            Phase::Holding(lease) => {
-                lease.released()
-                    && lease.work != Work::Stopped
-                    && self.now(spec) < lease.keys_expired_at(spec)
+            Phase::Holding(lease) if lease.released() && lease.work != Work::Stopped => {
+                Some(lease.held.token())
             }
-            _ => false,
+            _ => None,
         }
     }
 
@@ -318,7 +339,9 @@ impl Client {
             }),
             Phase::Holding(lease) => {
                 let work = match lease.work {
-                    Work::Running(until) => Some(Timestamp::from_duration(spec.ticks(until))),
+                    Work::Running(until) | Work::Stopping { until, .. } => {
+                        Some(Timestamp::from_duration(spec.ticks(until)))
+                    }
                     _ => None,
                 };
                 let keeper = lease.keeper.as_ref().and_then(Keeper::poll_timeout);
@@ -333,7 +356,7 @@ impl Client {
                 };
                 earliest(earliest(work, keeper), earliest(extend, release))
             }
-            Phase::Done => None,
+            Phase::Idle | Phase::Done => None,
         }
     }
 
@@ -342,8 +365,21 @@ impl Client {
         self.next_timer(spec).is_some_and(|at| at <= self.now(spec))
     }
 
-    pub(super) fn work_stopping(&self) -> bool {
-        matches!(&self.phase, Phase::Holding(lease) if lease.work == Work::Stopping)
+    /// Whether its work, told to stop, may stop now (`Some`), and whether it must before
+    /// true time moves on (`Some(true)`: its clock has reached the stop's latest tick).
+    pub(super) fn work_may_stop(&self) -> Option<bool> {
+        match &self.phase {
+            Phase::Holding(lease) => match lease.work {
+                Work::Stopping { by: Some(by), .. } => Some(self.clock >= by),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether it has not started yet.
+    pub(super) fn is_idle(&self) -> bool {
+        matches!(self.phase, Phase::Idle)
     }
 
     /// Its lease side in a few words, for a counterexample's steps.
@@ -355,7 +391,7 @@ impl Client {
                     / spec.tick.as_millis().max(1);
                 let work = match lease.work {
                     Work::Running(_) => "work runs",
-                    Work::Stopping => "work stopping",
+                    Work::Stopping { .. } => "work stopping",
                     Work::Stopped => "work stopped",
                 };
                 let released = match lease.releasing {
@@ -373,6 +409,7 @@ impl Client {
                     lease.held.token().short()
                 )
             }
+            Phase::Idle => "not started".to_owned(),
             Phase::Done => "done".to_owned(),
         }
     }
@@ -412,11 +449,11 @@ impl Client {
                 }
             },
             Phase::Holding(lease) => {
-                if let Work::Running(until) = lease.work
+                if let Work::Running(until) | Work::Stopping { until, .. } = lease.work
                     && Timestamp::from_duration(env.spec.ticks(until)) <= now
                 {
                     // The work ends on its own.
-                    lease.work_stopped(&mut self.op, &env.spec.config, now);
+                    lease.work_stopped(&mut self.op, env.spec, now);
                 }
                 if let Some(at) = lease.extend_at
                     && Timestamp::from_duration(env.spec.ticks(at)) <= now
@@ -437,7 +474,7 @@ impl Client {
                     release.handle_timeout(now);
                 }
             }
-            Phase::Done => {}
+            Phase::Idle | Phase::Done => {}
         }
         self.settle(env);
     }
@@ -446,9 +483,9 @@ impl Client {
     pub(super) fn stop_work(&mut self, env: &mut Env<'_>) {
         let now = self.now(env.spec);
         if let Phase::Holding(lease) = &mut self.phase
-            && lease.work == Work::Stopping
+            && matches!(lease.work, Work::Stopping { .. })
         {
-            lease.work_stopped(&mut self.op, &env.spec.config, now);
+            lease.work_stopped(&mut self.op, env.spec, now);
         }
         self.settle(env);
     }
@@ -651,7 +688,7 @@ impl Client {
             let progressed = match std::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Acquiring(a) => self.settle_acquire(a, env),
                 Phase::Holding(lease) => self.settle_lease(lease, env),
-                Phase::Done => false,
+                Phase::Idle | Phase::Done => false,
             };
             if !progressed {
                 return;
@@ -676,7 +713,7 @@ impl Client {
                 let held = Held::new(grant);
                 let keeper = env.spec.keep_alive.then(|| {
                     Keeper::new(
-                        &env.spec.config,
+                        &keeper_config(env.spec),
                         KeepAlive::at_half_life(env.spec.config.ttl()),
                         held.clone(),
                     )
@@ -738,15 +775,17 @@ impl Client {
                         env.happened.extended = true;
                     }
                     KeeperEvent::Lost(_) => {
-                        if matches!(lease.work, Work::Running(_)) {
-                            lease.work = Work::Stopping;
+                        if let Work::Running(until) = lease.work {
+                            let by = (env.spec.work_stop != WorkStop::Never)
+                                .then(|| self.clock.saturating_add(env.spec.stop_ticks));
+                            lease.work = Work::Stopping { by, until };
                         }
                         if self.faults.releases_before_stop() && lease.releasing.is_none() {
                             // The fault: released at the loss, while the work finishes its
                             // step.
                             lease.begin_release(&mut self.op, &env.spec.config, now);
                         } else if lease.work == Work::Stopped {
-                            keeper.work_stopped(now);
+                            report_stop(&mut keeper, env.spec, now);
                         }
                     }
                     KeeperEvent::Release(_) if lease.releasing.is_none() => {
@@ -772,7 +811,7 @@ impl Client {
                 }
                 Some(_) => {
                     // The work was waiting for this step: it ends here.
-                    lease.work_stopped(&mut self.op, &env.spec.config, now);
+                    lease.work_stopped(&mut self.op, env.spec, now);
                     progressed = true;
                 }
             }

@@ -4,9 +4,10 @@
 //! small model allows — N nodes, M clients, true time in ticks up to a horizon, clocks that
 //! stray within a bound, and a budget of faults — and judges each state it reaches. The
 //! clients run the core's machines ([`redlock_core::Acquire`], `Waiting`, `Held`, `Keeper`,
-//! `Release`, `Eligibility`), the same the tokio client and the simulator drive, and the
-//! nodes keep their keys in the simulator's own keyspace; nothing of the algorithm is
-//! written twice.
+//! `Release`, `Eligibility`), the same the tokio client and the simulator drive, through a
+//! driver of its own (`client.rs`); the nodes keep their keys in the simulator's own
+//! keyspace (`store.rs`, which re-implements the effects of the Lua scripts rather than
+//! running them). The client decisions are the core's, not a copy.
 //!
 //! A check file (`simulator/checks/*.toml`, see [`CheckSpec`]) says the bounds and what is
 //! expected: `no-violation` or `violation`. A violation comes back as the path of steps
@@ -22,6 +23,7 @@
 //! horizon_ticks = 4
 //! [expect]
 //! outcome = "no-violation"
+//! may_stay_unreached = ["contended-hand-off", "extension"]
 //! "#;
 //! let spec = redlock_sim::check::parse(text, "inline").unwrap();
 //! let report = redlock_sim::check::check(spec, redlock_sim::check::Options::default());
@@ -45,7 +47,7 @@ use std::fmt::Write as _;
 pub use explore::{DEFAULT_BREADTH_FIRST_MEMORY, Exploration, Options, Progress, Stop};
 pub use fingerprint::collision_bound;
 pub use model::{Action, Link, Property};
-pub use spec::{CheckSpec, Durability, Outcome, PauseKind, parse};
+pub use spec::{CheckSpec, Durability, Outcome, PauseKind, WorkStop, parse};
 
 use model::Model;
 
@@ -81,19 +83,43 @@ impl CheckReport {
         }
     }
 
-    /// Whether the outcome is the expected one (an incomplete exploration without a
-    /// violation proves nothing, and so does not match a `no-violation` expectation).
+    /// Whether the outcome is the expected one. An incomplete exploration without a
+    /// violation proves nothing, and so does not match a `no-violation` expectation; nor
+    /// does one that left a *sometimes* property unreached (a model that grants nothing
+    /// cannot pass), unless the file lists it in `may_stay_unreached`.
     pub fn matches(&self) -> bool {
         match self.spec.expect {
             Outcome::Violation => self.exploration.violation.is_some(),
             Outcome::NoViolation => {
-                self.exploration.violation.is_none() && self.exploration.complete
+                self.exploration.violation.is_none()
+                    && self.exploration.complete
+                    && self.unreached().is_empty()
             }
         }
     }
 
+    /// The *sometimes* properties that stayed unreached though the file does not allow it.
+    pub fn unreached(&self) -> Vec<Property> {
+        Property::ALL
+            .iter()
+            .copied()
+            .filter(|p| !p.is_always())
+            .filter(|p| self.exploration.reached & p.bit() == 0)
+            .filter(|p| self.spec.may_stay_unreached & p.bit() == 0)
+            .collect()
+    }
+
+    /// Whether `redlock-sim check` succeeds: every *always* property held in a complete
+    /// exploration, and every *sometimes* one was reached or may stay unreached.
+    pub fn passed(&self) -> bool {
+        self.outcome() == Outcome::NoViolation
+            && self.exploration.complete
+            && self.unreached().is_empty()
+    }
+
     /// Each property and its result: `held`, `violated`, `unknown` (a violation of another
-    /// ended the search), `not-checked`, `reached` or `not-reached`.
+    /// ended the search), `not-checked`, `reached`, `not-reached (allowed)` or
+    /// `not-reached`.
     pub fn properties(&self) -> Vec<(Property, &'static str)> {
         let violated = self.exploration.violation.as_ref().map(|(p, _)| *p);
         Property::ALL
@@ -113,6 +139,8 @@ impl CheckReport {
                     }
                 } else if self.exploration.reached & p.bit() != 0 {
                     "reached"
+                } else if self.spec.may_stay_unreached & p.bit() != 0 {
+                    "not-reached (allowed)"
                 } else {
                     "not-reached"
                 };
@@ -191,6 +219,19 @@ impl CheckReport {
                     .join(", ")
             );
         }
+        let unreached = self.unreached();
+        if self.outcome() == Outcome::NoViolation && !unreached.is_empty() {
+            let _ = writeln!(
+                out,
+                "  never reached: {} (a check that expects no violation must reach each \
+                 sometimes property, or list it in expect.may_stay_unreached)",
+                unreached
+                    .iter()
+                    .map(|p| p.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         let verdict = if self.matches() {
             "as expected"
         } else {
@@ -224,6 +265,8 @@ impl CheckReport {
             "outcome": self.outcome().name(),
             "expected": self.spec.expect.name(),
             "matches": self.matches(),
+            "passed": self.passed(),
+            "unreached": self.unreached().iter().map(|p| p.name()).collect::<Vec<_>>(),
             "properties": self.properties().iter().map(|(p, result)| serde_json::json!({
                 "name": p.name(),
                 "kind": p.kind(),

@@ -81,6 +81,12 @@ impl Node {
         ticks.saturating_add(u64::from(self.within_tick_ms))
     }
 
+    /// The first millisecond of its clock's next tick.
+    pub(super) fn next_tick_ms(&self, spec: &CheckSpec) -> u64 {
+        let next = spec.ticks(self.clock.saturating_add(1));
+        u64::try_from(next.as_millis()).unwrap_or(u64::MAX)
+    }
+
     /// True time moves on a tick; its clock by `ticks`.
     pub(super) fn tick(&mut self, ticks: u32) {
         self.clock = self.clock.saturating_add(ticks);

@@ -71,6 +71,24 @@ pub enum Durability {
     Always,
 }
 
+/// What a work told to stop does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkStop {
+    /// It stops within `stop_ticks` ticks of its clock (at any point of them), or at its own
+    /// end if that comes first; its stop is reported to the keeper with `work_stopped`.
+    #[default]
+    Signalled,
+    /// It ignores the stop and runs to its own end (a process that cannot be signalled):
+    /// the keep-alive releases at its release deadline (`Release(KeysExpired)`) unless the
+    /// work's end comes first.
+    Never,
+    /// It stops as [`Signalled`](Self::Signalled) does, but its holder cannot confirm it
+    /// (`KeptLease::release_unconfirmed`): the driver reports the work's end with
+    /// `stop_unconfirmed`, and the keep-alive releases at its release deadline.
+    Unconfirmed,
+}
+
 /// One check, read from a file.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CheckSpec {
@@ -127,10 +145,27 @@ pub struct CheckSpec {
     pub extend: ExtendImpl,
     /// What a kept-alive client does first when its lease is lost.
     pub loss_order: LossOrder,
+    /// Each client starts its first acquisition at any tick from 0 to this one (0: every
+    /// client starts at time zero).
+    pub start_within_ticks: u32,
+    /// A work told to stop stops within this many ticks of its client's clock (0: within
+    /// the tick it is told).
+    pub stop_ticks: u32,
+    /// What a work told to stop does.
+    pub work_stop: WorkStop,
+    /// Whether the keep-alive is built without the drift allowance (a fault: its release
+    /// deadline is the validity's end, before the keys have expired on the nodes).
+    pub keeper_without_drift: bool,
+    /// The *sometimes* properties that may stay unreached (bits of [`Property::bit`]);
+    /// any other unreached one fails the check.
+    pub may_stay_unreached: u8,
     /// The *always* properties judged (bits of [`Property::bit`]); every one by default.
     pub always: u8,
     /// What the check expects.
     pub expect: Outcome,
+    /// Whether the catalogue test runs it on every CI run (`ci = false`: too large; run it
+    /// by hand or as a benchmark).
+    pub ci: bool,
     /// The path of a counterexample to replay instead of exploring (`[counterexample]`).
     pub counterexample: Option<Vec<String>>,
 }
@@ -156,6 +191,8 @@ impl CheckSpec {
 #[serde(deny_unknown_fields)]
 struct RawCheck {
     name: String,
+    #[serde(default = "default_ci")]
+    ci: bool,
     model: RawModel,
     #[serde(default)]
     clocks: RawClocks,
@@ -254,6 +291,22 @@ struct RawClient {
     extend: ExtendImpl,
     #[serde(default)]
     loss_order: LossOrder,
+    start_within_ticks: Option<Spanned<u32>>,
+    stop_ticks: Option<Spanned<u32>>,
+    stop: Option<Spanned<WorkStop>>,
+    #[serde(default)]
+    release_deadline: ReleaseDeadline,
+}
+
+/// How the keep-alive counts its release deadline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum ReleaseDeadline {
+    /// The validity's end plus the drift allowance, as shipped.
+    #[default]
+    Shipped,
+    /// The fault: the keep-alive is configured without the drift allowance.
+    WithoutDrift,
 }
 
 #[derive(Deserialize)]
@@ -262,6 +315,8 @@ struct RawExpect {
     outcome: Outcome,
     /// The *always* properties to judge (default: all).
     always: Option<Spanned<Vec<String>>>,
+    /// The *sometimes* properties that may stay unreached (default: none).
+    may_stay_unreached: Option<Spanned<Vec<String>>>,
 }
 
 #[derive(Deserialize)]
@@ -298,6 +353,9 @@ fn default_retry_delay_ticks() -> Spanned<u32> {
     Spanned::new(0..0, 1)
 }
 fn default_quarantine() -> bool {
+    true
+}
+fn default_ci() -> bool {
     true
 }
 
@@ -408,27 +466,22 @@ impl RawCheck {
                 .iter()
                 .filter(|p| p.is_always())
                 .fold(0, |a, p| a | p.bit()),
-            Some(names) => {
-                let mut bits = 0;
-                for name in names.get_ref() {
-                    let property = Property::ALL
-                        .iter()
-                        .find(|p| p.is_always() && p.name() == name)
-                        .ok_or_else(|| {
-                            at.at(
-                                names,
-                                "expect.always",
-                                format!(
-                                    "unknown property `{name}`; expected mutual-exclusion, \
-                                     fences-increase or stop-before-release"
-                                ),
-                            )
-                        })?;
-                    bits |= property.bit();
-                }
-                bits
-            }
+            Some(names) => properties(at, names, "expect.always", true)?,
         };
+        let may_stay_unreached = match &self.expect.may_stay_unreached {
+            None => 0,
+            Some(names) => properties(at, names, "expect.may_stay_unreached", false)?,
+        };
+        let (start_within_ticks, stop_ticks, work_stop) = self.client.timing_of_work(at)?;
+        if let Some(start) = &self.client.start_within_ticks
+            && start_within_ticks >= horizon_ticks
+        {
+            return Err(at.at(
+                start,
+                "client.start_within_ticks",
+                "must be below model.horizon_ticks",
+            ));
+        }
         let f = &self.faults;
         if f.clock_jump_ticks > horizon_ticks {
             return Err(at.error(
@@ -464,9 +517,81 @@ impl RawCheck {
             release: self.client.release,
             extend: self.client.extend,
             loss_order: self.client.loss_order,
+            start_within_ticks,
+            stop_ticks,
+            work_stop,
+            keeper_without_drift: self.client.release_deadline == ReleaseDeadline::WithoutDrift,
+            may_stay_unreached,
             always,
             expect: self.expect.outcome,
+            ci: self.ci,
             counterexample: self.counterexample.map(|c| c.path),
         })
     }
 }
+
+/// The properties named in `names` (of the kind `always` asks), as bits of
+/// [`Property::bit`].
+fn properties(
+    at: &Locator<'_>,
+    names: &Spanned<Vec<String>>,
+    field: &str,
+    always: bool,
+) -> Result<u8, ScenarioError> {
+    let mut bits = 0;
+    for name in names.get_ref() {
+        let property = Property::ALL
+            .iter()
+            .find(|p| p.is_always() == always && p.name() == name)
+            .ok_or_else(|| {
+                let expected = Property::ALL
+                    .iter()
+                    .filter(|p| p.is_always() == always)
+                    .map(|p| p.name())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                at.at(
+                    names,
+                    field,
+                    format!("unknown property `{name}`; expected one of {expected}"),
+                )
+            })?;
+        bits |= property.bit();
+    }
+    Ok(bits)
+}
+
+impl RawClient {
+    /// When the clients start, and how their works stop: `(start_within_ticks, stop_ticks,
+    /// stop)`.
+    fn timing_of_work(&self, at: &Locator<'_>) -> Result<(u32, u32, WorkStop), ScenarioError> {
+        let start = self.start_within_ticks.as_ref().map_or(0, |s| *s.get_ref());
+        let stop = self
+            .stop
+            .as_ref()
+            .map_or(WorkStop::Signalled, |s| *s.get_ref());
+        let stop_ticks = match &self.stop_ticks {
+            None => 0,
+            Some(ticks) if stop == WorkStop::Never => {
+                return Err(at.at(
+                    ticks,
+                    "client.stop_ticks",
+                    "a work that never stops takes no stop_ticks (remove one of them)",
+                ));
+            }
+            Some(ticks) if *ticks.get_ref() > MAX_STOP_TICKS => {
+                return Err(at.at(
+                    ticks,
+                    "client.stop_ticks",
+                    format!("must be at most {MAX_STOP_TICKS}"),
+                ));
+            }
+            Some(ticks) => *ticks.get_ref(),
+        };
+        Ok((start, stop_ticks, stop))
+    }
+}
+
+/// The longest stop a check explores, in ticks (past a TTL or two, a longer stop changes
+/// nothing: the keep-alive releases at its deadline).
+const MAX_STOP_TICKS: u32 = 60;
