@@ -133,8 +133,8 @@ pub(crate) fn check(args: &CheckArgs<'_>) -> Result<bool, String> {
             println!("  counterexample written to {}", path.display());
         }
     }
-    // A search cut short by a bound (--max-states, --max-memory) proves nothing; nor does one that never reached
-    // a sometimes property the file does not allow to stay unreached.
+    // A search cut short by a bound (--max-states, --max-memory) proves nothing; nor does
+    // one that never reached a sometimes property the file does not allow to stay unreached.
     Ok(report.passed())
 }
 
