@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use redlock_sim::check::{self, CheckSpec, Options, Stop};
+use redlock_sim::check::{self, CheckSpec, Options, Outcome, Stop};
 
 mod common;
 
@@ -28,6 +28,29 @@ work_ticks = 2
 [faults]
 budget = 1
 drop = true
+[expect]
+outcome = "no-violation"
+"#;
+
+/// `shipped-drift.toml` as it was when the counts below were taken (the catalogue's file
+/// has longer bounds since).
+const DRIFT: &str = r#"
+# The shipped client with clocks that stray within the drift allowance: in any window of one
+# TTL, a client clock may lose a tick (the allowance is 1.2 ticks of a 6-tick TTL), at any
+# tick of any interleaving.
+name = "shipped defaults: client clocks slow within the drift factor"
+
+[model]
+nodes = 3
+clients = 2
+ttl_ticks = 6
+horizon_ticks = 8
+work_ticks = 2
+drift_factor = 0.2
+
+[clocks]
+client_slow_ticks = 1
+
 [expect]
 outcome = "no-violation"
 "#;
@@ -75,10 +98,6 @@ fn searches() -> Vec<(&'static str, Options)> {
 
 #[test]
 fn every_search_visits_the_states_the_first_explorer_visited() {
-    let drift = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("checks/shipped-drift.toml"),
-    )
-    .unwrap();
     // (check, symmetry, states generated, distinct, depth) as the explorer of the first
     // release counted them.
     let cases = [
@@ -86,7 +105,7 @@ fn every_search_visits_the_states_the_first_explorer_visited() {
         (SMALL, false, 50_785, 18_575, 32),
         (SMALL_DROP, true, 191_707, 91_259, 45),
         (SMALL_DROP, false, 302_755, 144_895, 45),
-        (drift.as_str(), true, 382_421, 139_992, 39),
+        (DRIFT, true, 382_421, 139_992, 39),
     ];
     for (text, symmetry, states, distinct, depth) in cases {
         let spec = check::parse(text, "inline").unwrap();
@@ -98,7 +117,13 @@ fn every_search_visits_the_states_the_first_explorer_visited() {
             let report = check::check(spec.clone(), options);
             let e = &report.exploration;
             let what = format!("{} ({search}, symmetry {symmetry})", spec.name);
-            assert!(e.complete && report.matches(), "{what}: {}", report.text());
+            // The outcome, not `matches()`: these small models need not reach every
+            // *sometimes* property, which only the catalogue's checks must.
+            assert!(
+                e.complete && report.outcome() == Outcome::NoViolation,
+                "{what}: {}",
+                report.text()
+            );
             assert_eq!((e.states, e.distinct), (states, distinct), "{what}");
             if options.breadth_first_memory == 0 {
                 assert_eq!(e.depth_first_from, Some(0), "{what}");
