@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{sim, text};
+use common::{scenario_count, sim, text};
 
 fn temp_file(name: &str, contents: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("redlock-sim-cli-{}", std::process::id()));
@@ -268,16 +268,7 @@ fn the_each_seed_table_fits_100_columns_for_the_whole_catalogue() {
             names.push(line.split("  ").next().unwrap().to_owned());
         }
     }
-    let files = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"))
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "toml")
-        })
-        .count();
+    let files = scenario_count();
     assert_eq!(names.len(), 2 * files, "{out}");
     assert!(
         names.contains(
@@ -468,16 +459,7 @@ fn the_catalogue_travels_with_the_binary() {
             .unwrap()
     };
     let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let files = std::fs::read_dir(&scenarios)
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .path()
-                .extension()
-                .is_some_and(|x| x == "toml")
-        })
-        .count();
+    let files = scenario_count();
 
     let run = sim_in(&["run", "--catalogue"]);
     assert!(run.status.success(), "{}", text(&run));

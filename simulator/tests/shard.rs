@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{sim, text};
+use common::{scenario_count, sim, text};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("redlock-sim-shard-{}-{name}", std::process::id()));
@@ -64,16 +64,7 @@ fn four_shard_processes_merge_into_the_unsharded_run_byte_for_byte() {
         }
         // Every shard does a share of the work, and together they do it once.
         assert!(sizes.iter().all(|&n| n > 20), "{sizes:?}");
-        let scenarios = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"))
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .path()
-                    .extension()
-                    .is_some_and(|x| x == "toml")
-            })
-            .count();
+        let scenarios = scenario_count();
         assert_eq!(sizes.iter().sum::<usize>(), 3 * scenarios, "{sizes:?}");
         let mut merge_args = vec!["merge".to_owned()];
         merge_args

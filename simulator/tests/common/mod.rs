@@ -22,3 +22,17 @@ pub(crate) fn text(output: &Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     )
 }
+
+/// How many scenario files the catalogue (`scenarios/`) holds.
+pub(crate) fn scenario_count() -> usize {
+    std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios"))
+        .expect("the scenarios directory")
+        .filter(|e| {
+            e.as_ref()
+                .expect("a directory entry")
+                .path()
+                .extension()
+                .is_some_and(|x| x == "toml")
+        })
+        .count()
+}
