@@ -179,6 +179,55 @@ impl Holder {
     pub fn quorum(&self) -> usize {
         quorum(self.nodes.len())
     }
+
+    /// Whether the lease whose owner token is `owner` (a [`Token`], or a client's lease)
+    /// holds the resource on a quorum.
+    pub fn is_held_by(&self, owner: impl Into<Token>) -> bool {
+        self.token() == Some(owner.into())
+    }
+}
+
+/// One line, as a status display shows it: `held by 0707…07 on 2 of 3 nodes, expiring in
+/// 8000 ms, fence 4`; `free (3 of 3 nodes answered)`; `unknown (1 of 3 nodes answered, 2
+/// needed)`. A token shows as its first 8 hex characters, as [`KeyValue`] shows it.
+impl fmt::Display for Holder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let configured = self.nodes.len();
+        match self.verdict {
+            Verdict::Held {
+                value,
+                nodes,
+                expires_in,
+                fence,
+            } => {
+                write!(f, "held by {value} on {nodes} of {configured} nodes")?;
+                match expires_in {
+                    Some(left) => write!(f, ", expiring in {} ms", left.as_millis())?,
+                    None => f.write_str(", without expiry")?,
+                }
+                match fence {
+                    Some(fence) => write!(f, ", fence {fence}"),
+                    None => Ok(()),
+                }
+            }
+            Verdict::Free { leftover } => {
+                write!(
+                    f,
+                    "free ({} of {configured} nodes answered",
+                    self.answered()
+                )?;
+                if let Some((value, count)) = leftover {
+                    write!(f, "; {value} left on {count}")?;
+                }
+                f.write_str(")")
+            }
+            Verdict::Unknown { answered, .. } => write!(
+                f,
+                "unknown ({answered} of {configured} nodes answered, {} needed)",
+                self.quorum()
+            ),
+        }
+    }
 }
 
 /// The pure rule behind [`Holder::judge`].
@@ -377,6 +426,42 @@ mod tests {
 
     fn silent() -> Result<KeyReading, NodeFailure> {
         Err(NodeFailure::TimedOut)
+    }
+
+    #[test]
+    fn a_holder_is_held_by_the_quorum_token_only_and_shows_on_one_line() {
+        let holder = Holder::judge(vec![
+            held(1, 9_000, Some(3)),
+            held(1, 8_000, Some(3)),
+            silent(),
+        ]);
+        assert!(holder.is_held_by(token(1)));
+        assert!(!holder.is_held_by(token(2)));
+        assert_eq!(
+            holder.to_string(),
+            format!(
+                "held by {} on 2 of 3 nodes, expiring in 8000 ms, fence 3",
+                KeyValue::Token(token(1))
+            )
+        );
+        let minority = Holder::judge(vec![held(1, 9_000, None), free(), free()]);
+        assert!(
+            !minority.is_held_by(token(1)),
+            "one node of three is no quorum"
+        );
+        assert_eq!(
+            minority.to_string(),
+            format!(
+                "free (3 of 3 nodes answered; {} left on 1)",
+                KeyValue::Token(token(1))
+            )
+        );
+        let unknown = Holder::judge(vec![free(), silent(), silent()]);
+        assert!(!unknown.is_held_by(token(1)));
+        assert_eq!(
+            unknown.to_string(),
+            "unknown (1 of 3 nodes answered, 2 needed)"
+        );
     }
 
     #[test]
