@@ -9,7 +9,7 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use redlock::core::{
+use redlock_core::{
     Acquire, AcquireEvent, LockConfig, LockKey, Machine, Release, Reply, Timestamp, Token,
 };
 

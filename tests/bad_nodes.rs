@@ -11,8 +11,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::*;
-use redlock::core::{NodeFailure, NodeStatus, RetryPolicy, quorum};
+use redlock::core::{NodeFailure, NodeStatus, RetryPolicy};
 use redlock::{Error, Redlock};
+use redlock_core::quorum;
 use redlock_tests::{FleetOptions, RedisFleet};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;

@@ -11,8 +11,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use redlock::core::ServerGeneration;
 use redlock::{Error, Redlock};
+use redlock_core::ServerGeneration;
 use redlock_tests::RedisFleet;
 
 /// How many times node `node` has run `command` (from `INFO commandstats`).

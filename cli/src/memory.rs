@@ -22,7 +22,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use redlock::core::RememberedServer;
+use redlock_core::RememberedServer;
 
 use crate::exit::Failure;
 

@@ -17,7 +17,7 @@ use futures::FutureExt;
 use nix::sys::signal::Signal;
 use redlock::Redlock;
 use redlock::client::{Fencing, KeepAlive, KeptLease, LeaseSignal};
-use redlock::core::{Ending, ReleaseReport, StopCause, Supervisor, SupervisorAction, Timestamp};
+use redlock_core::{Ending, ReleaseReport, StopCause, Supervisor, SupervisorAction, Timestamp};
 
 use crate::args::RunArgs;
 use crate::child::{self, Child, Privileges};
@@ -821,7 +821,7 @@ mod tests {
         assert_eq!(plan_2s.kill_after, Duration::from_millis(500));
         let plan_300s = plan(None, Duration::from_secs(300)).unwrap();
         assert_eq!(plan_300s.kill_after, Duration::from_secs(10));
-        assert_eq!(plan_300s.max_hold, redlock::core::DEFAULT_MAX_HOLD);
+        assert_eq!(plan_300s.max_hold, redlock_core::DEFAULT_MAX_HOLD);
         assert_eq!(plan_300s.wait, Duration::ZERO);
     }
 

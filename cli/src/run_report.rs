@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use redlock::core::{ReleaseReport, StopCause};
+use redlock_core::{ReleaseReport, StopCause};
 use serde::Serialize;
 
 use crate::exit::{Failure, USAGE};
@@ -219,7 +219,7 @@ impl ReportFile {
 mod tests {
     use std::os::unix::process::ExitStatusExt;
 
-    use redlock::core::{NodeStatus, Reply};
+    use redlock_core::{NodeStatus, Reply};
 
     use super::*;
 

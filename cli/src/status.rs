@@ -9,7 +9,7 @@
 
 use redlock::Redlock;
 use redlock::client::DEFAULT_CONNECT_TIMEOUT;
-use redlock::core::{
+use redlock_core::{
     DEFAULT_TTL, Holder, KeyReading, KeyValue, MAX_TTL, NodeFailure, RestartPolicy, Verdict,
 };
 use serde::Serialize;
@@ -34,7 +34,7 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, Failure> {
     // Building the client checks the URLs, the prefix and the per-node timeout, and yields
     // the addresses without credentials that everything below prints.
     let redlock = settings.client()?;
-    let key = redlock::core::LockKey::new(redlock.key_prefix(), &args.resource)
+    let key = redlock_core::LockKey::new(redlock.key_prefix(), &args.resource)
         .map_err(|e| Failure::new(USAGE, format!("invalid resource name: {e}")))?;
 
     // Connections open (and are identified) first, as for `redlock run`, so that the query
@@ -453,7 +453,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use redlock::core::Token;
+    use redlock_core::Token;
 
     fn token(byte: u8) -> Token {
         Token::from_bytes([byte; 16])

@@ -52,9 +52,11 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, Runtime};
 
-use crate::client::{AcquireOptions, ConnectReport, LeaseSignal, Stats, StopsWithWork};
-use crate::core::{LeaseLost, LockConfig, ReleaseReport, RetryPolicy, Token};
+use crate::client::{
+    AcquireOptions, ConnectReport, LeaseSignal, RedlockBuilder, Stats, StopsWithWork,
+};
 use crate::error::Error;
+use redlock_core::{LeaseLost, LockConfig, ReleaseReport, RetryPolicy, Token};
 
 /// How long [`Redlock::with_lock`] waits for the keeper's reason once the loss deadline has
 /// passed.
@@ -115,6 +117,32 @@ pub(crate) fn refuse_inside_runtime(call: &'static str) -> Result<(), Error> {
     match Handle::try_current() {
         Ok(_) => Err(Error::InsideAsyncRuntime { call }),
         Err(_) => Ok(()),
+    }
+}
+
+// Here rather than beside `build` so that the async client does not depend on its facade.
+impl RedlockBuilder {
+    /// Builds a [blocking client](Redlock) for synchronous code: the
+    /// client [`build`](RedlockBuilder::build) makes, on a tokio runtime of its own.
+    ///
+    /// ```no_run
+    /// # fn demo() -> Result<(), redlock::Error> {
+    /// let redlock = redlock::Redlock::builder()
+    ///     .nodes(["redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"])
+    ///     .build_blocking()?;
+    /// let lease = redlock.acquire("nightly-report")?;
+    /// // ... the job ...
+    /// lease.release()?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`build`](RedlockBuilder::build), and
+    /// [`Error::InsideAsyncRuntime`] when called from inside an async runtime.
+    pub fn build_blocking(self) -> Result<Redlock, Error> {
+        refuse_inside_runtime("RedlockBuilder::build_blocking")?;
+        Redlock::new(self.build()?)
     }
 }
 
@@ -465,6 +493,14 @@ impl Lease {
         let inner = self.inner.take().expect("a lease is taken only once");
         self.runtime
             .block_on("Lease::release_at_quorum", inner.release_at_quorum())
+    }
+}
+
+/// The lease's owner token, so that [`Holder::is_held_by`](crate::Holder::is_held_by) takes
+/// `&lease`.
+impl From<&Lease> for Token {
+    fn from(lease: &Lease) -> Self {
+        lease.token()
     }
 }
 

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::core::{
+use redlock_core::{
     ConfigError, FailureReason, LeaseLost, NodeFailure, NodeStatus, Readable, ResourceError,
     RoundFailure, quarantine_wait,
 };
@@ -337,7 +337,7 @@ impl NodeReport {
 
     /// Whether so many nodes refused this client that no quorum can form without them.
     fn denies_quorum(&self) -> bool {
-        crate::core::denies_quorum(self.0.iter().map(|n| &n.status))
+        redlock_core::denies_quorum(self.0.iter().map(|n| &n.status))
     }
 
     /// The nodes the restart quarantine left out, each with how long it has left
@@ -372,7 +372,7 @@ impl fmt::Display for NodeReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::Reply;
+    use redlock_core::Reply;
 
     fn report(statuses: Vec<NodeStatus>) -> NodeReport {
         let addresses: Vec<Arc<str>> = (1..=statuses.len())

@@ -34,9 +34,9 @@
 use redis::aio::ConnectionLike;
 use redis::{RedisError, ToRedisArgs, Value};
 
-use crate::client::Lease;
-use crate::core::Token;
+use crate::client::{KeptLease, Lease, LeaseSignal};
 use crate::lua::resource::{READ, WRITE};
+use redlock_core::Token;
 
 /// What every access to a fenced resource carries: the lease's fencing token, and its owner
 /// token (the 128-bit value stored under the lock key, [`Lease::token`]), which tells two
@@ -84,6 +84,58 @@ impl From<(u64, Token)> for Fence {
     }
 }
 
+/// What a fenced access can take its [`Fence`] from: a lease (async or blocking), a kept
+/// lease or its [`LeaseSignal`], a `Fence`, or a `(fencing token, owner token)` pair.
+///
+/// A lease acquired without fencing has none: the access then fails with
+/// [`FenceError::Unfenced`] before anything is sent.
+pub trait AsFence {
+    /// The fence, or `None` when there is no fencing token.
+    fn as_fence(&self) -> Option<Fence>;
+}
+
+impl AsFence for Fence {
+    fn as_fence(&self) -> Option<Fence> {
+        Some(*self)
+    }
+}
+
+impl AsFence for (u64, Token) {
+    fn as_fence(&self) -> Option<Fence> {
+        Some(Fence::from(*self))
+    }
+}
+
+impl AsFence for Lease {
+    fn as_fence(&self) -> Option<Fence> {
+        Fence::of(self)
+    }
+}
+
+impl AsFence for crate::blocking::Lease {
+    fn as_fence(&self) -> Option<Fence> {
+        Fence::of(self.as_async())
+    }
+}
+
+impl AsFence for KeptLease {
+    fn as_fence(&self) -> Option<Fence> {
+        self.fence().map(|token| Fence::new(token, self.token()))
+    }
+}
+
+impl AsFence for LeaseSignal {
+    fn as_fence(&self) -> Option<Fence> {
+        self.fence().map(|token| Fence::new(token, self.token()))
+    }
+}
+
+impl<T: AsFence + ?Sized> AsFence for &T {
+    fn as_fence(&self) -> Option<Fence> {
+        (**self).as_fence()
+    }
+}
+
 /// Why a fenced access did not complete.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -101,6 +153,11 @@ pub enum FenceError {
     /// The connection failed, or the reply was not the script's.
     #[error(transparent)]
     Redis(#[from] RedisError),
+    /// The lease carries no fencing token: it was acquired through a handle without
+    /// fencing (see [`Redlock::with_fencing`](crate::Redlock::with_fencing)). Nothing was
+    /// sent.
+    #[error("the lease carries no fencing token: acquire it through a handle with fencing")]
+    Unfenced,
 }
 
 /// What a fenced write did.
@@ -140,11 +197,11 @@ pub enum FencedRead {
 ///
 /// ```no_run
 /// # async fn demo(lease: redlock::Lease, mut target: redis::aio::MultiplexedConnection) -> Result<(), redlock::fencing::FenceError> {
-/// use redlock::fencing::{Fence, FencedKey, FencedWrite};
+/// use redlock::fencing::{FencedKey, FencedWrite};
 ///
 /// let stock = FencedKey::new("stock:warehouse-42");
-/// let fence = Fence::of(&lease).expect("a fenced lease");
-/// match stock.write(&mut target, fence, "17 pallets").await? {
+/// // The lease's fence goes with the write (`FenceError::Unfenced` without fencing).
+/// match stock.write(&mut target, &lease, "17 pallets").await? {
 ///     FencedWrite::Applied => {}
 ///     FencedWrite::Rejected { highest } => {
 ///         // Our lease is over: lease `highest` has used the resource since. Stop.
@@ -194,20 +251,22 @@ impl FencedKey {
         &self.owner_key
     }
 
-    /// Writes `value` unless a newer lease has used the key; registers the fence. The same
-    /// lease may write any number of times.
+    /// Writes `value` unless a newer lease has used the key; registers the fence of `fence`
+    /// (the lease itself, `&lease`, or its [`Fence`]; see [`AsFence`]). The same lease may
+    /// write any number of times.
     ///
     /// # Errors
     ///
     /// [`FenceError::Repeated`] when another lease has used the same token;
+    /// [`FenceError::Unfenced`] when `fence` is a lease without a fencing token;
     /// [`FenceError::Redis`] for the connection's error, or a reply that is not the script's.
     pub async fn write<C: ConnectionLike>(
         &self,
         connection: &mut C,
-        fence: impl Into<Fence>,
+        fence: impl AsFence,
         value: impl ToRedisArgs,
     ) -> Result<FencedWrite, FenceError> {
-        let fence = fence.into();
+        let fence = fence.as_fence().ok_or(FenceError::Unfenced)?;
         let reply: Value = WRITE
             .eval(&[&self.key, &self.fence_key, &self.owner_key].map(String::as_str))
             .arg(fence.token)
@@ -236,13 +295,14 @@ impl FencedKey {
     /// # Errors
     ///
     /// [`FenceError::Repeated`] when another lease has used the same token;
+    /// [`FenceError::Unfenced`] when `fence` is a lease without a fencing token;
     /// [`FenceError::Redis`] for the connection's error, or a reply that is not the script's.
     pub async fn read<C: ConnectionLike>(
         &self,
         connection: &mut C,
-        fence: impl Into<Fence>,
+        fence: impl AsFence,
     ) -> Result<FencedRead, FenceError> {
-        let fence = fence.into();
+        let fence = fence.as_fence().ok_or(FenceError::Unfenced)?;
         let reply: Value = READ
             .eval(&[&self.key, &self.fence_key, &self.owner_key].map(String::as_str))
             .arg(fence.token)

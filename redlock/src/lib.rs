@@ -41,7 +41,7 @@
 //!
 //! | feature | default | what it adds |
 //! |---|---|---|
-//! | `tokio` | yes | [`client`]: the async client over tokio and the `redis` crate, and [`blocking`], its blocking facade. Without it only the pure algorithm core ([`core`]) is built, with no runtime and no Redis client, as the `redlock-sim` simulator uses it |
+//! | `tokio` | yes | [`client`]: the async client over tokio and the `redis` crate, and [`blocking`], its blocking facade. Without it only [`core`], the core's names this API speaks in, is built, with no runtime and no Redis client (the `redlock-sim` simulator depends on `redlock-core` itself) |
 //! | `metrics` | no | counters and histograms through the `metrics` facade (the Observability section of [`client`]) |
 //! | `tls-rustls` | no | `rediss://` node URLs through rustls, with ring as its crypto provider and the webpki root store; a private CA or a client certificate (mutual TLS) through [`RedlockBuilder::node_client`] and `redis::Client::build_with_tls` (below) |
 //! | `tls-native-tls` | no | `rediss://` node URLs through the platform's TLS library (OpenSSL on Linux, which needs its development files and `pkg-config` to build) |
@@ -82,9 +82,11 @@
 //! This crate takes a lease on one resource across several independent Redis servers, as
 //! the Redlock algorithm describes, and is explicit about what that lease guarantees.
 //!
-//! - [`core`] is the algorithm: pure state machines with no I/O, no clock and no random
-//!   generator of their own, driven by the client below and by the `redlock-sim`
-//!   deterministic simulator alike.
+//! - The algorithm is the `redlock-core` package: pure state machines with no I/O, no clock
+//!   and no random generator of their own, driven by the client below and by the
+//!   `redlock-sim` deterministic simulator alike. [`core`] re-exports the part of it this
+//!   crate's API speaks in (tokens, configuration, verdicts, node failures); a program that
+//!   drives the machines itself depends on `redlock-core`.
 //! - [`client`] (feature `tokio`, on by default) drives the core over the `redis` crate:
 //!   one multiplexed connection per node, reopened when it breaks, every node asked in
 //!   parallel.
@@ -109,10 +111,7 @@
 #![warn(missing_docs)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
-/// The algorithm as sans-IO state machines: the [`redlock-core`](redlock_core) package,
-/// which the client drives (and the simulator too). See its documentation for the call
-/// order.
-pub use redlock_core as core;
+pub mod core;
 
 #[cfg(feature = "tokio")]
 pub mod blocking;
@@ -125,10 +124,16 @@ pub mod fencing;
 #[cfg(feature = "tokio")]
 mod lua;
 
+// The names most programs need, at the root; each is also under its module.
+pub use crate::core::{Holder, ReleaseReport, Token, Verdict};
 #[cfg(feature = "tokio")]
-pub use client::{AcquireOptions, Lease, Redlock, RedlockBuilder};
+pub use client::{
+    AcquireOptions, FenceSource, Fencing, KeepAlive, Lease, LeaseSignal, Redlock, RedlockBuilder,
+};
 #[cfg(feature = "tokio")]
 pub use error::Error;
+#[cfg(feature = "tokio")]
+pub use fencing::Fence;
 
 /// The README's example is compiled as a doc-test so that it cannot rot.
 #[cfg(all(doctest, feature = "tokio"))]

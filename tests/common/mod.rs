@@ -145,7 +145,7 @@ pub fn quarantined(err: &Error, index: usize) -> bool {
 /// is counted in whole seconds by the nodes, and the client takes a second off it
 /// (`UPTIME_SLACK`), so this waits for the second whole second past `age`.
 pub fn wait_until_older_than(started: Instant, age: Duration) {
-    let slack = redlock::core::UPTIME_SLACK;
+    let slack = redlock_core::UPTIME_SLACK;
     let old_enough = Duration::from_secs(age.as_secs() + 1) + slack + Duration::from_millis(100);
     if let Some(left) = old_enough.checked_sub(started.elapsed()) {
         std::thread::sleep(left);

@@ -13,7 +13,7 @@ use futures::future::join_all;
 use redis::aio::MultiplexedConnection;
 use redlock::Redlock;
 use redlock::client::Fencing;
-use redlock::core::{LockKey, NodeFailure, NodeStatus, Reply, RetryPolicy};
+use redlock_core::{LockKey, NodeFailure, NodeStatus, Reply, RetryPolicy};
 
 use crate::duration::show;
 

@@ -29,7 +29,7 @@ mod rules;
 
 use std::time::Duration;
 
-use redlock::core::{ConfigWarning, RestartPolicy};
+use redlock_core::{ConfigWarning, RestartPolicy};
 
 use self::catalogue::Condition;
 use self::collect::Target;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use redlock::core::{NodeIdentity, info_field};
+use redlock_core::{NodeIdentity, info_field};
 
 use super::clock::TimeSample;
 use super::permissions::Probe;

@@ -3,7 +3,7 @@
 //!
 //! A lost round tells the core how long the holder's keys live and who holds them; the core
 //! narrows the retry window to that. Between rounds the driver waits for the start it picked
-//! in the window, or for the earlier one the core's [`Waiting`](crate::core::Waiting) gives
+//! in the window, or for the earlier one the core's [`Waiting`](redlock_core::Waiting) gives
 //! when the holders it saw release (a node's notification or a release by this client, see
 //! [`waiting`](super::waiting)). Whatever wakes it, the next round is an ordinary quorum
 //! round.
@@ -18,11 +18,11 @@ use super::drive::drive;
 use super::flight::Flight;
 use super::waiting::Waiter;
 use super::{FenceSource, Fencing, Lease, Redlock};
-use crate::core::{
+use crate::error::Error;
+use redlock_core::{
     Acquire, AcquireEvent, AcquireFailure, FailureReason, Grant, Held, LockConfig, Machine,
     RetryPolicy, RetryWindow, RoundFailure, Target, Timestamp,
 };
-use crate::error::Error;
 
 /// How long an acquisition may wait for the lease.
 #[derive(Clone, Copy, Debug)]
@@ -92,7 +92,7 @@ struct Lost {
 }
 
 /// One acquisition: the rounds the core's [`Acquire`] runs, and between them the waits the
-/// core's [`Waiting`](crate::core::Waiting) decides (through the [`Waiter`]).
+/// core's [`Waiting`](redlock_core::Waiting) decides (through the [`Waiter`]).
 struct Acquisition<'a> {
     redlock: &'a Redlock,
     target: &'a Target,

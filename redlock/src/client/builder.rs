@@ -10,11 +10,11 @@ use super::clock::Clock;
 use super::node::{Node, Nodes};
 use super::redact::redact_url;
 use super::{Redlock, Shared};
-use crate::core::{
+use crate::error::Error;
+use redlock_core::{
     ConfigError, DEFAULT_KEY_PREFIX, DriftFactor, LockConfig, LockKey, NodeId, RememberedServer,
     RestartPolicy, RetryPolicy,
 };
-use crate::error::Error;
 
 /// The connection-establishment timeout used when none is set.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -245,7 +245,7 @@ impl RedlockBuilder {
     /// it, and for how long from the moment a node's `run_id` changes (a restart, or another
     /// server behind the name, whatever its uptime): it may have lost the keys it held, and a
     /// node that forgot a key can hand a second client a majority (the Redis documentation's
-    /// "delayed restart", applied by the client; see [`crate::core::Eligibility`]).
+    /// "delayed restart", applied by the client; see [`redlock_core::Eligibility`]).
     ///
     /// The quarantine must cover the longest TTL **of any client of these nodes**, since a
     /// restart forgets every client's keys. The default is the longest TTL of this client's
@@ -345,33 +345,6 @@ impl RedlockBuilder {
     /// [`Error::Config`], naming the field, when a node URL does not parse (shown without
     /// its password), two nodes share an address, or a parameter is out of range.
     pub fn build(self) -> Result<Redlock, Error> {
-        self.build_async()
-    }
-
-    /// Builds a [blocking client](crate::blocking::Redlock) for synchronous code: the
-    /// client [`build`](Self::build) makes, on a tokio runtime of its own.
-    ///
-    /// ```no_run
-    /// # fn demo() -> Result<(), redlock::Error> {
-    /// let redlock = redlock::Redlock::builder()
-    ///     .nodes(["redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"])
-    ///     .build_blocking()?;
-    /// let lease = redlock.acquire("nightly-report")?;
-    /// // ... the job ...
-    /// lease.release()?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// As [`build`](Self::build), and
-    /// [`Error::InsideAsyncRuntime`] when called from inside an async runtime.
-    pub fn build_blocking(self) -> Result<crate::blocking::Redlock, Error> {
-        crate::blocking::refuse_inside_runtime("RedlockBuilder::build_blocking")?;
-        crate::blocking::Redlock::new(self.build_async()?)
-    }
-
-    fn build_async(self) -> Result<Redlock, Error> {
         let (nodes, subscribers) = open_nodes(self.nodes, self.connect_timeout)?;
         if let Some(factor) = self.invalid_drift_factor {
             return Err(ConfigError::new(

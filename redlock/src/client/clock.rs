@@ -26,7 +26,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::core::Timestamp;
+use redlock_core::Timestamp;
 
 /// The longest [`Clock::sleep_until`] sleeps before it reads the clock again: how late it
 /// can fire after the system resumes from a suspend.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::future::join_all;
 
 use super::Redlock;
-use crate::core::{NodeFailure, quorum};
+use redlock_core::{NodeFailure, quorum};
 
 /// What [`Redlock::connect`] found on each node.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl Redlock {
     ///
     /// Connections open lazily, so the first acquisition of a new client also pays for the
     /// TCP handshake and the identification of the connection (`INFO`, see
-    /// [`crate::core::Eligibility`]), within the per-node timeout: on a busy machine
+    /// [`redlock_core::Eligibility`]), within the per-node timeout: on a busy machine
     /// a fresh process's single [`try_acquire`](Redlock::try_acquire) can miss its quorum
     /// for that reason alone. Calling `connect` first moves that cost out of the lease's
     /// budget. Each node gets the connect timeout plus the per-node timeout; nodes that fail
@@ -120,7 +120,7 @@ impl Redlock {
     /// the `run_id` each node told (nodes that have not told one yet are left out) and how
     /// long ago a change to it was seen. Read it after [`connect`](Self::connect), and again
     /// before the process ends (a node may have been replaced meanwhile).
-    pub fn servers_met(&self) -> Vec<(String, crate::core::RememberedServer)> {
+    pub fn servers_met(&self) -> Vec<(String, redlock_core::RememberedServer)> {
         let nodes = &self.shared.nodes;
         self.shared
             .addresses

@@ -2,7 +2,7 @@
 
 use super::clock::Clock;
 use super::flight::Flight;
-use crate::core::Machine;
+use redlock_core::Machine;
 
 /// Runs `machine` until it produces its outcome: sends what it polls, feeds back replies
 /// and timer expiries with `now` read from `clock`.

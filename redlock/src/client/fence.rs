@@ -47,7 +47,7 @@ pub enum Fencing {
     #[default]
     None,
     /// Tokens minted on the nodes themselves, by the two-phase acquisition of
-    /// [`LockConfig::with_fencing`](crate::core::LockConfig::with_fencing): strictly
+    /// [`LockConfig::with_fencing`](redlock_core::LockConfig::with_fencing): strictly
     /// increasing across leases as long as no node loses its counter (a crash without
     /// `appendfsync always`, or a failover to a lagging replica, can make tokens repeat).
     Quorum,

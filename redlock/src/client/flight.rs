@@ -29,7 +29,7 @@ use tracing::Instrument;
 use super::expiry::Expiry;
 use super::lanes::{Gate, Lanes, OpensOnDrop};
 use super::node::Nodes;
-use crate::core::{NodeFailure, Reply, RequestId, Transmit};
+use redlock_core::{NodeFailure, Reply, RequestId, Transmit};
 
 /// The client's work still running in the background (stragglers of finished operations,
 /// releases of dropped leases), counted so that a process can wait for it before it exits.

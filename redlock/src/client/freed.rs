@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 use super::lock;
-use crate::core::{NodeId, Token};
+use redlock_core::{NodeId, Token};
 
 /// The releases heard on one lock key: from the nodes' notifications (the release scripts
 /// `PUBLISH` the released token on the key's name) and from this client's own releases.

@@ -4,13 +4,13 @@ use tracing::Instrument;
 
 use super::Redlock;
 use super::drive::drive;
-use crate::core::{Holder, HolderQuery, LockKey, Target};
 use crate::error::Error;
+use redlock_core::{Holder, HolderQuery, LockKey, Target};
 
 impl Redlock {
     /// Who holds `resource`: asks every node, read-only, for the lock key's value, its
     /// remaining TTL and the resource's fence counter, and judges the answers on a quorum
-    /// (see [`Holder`] and [`Verdict`](crate::core::Verdict)): held by a token on `k` of `N`
+    /// (see [`Holder`] and [`Verdict`](redlock_core::Verdict)): held by a token on `k` of `N`
     /// nodes, expiring in `d`; free; or unknown when too few nodes answered to tell.
     ///
     /// The query never creates, changes or deletes a key: each node gets one `MULTI` of
@@ -19,7 +19,7 @@ impl Redlock {
     /// connecting and identifying the node within that timeout when no connection is open
     /// (call [`connect`](Redlock::connect) first on nodes far away). Nodes in their restart
     /// quarantine are not asked, as they take no part in a quorum either: they may have
-    /// forgotten keys (they show as [`NodeFailure::Quarantined`](crate::core::NodeFailure)).
+    /// forgotten keys (they show as [`NodeFailure::Quarantined`](redlock_core::NodeFailure)).
     ///
     /// What the nodes say is a snapshot: the holder may release or extend the lease a moment
     /// later, and its own validity ends before the TTL the nodes show. Use it to see who is

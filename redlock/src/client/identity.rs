@@ -6,8 +6,8 @@ use redis::aio::MultiplexedConnection;
 use redis::{RedisResult, Value};
 
 use super::wire::classify;
-use crate::core::{NodeFailure, NodeIdentity, ServerGeneration};
 use crate::lua::lock::LOADED;
+use redlock_core::{NodeFailure, NodeIdentity, ServerGeneration};
 
 /// What a new connection learned in its first round trip.
 pub(crate) struct Greeting {

@@ -2,7 +2,7 @@
 //! that work can watch, and the handle that releases the lease.
 //!
 //! When to extend, when to try again, when to give the lease up and when it may be released
-//! are the core's decisions (see [`crate::core::Keeper`]); this module sends what the keeper
+//! are the core's decisions (see [`redlock_core::Keeper`]); this module sends what the keeper
 //! asks for, wakes it on the client's clock (which counts suspended time), publishes what it
 //! decides, and tells it when the work has stopped, or that the handle was dropped. A lease
 //! is never released by the keeper task while the work may still run: the release waits for
@@ -16,10 +16,10 @@ use tokio::sync::{oneshot, watch};
 use super::Lease;
 use super::clock::Clock;
 use super::lease::{Until, release};
-use crate::core::{
+use redlock_core::{
     Held, Keeper, KeeperEvent, Machine, ReleaseReport, ReleaseWhen, Timestamp, Token,
 };
-pub use crate::core::{KeepAlive, LeaseLost};
+pub use redlock_core::{KeepAlive, LeaseLost};
 
 #[derive(Clone, Debug)]
 struct State {
@@ -319,7 +319,7 @@ impl Drop for StopsWithWork {
 }
 
 impl Lease {
-    /// Keeps this lease alive in the background under `policy` (see [`crate::core::Keeper`]
+    /// Keeps this lease alive in the background under `policy` (see [`redlock_core::Keeper`]
     /// for the schedule): a task extends it before its validity runs out, retries a failed
     /// extension while one can still finish in time, and reports the lease lost at the end of
     /// validity minus the policy's margin, or at once when the nodes show that a quorum no

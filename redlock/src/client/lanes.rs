@@ -15,7 +15,7 @@ use futures::task::AtomicWaker;
 
 use super::lock;
 use super::registry::WeakMap;
-use crate::core::Target;
+use redlock_core::Target;
 
 /// Opens when a command of a lane has finished (or was dropped unfinished), and wakes the
 /// command waiting for it.

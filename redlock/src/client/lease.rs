@@ -8,8 +8,8 @@ use tracing::Instrument;
 use super::Redlock;
 use super::drive::drive;
 use super::lanes::Lanes;
-use crate::core::{ExtendFailure, ExtendOutcome, Held, ReleaseReport, Target, Token};
 use crate::error::{Error, NodeReport};
+use redlock_core::{ExtendFailure, ExtendOutcome, Held, ReleaseReport, Target, Token};
 
 /// A lease on one resource, held on a quorum of nodes until [`valid_until`](Lease::valid_until).
 ///
@@ -185,7 +185,7 @@ impl Lease {
     /// node did.
     ///
     /// Never fails: releasing a lease that already expired reports the nodes as
-    /// [`NotHeld`](crate::core::Reply::NotHeld), and a node that does not answer is reported
+    /// [`NotHeld`](redlock_core::Reply::NotHeld), and a node that does not answer is reported
     /// as failed (its key expires with the TTL). It returns once every node has answered or
     /// its per-node timeout has passed, so the report [is complete](ReleaseReport::is_complete)
     /// (on healthy nodes: the key was deleted everywhere), and a program that ends right
@@ -345,5 +345,13 @@ impl fmt::Debug for Lease {
             .field("extensions", &self.extensions())
             .field("fence", &self.fence())
             .finish_non_exhaustive()
+    }
+}
+
+/// The lease's owner token, so that [`Holder::is_held_by`](redlock_core::Holder::is_held_by)
+/// takes `&lease`.
+impl From<&Lease> for Token {
+    fn from(lease: &Lease) -> Self {
+        lease.token()
     }
 }

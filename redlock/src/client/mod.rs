@@ -3,7 +3,7 @@
 //! - One multiplexed connection per node, opened on first use and replaced by the client
 //!   itself when it breaks (not redis-rs' `ConnectionManager`): every new connection is
 //!   identified before it carries anything but a release, so that a restarted node cannot
-//!   vote unseen (see the core's [`Eligibility`](crate::core::Eligibility)).
+//!   vote unseen (see the core's [`Eligibility`](redlock_core::Eligibility)).
 //! - Every node is asked in parallel; each request is bounded by the per-node timeout, so a
 //!   dead or paused node costs at most that timeout.
 //! - A round is decided as soon as a quorum agrees (or cannot); requests still in flight run
@@ -110,13 +110,13 @@ use self::notifications::Notifications;
 use self::telemetry::Telemetry;
 use self::tokens::Tokens;
 use self::waiting::Waiting;
-use crate::core::{ConfigError, LockConfig, RetryPolicy, Target, Timestamp};
 use crate::error::Error;
+use redlock_core::{ConfigError, LockConfig, RetryPolicy, Target, Timestamp};
 
-pub use crate::core::ReleaseReport;
+pub use redlock_core::ReleaseReport;
 // What `Redlock::holder` answers.
-pub use crate::core::{Holder, KeyReading, KeyValue, Verdict};
 pub use crate::error::{NodeOutcome, NodeReport};
+pub use redlock_core::{Holder, KeyReading, KeyValue, Verdict};
 
 /// A Redlock client over a fixed set of independent Redis masters.
 ///
@@ -480,7 +480,7 @@ impl Redlock {
     /// # Errors
     ///
     /// As [`acquire`](Redlock::acquire), plus [`Error::Resource`] for more than
-    /// [`MAX_RESOURCES`](crate::core::MAX_RESOURCES) resources, and [`Error::Config`] on a
+    /// [`MAX_RESOURCES`](redlock_core::MAX_RESOURCES) resources, and [`Error::Config`] on a
     /// handle with [`Fencing::Quorum`] (quorum-minted tokens are per resource).
     pub async fn acquire_many<'a>(
         &self,

@@ -24,7 +24,7 @@ use super::identity;
 use super::lanes::Gate;
 use super::lock;
 use super::wire::{self, classify, connection_lost};
-use crate::core::{
+use redlock_core::{
     Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId,
     RememberedServer, Reply, RestartPolicy, RoundFailure, ServerGeneration,
 };

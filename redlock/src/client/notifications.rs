@@ -8,7 +8,7 @@
 //! from. Nothing here trusts a message: Pub/Sub channels belong to the whole server, not to
 //! a database (a lease of the same name in another database of the node publishes on the
 //! same channel), and anyone the ACL lets publish there can send anything. A waiter's core
-//! [`Waiting`](crate::core::Waiting) counts a message only as the release of the holder its
+//! [`Waiting`](redlock_core::Waiting) counts a message only as the release of the holder its
 //! lost round saw on that node. The connection is a plain RESP2 or RESP3
 //! subscriber (redis-rs' `PubSub`), opened on first use and reopened with a back-off when it
 //! breaks. Notifications are a shortcut and nothing more: while a node's subscription is
@@ -26,7 +26,7 @@ use super::freed::Freed;
 use super::lock;
 use super::registry::WeakMap;
 use super::wire::classify;
-use crate::core::{NodeFailure, NodeId};
+use redlock_core::{NodeFailure, NodeId};
 
 /// The first wait before reconnecting a broken subscription, doubled up to the last.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::acquire::Wait;
 use super::{Lease, Redlock};
-use crate::core::Target;
 use crate::error::Error;
+use redlock_core::Target;
 
 /// The options of one acquisition ([`Redlock::acquire_with`]): what differs from the
 /// handle's defaults for this call only.
@@ -140,7 +140,7 @@ impl Redlock {
     /// # Errors
     ///
     /// As [`acquire`](Redlock::acquire), plus [`Error::Config`] (field `ttl`) for a TTL the
-    /// handle's [`LockConfig::validate`](crate::core::LockConfig::validate) refuses.
+    /// handle's [`LockConfig::validate`](redlock_core::LockConfig::validate) refuses.
     pub async fn acquire_with(
         &self,
         resource: &str,

@@ -10,8 +10,8 @@ use std::sync::Mutex;
 use rand::rngs::{StdRng, SysRng};
 use rand::{Rng, SeedableRng};
 
-use crate::core::{TOKEN_LEN, Token};
 use crate::error::Error;
+use redlock_core::{TOKEN_LEN, Token};
 
 /// The client's token generator.
 pub(crate) struct Tokens(Mutex<StdRng>);

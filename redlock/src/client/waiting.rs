@@ -1,7 +1,7 @@
 //! Waiting for a resource that another owner holds: the logs of the releases heard on its
 //! keys ([`freed`](super::freed)), and a line per resource for this client's own waiters.
 //!
-//! What to make of a release is the core's [`Waiting`](crate::core::Waiting): a waiter
+//! What to make of a release is the core's [`Waiting`](redlock_core::Waiting): a waiter
 //! feeds it its lost rounds and what the log heard, and sleeps until the round it says.
 //! Neither decides anything about the lease: a woken waiter runs an ordinary quorum round,
 //! which the core judges as any other. They only decide *when* that round runs, so a
@@ -21,7 +21,7 @@ use super::freed::{Freed, any_after, epoch, sequence};
 use super::lock;
 use super::notifications::Subscription;
 use super::registry::WeakMap;
-use crate::core::{LockConfig, RoundFailure, Target, Timestamp, Token};
+use redlock_core::{LockConfig, RoundFailure, Target, Timestamp, Token};
 
 /// This client's waiters for one target, first come first served: only the first in line
 /// runs rounds. Without the line, every waiter of the client would run a round at each
@@ -137,7 +137,7 @@ impl Waiting {
 
 /// What one acquisition needs to wait well: its place in this client's line for the target,
 /// the logs of releases on its keys, its subscription to the nodes' notifications, and the
-/// core's [`Waiting`](crate::core::Waiting), which decides when its next round starts.
+/// core's [`Waiting`](redlock_core::Waiting), which decides when its next round starts.
 /// Nothing is set up until it is needed (a first round that fails, or others of the client
 /// already in line), so that an acquisition that nobody contends pays for none of it.
 pub(crate) struct Waiter<'a> {
@@ -149,7 +149,7 @@ pub(crate) struct Waiter<'a> {
     /// The sequence number from which the logs are still to be read (see [`sequence`]).
     cursor: u64,
     /// When the next round starts, from what was heard; from the first lost round on.
-    rounds: Option<crate::core::Waiting>,
+    rounds: Option<redlock_core::Waiting>,
 }
 
 impl<'a> Waiter<'a> {
@@ -225,7 +225,7 @@ impl<'a> Waiter<'a> {
     }
 
     /// The round that ran is lost (`failure`): tells the core's
-    /// [`Waiting`](crate::core::Waiting) so, with the start `timer` picked in the retry
+    /// [`Waiting`](redlock_core::Waiting) so, with the start `timer` picked in the retry
     /// window, and whether the holders' release may wake us earlier (`wake_on_release`).
     pub(crate) fn round_lost(
         &mut self,
@@ -236,11 +236,11 @@ impl<'a> Waiter<'a> {
     ) {
         let target = self.target;
         self.rounds
-            .get_or_insert_with(|| crate::core::Waiting::new(config, target.clone()))
+            .get_or_insert_with(|| redlock_core::Waiting::new(config, target.clone()))
             .round_lost(failure, wake_on_release, timer);
     }
 
-    /// Returns when the core's [`Waiting`](crate::core::Waiting) says the next round
+    /// Returns when the core's [`Waiting`](redlock_core::Waiting) says the next round
     /// starts: at the timer of the [lost round](Self::round_lost), or earlier once the
     /// holders it saw released a quorum of nodes (when it may wake on a release), and no
     /// early round ran within a retry delay. At once if no round was lost.
@@ -279,7 +279,7 @@ fn read_logs(
     signals: &[Arc<Freed>],
     target: &Target,
     from: u64,
-    rounds: &mut crate::core::Waiting,
+    rounds: &mut redlock_core::Waiting,
     now: Timestamp,
 ) {
     for (freed, key) in signals.iter().zip(target.keys()) {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use redlock::core::quarantine_left;
+use redlock_core::quarantine_left;
 
 use crate::doctor::catalogue::{self, Condition};
 use crate::doctor::finding::{Check, Finding, Level};

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use redlock::core::quarantine_left;
+use redlock_core::quarantine_left;
 
 use crate::doctor::catalogue::{self, Condition};
 use crate::doctor::clock::{self, StartStep};
@@ -154,7 +154,7 @@ mod tests {
             .unwrap();
         let remedy = warning.remedy.as_deref().unwrap();
         let quarantine = limits().quarantine.unwrap();
-        let left = super::show(redlock::core::quarantine_left(
+        let left = super::show(redlock_core::quarantine_left(
             quarantine,
             Duration::from_secs(4),
         ));
