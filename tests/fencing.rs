@@ -384,3 +384,44 @@ async fn a_token_that_arrives_after_the_validity_is_refused() {
     }
     assert_no_lock_keys(&fleet).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_access_takes_the_lease_itself_and_refuses_one_without_a_token() {
+    let locks = fleet(3);
+    let store = fleet(1);
+    let plain = builder(&locks).build().unwrap();
+    let fenced = plain.with_fencing(Fencing::Quorum).unwrap();
+    let stock = FencedKey::new("stock:warehouse-9");
+    let mut conn = target(&store).await;
+
+    let lease = fenced.acquire("warehouse-9").await.unwrap();
+    assert_eq!(
+        stock.write(&mut conn, &lease, "9 pallets").await.unwrap(),
+        FencedWrite::Applied
+    );
+    assert_eq!(
+        stock.read(&mut conn, &lease).await.unwrap(),
+        FencedRead::Value(Some(b"9 pallets".to_vec()))
+    );
+    let holder = fenced.holder("warehouse-9").await.unwrap();
+    assert!(holder.is_held_by(&lease), "{holder}");
+    assert!(holder.to_string().starts_with("held by "), "{holder}");
+    lease.release().await;
+
+    // Without fencing there is no token to send: nothing reaches the store.
+    let unfenced = plain.acquire("warehouse-9").await.unwrap();
+    let refused = stock.write(&mut conn, &unfenced, "late").await;
+    assert!(matches!(refused, Err(FenceError::Unfenced)), "{refused:?}");
+    let holder = plain.holder("warehouse-9").await.unwrap();
+    assert!(holder.is_held_by(&unfenced));
+    unfenced.release().await;
+    let holder = plain.holder("warehouse-9").await.unwrap();
+    assert!(holder.is_free(), "{holder}");
+    let value: Option<String> = redis::cmd("GET")
+        .arg("stock:warehouse-9")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(value.as_deref(), Some("9 pallets"));
+    assert_no_lock_keys(&locks).await;
+}
