@@ -130,6 +130,15 @@ pub enum Target {
 }
 
 impl Target {
+    /// The target for one resource under `prefix`: [`Target::One`].
+    ///
+    /// # Errors
+    ///
+    /// A [`ResourceError`] for an empty or over-long name.
+    pub fn one(prefix: &str, resource: &str) -> Result<Self, ResourceError> {
+        LockKey::new(prefix, resource).map(Self::One)
+    }
+
     /// The target for `resources` under `prefix`: sorted and deduplicated; a single
     /// resource gives [`Target::One`].
     ///
@@ -233,6 +242,17 @@ pub enum ResourceError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_resource_is_the_single_target_many_makes_of_it() {
+        assert_eq!(
+            Target::one("redlock:", "a"),
+            Target::many("redlock:", ["a"])
+        );
+        assert!(matches!(Target::one("redlock:", "a"), Ok(Target::One(_))));
+        assert_eq!(Target::one("redlock:", ""), Target::many("redlock:", [""]));
+        assert!(Target::one("redlock:", "").is_err());
+    }
 
     #[test]
     fn limits() {

@@ -24,12 +24,14 @@ use redlock_core::{
     RetryPolicy, RetryWindow, RoundFailure, Target, Timestamp,
 };
 
-/// How long an acquisition may wait for the lease.
-#[derive(Clone, Copy, Debug)]
+/// How long an acquisition may wait for the lease: what each acquisition method and
+/// [`AcquireOptions`](super::AcquireOptions) ask for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) enum Wait {
     /// One round, nothing else (`try_acquire`).
     OneRound,
     /// As many rounds as the handle's retry policy allows.
+    #[default]
     Policy,
     /// Rounds until this much time has passed, whatever the retry count.
     For(Duration),

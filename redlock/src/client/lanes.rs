@@ -113,7 +113,7 @@ mod tests {
     use super::*;
 
     fn target(name: &str) -> Target {
-        Target::many("lock:", [name]).unwrap()
+        Target::one("lock:", name).unwrap()
     }
 
     #[tokio::test]

@@ -438,7 +438,7 @@ impl Redlock {
     /// Dropping the future mid-flight releases the current round's token on every node from
     /// a detached, time-bounded task.
     pub async fn acquire(&self, resource: &str) -> Result<Lease, Error> {
-        let target = Target::many(&self.shared.key_prefix, [resource])?;
+        let target = Target::one(&self.shared.key_prefix, resource)?;
         self.acquire_target(target, Wait::Policy).await
     }
 
@@ -465,7 +465,7 @@ impl Redlock {
         resource: &str,
         wait: std::time::Duration,
     ) -> Result<Lease, Error> {
-        let target = Target::many(&self.shared.key_prefix, [resource])?;
+        let target = Target::one(&self.shared.key_prefix, resource)?;
         self.acquire_target(target, Wait::For(wait)).await
     }
 
@@ -513,7 +513,7 @@ impl Redlock {
     ///
     /// As [`acquire`](Redlock::acquire).
     pub async fn try_acquire(&self, resource: &str) -> Result<Lease, Error> {
-        let target = Target::many(&self.shared.key_prefix, [resource])?;
+        let target = Target::one(&self.shared.key_prefix, resource)?;
         self.acquire_target(target, Wait::OneRound).await
     }
 }

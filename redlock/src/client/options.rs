@@ -36,19 +36,7 @@ use redlock_core::Target;
 #[must_use]
 pub struct AcquireOptions {
     ttl: Option<Duration>,
-    wait: WaitOption,
-}
-
-/// How long one acquisition may wait for its lease.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum WaitOption {
-    /// As the handle's retry policy allows.
-    #[default]
-    Policy,
-    /// One round.
-    Once,
-    /// Rounds as long as one can start within this budget.
-    For(Duration),
+    wait: Wait,
 }
 
 impl AcquireOptions {
@@ -75,7 +63,7 @@ impl AcquireOptions {
     /// within `wait`, so the call returns within `wait` plus one round. `Duration::ZERO`
     /// makes a single round. Replaces an earlier [`once`](Self::once).
     pub fn wait(mut self, wait: Duration) -> Self {
-        self.wait = WaitOption::For(wait);
+        self.wait = Wait::For(wait);
         self
     }
 
@@ -83,7 +71,7 @@ impl AcquireOptions {
     /// this client's other waiters ([`Redlock::try_acquire`]). Replaces an earlier
     /// [`wait`](Self::wait).
     pub fn once(mut self) -> Self {
-        self.wait = WaitOption::Once;
+        self.wait = Wait::OneRound;
         self
     }
 
@@ -95,22 +83,14 @@ impl AcquireOptions {
     /// The wait budget set for this call, if any.
     pub fn wait_budget(&self) -> Option<Duration> {
         match self.wait {
-            WaitOption::For(wait) => Some(wait),
-            WaitOption::Policy | WaitOption::Once => None,
+            Wait::For(wait) => Some(wait),
+            Wait::Policy | Wait::OneRound => None,
         }
     }
 
     /// Whether this call makes a single round.
     pub fn is_once(&self) -> bool {
-        self.wait == WaitOption::Once
-    }
-
-    fn wait_mode(&self) -> Wait {
-        match self.wait {
-            WaitOption::Policy => Wait::Policy,
-            WaitOption::Once => Wait::OneRound,
-            WaitOption::For(wait) => Wait::For(wait),
-        }
+        self.wait == Wait::OneRound
     }
 }
 
@@ -146,9 +126,9 @@ impl Redlock {
         resource: &str,
         options: AcquireOptions,
     ) -> Result<Lease, Error> {
-        let target = Target::many(&self.shared.key_prefix, [resource])?;
+        let target = Target::one(&self.shared.key_prefix, resource)?;
         self.for_call(&options)?
-            .acquire_target(target, options.wait_mode())
+            .acquire_target(target, options.wait)
             .await
     }
 
@@ -177,7 +157,7 @@ impl Redlock {
     ) -> Result<Lease, Error> {
         let target = self.many_target(resources)?;
         self.for_call(&options)?
-            .acquire_target(target, options.wait_mode())
+            .acquire_target(target, options.wait)
             .await
     }
 
@@ -202,17 +182,17 @@ mod tests {
         assert_eq!(options.ttl_override(), None);
         assert_eq!(options.wait_budget(), None);
         assert!(!options.is_once());
-        assert!(matches!(options.wait_mode(), Wait::Policy));
+        assert!(matches!(options.wait, Wait::Policy));
     }
 
     #[test]
     fn the_last_wait_setting_wins() {
         let secs = Duration::from_secs;
         let once_then_wait = AcquireOptions::new().once().wait(secs(3));
-        assert!(matches!(once_then_wait.wait_mode(), Wait::For(d) if d == secs(3)));
+        assert!(matches!(once_then_wait.wait, Wait::For(d) if d == secs(3)));
         assert!(!once_then_wait.is_once());
         let wait_then_once = AcquireOptions::new().wait(secs(3)).once();
-        assert!(matches!(wait_then_once.wait_mode(), Wait::OneRound));
+        assert!(matches!(wait_then_once.wait, Wait::OneRound));
         assert_eq!(wait_then_once.wait_budget(), None);
     }
 
