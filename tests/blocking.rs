@@ -6,7 +6,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use redlock::{AcquireOptions, Error};
+use redlock::core::KeyValue;
+use redlock::{AcquireOptions, Error, Fencing, KeepAlive, Verdict};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -253,4 +254,76 @@ async fn inside_an_async_runtime_it_refuses_and_from_a_plain_thread_it_works() {
     assert_no_lock_keys(&fleet).await;
     // Dropped here, the last handle does not wait (nor panic).
     drop(redlock);
+}
+
+#[test]
+fn fencing_and_the_holder_through_the_blocking_facade() {
+    let fleet = fleet(3);
+    let redlock = builder(&fleet).build_blocking().unwrap();
+    let fenced = redlock.with_fencing(Fencing::Quorum).unwrap();
+    let first = fenced.acquire("ledger").unwrap();
+    let holder = redlock.holder("ledger").unwrap();
+    assert!(holder.is_held_by(&first), "{holder}");
+    assert!(
+        matches!(
+            holder.verdict(),
+            Verdict::Held { value: KeyValue::Token(t), nodes: 3, fence, .. }
+                if t == first.token() && fence == first.fence()
+        ),
+        "{holder}"
+    );
+    let token = first
+        .fence()
+        .expect("a fenced handle's lease carries a token");
+    first.release().unwrap();
+    let second = fenced.acquire("ledger").unwrap();
+    assert!(
+        second.fence().unwrap() > token,
+        "tokens increase across leases"
+    );
+    second.release().unwrap();
+    assert!(redlock.holder("ledger").unwrap().is_free());
+    // The handle it was derived from has no fencing.
+    let plain = redlock.acquire("ledger").unwrap();
+    assert_eq!(plain.fence(), None);
+    plain.release().unwrap();
+    no_lock_keys(&fleet);
+}
+
+#[test]
+fn with_lock_signalled_returns_the_work_even_after_a_loss_under_its_keep_alive_policy() {
+    let mut fleet = fleet(3);
+    let redlock = builder(&fleet)
+        .ttl(ms(600))
+        .node_timeout(ms(50))
+        .build_blocking()
+        .unwrap()
+        // The handle's policy is what `with_lock_signalled` keeps the lease alive under.
+        .with_keep_alive(KeepAlive::at_half_life(ms(600)));
+    let value = redlock
+        .with_lock_signalled("import", |signal| {
+            assert!(signal.is_valid());
+            fleet.pause(1).unwrap();
+            fleet.pause(2).unwrap();
+            let gone = eventually_sync(Duration::from_secs(5), || !signal.is_valid());
+            assert!(gone, "the lease outlived a quorum of paused nodes");
+            "stopped at the signal"
+        })
+        .unwrap();
+    assert_eq!(value, "stopped at the signal");
+    fleet.resume(1).unwrap();
+    fleet.resume(2).unwrap();
+    assert!(eventually_sync(Duration::from_secs(3), || lock_keys(
+        &fleet
+    ) == 0));
+    // Without a loss it returns the work's output too, and releases the lease.
+    let extensions = redlock
+        .with_lock_signalled("import", |signal| {
+            std::thread::sleep(ms(1_200));
+            assert!(signal.is_valid());
+            signal.extensions()
+        })
+        .unwrap();
+    assert!(extensions >= 1, "extended {extensions} times");
+    no_lock_keys(&fleet);
 }

@@ -53,10 +53,11 @@ use std::time::{Duration, Instant};
 use tokio::runtime::{Handle, Runtime};
 
 use crate::client::{
-    AcquireOptions, ConnectReport, LeaseSignal, RedlockBuilder, Stats, StopsWithWork,
+    AcquireOptions, ConnectReport, Fencing, KeepAlive, LeaseSignal, RedlockBuilder, Stats,
+    StopsWithWork,
 };
+use crate::core::{Holder, LeaseLost, LockConfig, ReleaseReport, RetryPolicy, Token};
 use crate::error::Error;
-use redlock_core::{LeaseLost, LockConfig, ReleaseReport, RetryPolicy, Token};
 
 /// How long [`Redlock::with_lock`] waits for the keeper's reason once the loss deadline has
 /// passed.
@@ -214,6 +215,34 @@ impl Redlock {
         Ok(self.derived(self.inner.with_retry(retry)?))
     }
 
+    /// A handle sharing this runtime and these connections whose leases may be held through
+    /// extensions for at most `max_hold` (see [`crate::Redlock::with_max_hold`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Config`] if the duration is refused (zero).
+    pub fn with_max_hold(&self, max_hold: Duration) -> Result<Self, Error> {
+        Ok(self.derived(self.inner.with_max_hold(max_hold)?))
+    }
+
+    /// A handle sharing this runtime and these connections whose leases carry fencing
+    /// tokens (see [`crate::Redlock::with_fencing`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Redlock::with_fencing`].
+    pub fn with_fencing(&self, fencing: Fencing) -> Result<Self, Error> {
+        Ok(self.derived(self.inner.with_fencing(fencing)?))
+    }
+
+    /// A handle sharing this runtime and these connections whose
+    /// [`with_lock`](Redlock::with_lock) and
+    /// [`with_lock_signalled`](Redlock::with_lock_signalled) calls keep their leases alive
+    /// under `policy` (see [`crate::Redlock::with_keep_alive`]).
+    pub fn with_keep_alive(&self, policy: KeepAlive) -> Self {
+        self.derived(self.inner.with_keep_alive(policy))
+    }
+
     fn derived(&self, inner: crate::Redlock) -> Self {
         Self {
             inner,
@@ -350,14 +379,7 @@ impl Redlock {
         resource: &str,
         work: impl FnOnce(&LeaseSignal) -> T,
     ) -> Result<T, Error> {
-        let mut lease = self.acquire(resource)?;
-        let inner = lease.inner.take().expect("a lease is taken only once");
-        let kept = {
-            // The keep-alive task runs on this client's worker while `work` runs here.
-            let _runtime = self.runtime.runtime().enter();
-            // Dropped after `work` (a panic unwinds through it): the work has stopped then.
-            StopsWithWork::new(inner.keep_alive(self.inner.keep_alive_policy()))
-        };
+        let kept = self.kept("Redlock::with_lock", resource)?;
         let signal = kept.signal();
         let value = work(&signal);
         // Past its loss deadline the lease is lost, whether or not the keeper (whose timer
@@ -381,6 +403,49 @@ impl Redlock {
             }),
             None => Ok(value),
         }
+    }
+
+    /// Who holds `resource`, as every node answers a read-only query (see
+    /// [`crate::Redlock::holder`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::Redlock::holder`], and [`Error::InsideAsyncRuntime`].
+    pub fn holder(&self, resource: &str) -> Result<Holder, Error> {
+        self.runtime
+            .block_on("Redlock::holder", self.inner.holder(resource))?
+    }
+
+    /// Like [`with_lock`](Redlock::with_lock), but returns `work`'s output even when the
+    /// lease was lost while it ran: `work` watches the [`LeaseSignal`] itself (as
+    /// [`crate::Redlock::with_lock_signalled`]). The lease is released once `work` returns.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Redlock::acquire).
+    pub fn with_lock_signalled<T>(
+        &self,
+        resource: &str,
+        work: impl FnOnce(&LeaseSignal) -> T,
+    ) -> Result<T, Error> {
+        let kept = self.kept("Redlock::with_lock_signalled", resource)?;
+        let value = work(&kept.signal());
+        self.runtime
+            .block_on("Redlock::with_lock_signalled", kept.release())?;
+        Ok(value)
+    }
+
+    /// Acquires `resource` and keeps the lease alive on this client's worker under the
+    /// handle's keep-alive policy, until the returned guard is released or dropped.
+    fn kept(&self, call: &'static str, resource: &str) -> Result<StopsWithWork, Error> {
+        let mut lease = self.lease(call, self.inner.acquire(resource))?;
+        let inner = lease.inner.take().expect("a lease is taken only once");
+        // The keep-alive task runs on this client's worker while the work runs here.
+        let _runtime = self.runtime.runtime().enter();
+        // Dropped after the work (a panic unwinds through it): the work has stopped then.
+        Ok(StopsWithWork::new(
+            inner.keep_alive(self.inner.keep_alive_policy()),
+        ))
     }
 
     /// Waits until nothing this client started runs in the background any more (see
@@ -559,6 +624,10 @@ mod tests {
             );
             refused(redlock.acquire_many(["a", "b"]), "Redlock::acquire_many");
             let err = redlock.with_lock("r", |_| ()).unwrap_err();
+            assert!(matches!(err, Error::InsideAsyncRuntime { .. }), "{err}");
+            let err = redlock.with_lock_signalled("r", |_| ()).unwrap_err();
+            assert!(matches!(err, Error::InsideAsyncRuntime { .. }), "{err}");
+            let err = redlock.holder("r").unwrap_err();
             assert!(matches!(err, Error::InsideAsyncRuntime { .. }), "{err}");
             assert!(matches!(
                 redlock.settle(),
