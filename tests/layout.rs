@@ -9,6 +9,8 @@
 //!
 //! Each rule is checked on the repository and, beside it, on a made-up case it must refuse.
 
+#![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};

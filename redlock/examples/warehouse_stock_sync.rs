@@ -13,61 +13,42 @@
 //!   than one it has already accepted and rejects it: the late write cannot clobber
 //!   `south`'s data.
 //!
-//! With no configuration it starts five local `redis-server` lock nodes and one more as the
-//! data store, on free loopback ports, and stops them at the end:
-//!
-//! ```text
-//! cargo run --example warehouse_stock_sync
-//! ```
-//!
-//! With your own nodes, the stock is written to the first one (under `stock:warehouse-42`,
-//! next to the lock keys but never under their prefix):
+//! It runs against your own nodes (three or more independent Redis masters); the stock is
+//! written to the first one, under `stock:warehouse-42`, next to the lock keys but never
+//! under their prefix:
 //!
 //! ```text
 //! REDLOCK_NODES=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379 \
 //!     cargo run --example warehouse_stock_sync
 //! ```
 //!
+//! (In this crate's repository, `cargo test -p redlock-tests --test examples` runs it
+//! against local `redis-server` processes that the test starts.)
+//!
 //! It exits with an error if the late write is applied or the skip does not happen.
 
 use std::time::Duration;
 
-use redlock::client::Fencing;
 use redlock::core::RetryPolicy;
-use redlock::fencing::{Fence, FencedKey, FencedWrite};
-use redlock::{Error, Redlock};
-use redlock_tests::RedisFleet;
+use redlock::fencing::{FencedKey, FencedWrite};
+use redlock::{Error, Fence, Fencing, Redlock};
 
 const RESOURCE: &str = "stock-sync:warehouse-42";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // Our own nodes unless some are configured; the fleets stop them when dropped.
-    let (lock_urls, target_url, fleets) = match std::env::var("REDLOCK_NODES") {
-        Ok(list) => {
-            let urls: Vec<String> = list.split(',').map(str::to_owned).collect();
-            let target = urls[0].clone();
-            (urls, target, None)
-        }
-        Err(_) => {
-            let locks = RedisFleet::start(5)?;
-            let data = RedisFleet::start(1)?;
-            println!("started 5 local lock nodes and 1 data node");
-            let target = data.url(0);
-            (locks.urls(), target, Some((locks, data)))
-        }
-    };
+    let lock_urls: Vec<String> = std::env::var("REDLOCK_NODES")
+        .map_err(|_| "set REDLOCK_NODES to the lock nodes' URLs, separated by commas")?
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let target_url = lock_urls[0].clone();
 
-    // Every lease of this handle carries a fencing token minted on the lock nodes.
-    let mut builder = Redlock::builder()
+    // Every lease of this handle carries a fencing token minted on the lock nodes. The
+    // restart quarantine stays on: a node is left out of quorums until it has run for a TTL.
+    let builder = Redlock::builder()
         .nodes(lock_urls)
         .ttl(Duration::from_secs(5));
-    if fleets.is_some() {
-        // These nodes were started a moment ago by this program and never held a lease: no
-        // restart to guard against. Against a real fleet the restart quarantine stays on (a
-        // node is left out of quorums until it has run for a TTL).
-        builder = builder.restart_quarantine(None);
-    }
     let redlock = builder.build()?.with_fencing(Fencing::Quorum)?;
     let mut target = redis::Client::open(target_url)?
         .get_multiplexed_async_connection()
@@ -80,8 +61,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let north_fence = Fence::of(&lease).ok_or("a fenced lease carries a token")?;
     let north_token = north_fence.token();
     println!("north: got the lease, fencing token {north_token}");
+    // The write takes the lease itself: its fencing token and owner token go with it.
     let applied = stock
-        .write(&mut target, north_fence, "17 pallets (north)")
+        .write(&mut target, &lease, "17 pallets (north)")
         .await?;
     println!("north: wrote 17 pallets with token {north_token}: {applied:?}");
 
@@ -106,8 +88,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .with_lock(RESOURCE, |lease| async move {
                     let token = lease.fence().unwrap_or_default();
                     println!("south: got the lease after north's expired, token {token}");
-                    let fence = Fence::new(token, lease.token());
-                    let written = stock.write(&mut target, fence, "15 pallets (south)").await;
+                    let written = stock.write(&mut target, &lease, "15 pallets (south)").await;
                     (token, written)
                 })
                 .await
