@@ -347,7 +347,7 @@ impl Redlock {
     }
 
     /// Runs `work` on the calling thread while holding `resource`, the lease kept alive in
-    /// the background under the handle's [`KeepAlive`](crate::client::KeepAlive) policy,
+    /// the background under the handle's [`KeepAlive`] policy,
     /// and releases it afterwards.
     ///
     /// A blocking closure cannot be cancelled: it runs to its end even if the lease is lost
