@@ -26,7 +26,11 @@ pub enum Error {
 
     /// Another owner holds the resource: the last round met a lease of someone else on at
     /// least one node and could not reach a quorum.
-    #[error("`{resource}` is held by another owner ({attempts} attempt(s); last round: {nodes})")]
+    ///
+    /// When a node read the token of a lease of this same client, the message says so:
+    /// leases are not re-entrant, so a second acquisition of a resource by the client that
+    /// holds it loses like anyone else's ([`NodeReport::held_by_this_client`]).
+    #[error("{}", taken_message(resource, *attempts, nodes))]
     Taken {
         /// The resource.
         resource: String,
@@ -304,9 +308,21 @@ fn no_quorum_message(
     )
 }
 
-/// What each node did in one round, with the node's address (never its credentials).
+/// The text of [`Error::Taken`].
+fn taken_message(resource: &str, attempts: u32, nodes: &NodeReport) -> String {
+    let holder = if nodes.held_by_this_client() {
+        "a lease of this same client (leases are not re-entrant: use the lease it holds, or \
+         release it first)"
+    } else {
+        "another owner"
+    };
+    format!("`{resource}` is held by {holder} ({attempts} attempt(s); last round: {nodes})")
+}
+
+/// What each node did in one round, with the node's address (never its credentials), and
+/// whether a node read the token of one of this client's own leases as the holder.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeReport(Vec<NodeOutcome>);
+pub struct NodeReport(Vec<NodeOutcome>, bool);
 
 /// What one node did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -327,7 +343,19 @@ impl NodeReport {
                 .zip(statuses)
                 .map(|(address, status)| NodeOutcome { address, status })
                 .collect(),
+            false,
         )
+    }
+
+    /// Marks the round as lost to a lease of this same client.
+    pub(crate) fn held_here(&mut self) {
+        self.1 = true;
+    }
+
+    /// Whether a node of the round read the token of a lease of this same client (a handle
+    /// of the same [`Redlock`](crate::Redlock) client, still in memory) as the key's holder.
+    pub fn held_by_this_client(&self) -> bool {
+        self.1
     }
 
     /// Each node's outcome, in configuration order.
