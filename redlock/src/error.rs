@@ -68,12 +68,11 @@ pub enum Error {
         quarantine_wait: Option<Duration>,
     },
 
-    /// The nodes refused this client: a wrong or missing password, or an ACL that forbids a
-    /// command the client needs, on so many nodes that no quorum is possible without them.
+    /// The nodes refused this client (a wrong or missing password, or an ACL that forbids a
+    /// command the client needs), or answered what no Redis would (another server on the
+    /// port, a proxy in the way), on so many nodes that no quorum is possible without them.
     /// Trying again cannot help; the configuration must change.
-    #[error(
-        "`{resource}`: the nodes refused this client ({attempts} attempt(s); last round: {nodes})"
-    )]
+    #[error("{}", denied_message(resource, *attempts, nodes))]
     Denied {
         /// The resource.
         resource: String,
@@ -306,6 +305,24 @@ fn no_quorum_message(
         list = left_out.join(", "),
         wait = Readable(wait),
     )
+}
+
+/// The text of [`Error::Denied`], naming which of the two causes it met.
+fn denied_message(resource: &str, attempts: u32, nodes: &NodeReport) -> String {
+    let failed = |wanted: fn(&NodeFailure) -> bool| {
+        nodes
+            .nodes()
+            .iter()
+            .any(|n| matches!(&n.status, NodeStatus::Failed(f) if wanted(f)))
+    };
+    let refused = failed(|f| matches!(f, NodeFailure::Denied(_)));
+    let not_redis = failed(|f| matches!(f, NodeFailure::Protocol(_)));
+    let what = match (refused, not_redis) {
+        (true, true) => "the nodes refused this client or are not Redis servers",
+        (false, true) => "the nodes are not Redis servers (check their addresses and ports)",
+        _ => "the nodes refused this client",
+    };
+    format!("`{resource}`: {what} ({attempts} attempt(s); last round: {nodes})")
 }
 
 /// The text of [`Error::Taken`].
