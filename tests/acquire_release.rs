@@ -303,3 +303,32 @@ async fn an_uncontended_lease_costs_each_node_one_set_and_one_evalsha() {
         assert_eq!(ran, expected, "node {node}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_acquisition_by_the_same_client_is_told_leases_are_not_re_entrant() {
+    let fleet = fleet(3);
+    let redlock = builder(&fleet).build().unwrap();
+    let other = builder(&fleet).build().unwrap();
+
+    let lease = redlock.acquire("report").await.unwrap();
+    let again = redlock.try_acquire("report").await.unwrap_err();
+    assert!(matches!(again, Error::Taken { .. }), "{again:?}");
+    let message = again.to_string();
+    assert!(message.contains("this same client"), "{message}");
+    assert!(message.contains("not re-entrant"), "{message}");
+
+    // Another client's refusal names another owner, as before.
+    let refused = other.try_acquire("report").await.unwrap_err();
+    let message = refused.to_string();
+    assert!(message.contains("another owner"), "{message}");
+    assert!(!message.contains("re-entrant"), "{message}");
+
+    // Once released, the client's own tokens are forgotten: a later owner elsewhere is
+    // another owner again.
+    lease.release().await;
+    let elsewhere = other.acquire("report").await.unwrap();
+    let message = redlock.try_acquire("report").await.unwrap_err().to_string();
+    assert!(message.contains("another owner"), "{message}");
+    elsewhere.release().await;
+    assert_no_lock_keys(&fleet).await;
+}

@@ -132,38 +132,49 @@ fn huge_error_line() -> &'static [u8] {
     Box::leak(line.into_boxed_slice())
 }
 
+/// Whether an impostor's answers are ones no Redis would give (so that trying again cannot
+/// help), rather than silence, a hang-up or a Redis-shaped error, which a real node in
+/// trouble gives too.
+const NOT_REDIS: bool = true;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn servers_that_are_not_redis() {
-    let cases: &[(&str, Impostor)] = &[
+    let cases: &[(&str, Impostor, bool)] = &[
         (
             "an HTTP server",
             Impostor::Garbage(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"),
+            NOT_REDIS,
         ),
         (
             "binary garbage",
             Impostor::Garbage(b"\x00\xff\xfe\x13garbage"),
+            NOT_REDIS,
         ),
         (
             "a RESP array that never ends",
             Impostor::Garbage(b"*99999\r\n$5\r\nhello\r\n"),
+            !NOT_REDIS,
         ),
         (
             "a negative bulk length, then a bad integer",
             Impostor::Garbage(b"$-7\r\n:notanumber\r\n"),
+            NOT_REDIS,
         ),
         (
             "an SSH banner",
             Impostor::Garbage(b"SSH-2.0-OpenSSH_9.6\r\n"),
+            NOT_REDIS,
         ),
         (
             "an error line of 100 kB with escape sequences",
             Impostor::Garbage(huge_error_line()),
+            !NOT_REDIS,
         ),
-        ("a silent server", Impostor::Silent),
-        ("a server that hangs up", Impostor::Hangup),
+        ("a silent server", Impostor::Silent, !NOT_REDIS),
+        ("a server that hangs up", Impostor::Hangup, !NOT_REDIS),
     ];
     let fleet = fleet(1);
-    for (case, impostor) in cases {
+    for (case, impostor, not_redis) in cases {
         let impostors = [start(*impostor).await, start(*impostor).await];
         let addresses: Vec<String> = impostors.iter().map(ToString::to_string).collect();
         // Two impostors and one real node: no quorum, and each impostor is named.
@@ -176,8 +187,17 @@ async fn servers_that_are_not_redis() {
         let (result, _) = acquire_timed(&redlock, "impostor").await;
         let err = result.unwrap_err();
         assert_names_bad_nodes(case, &err, &addresses);
-        assert!(err.is_retryable(), "{case}");
         let text = err.to_string();
+        if *not_redis {
+            // Said as what it is, and not retried: the address must change.
+            assert!(matches!(err, Error::Denied { .. }), "{case}: {err:?}");
+            assert!(!err.is_retryable(), "{case}");
+            assert_eq!(err.attempts(), Some(1), "{case}: {text}");
+            assert!(text.contains("not Redis servers"), "{case}: {text}");
+            assert!(text.contains("not a Redis server"), "{case}: {text}");
+        } else {
+            assert!(err.is_retryable(), "{case}");
+        }
         assert!(
             text.len() < 2_000,
             "{case}: {} bytes of message",

@@ -13,7 +13,7 @@ use crate::quarantine::{self, Quarantine};
 const EXIT_CODES: &str = "\
 Exit codes of `redlock run`:
   CMD's status   CMD ran to its end (128+N if a signal N killed it)
-  64             bad arguments or configuration
+  64             bad arguments or configuration (or nodes that are not Redis servers)
   69             too few nodes answered, or were counted (the restart quarantine), for a quorum
   74             the lease was lost while CMD ran; CMD was sent SIGTERM, then SIGKILL
   75             another owner holds the resource (after --wait)

@@ -74,6 +74,9 @@ pub(crate) fn for_error(error: &Error) -> u8 {
     match error {
         Error::Config(_) | Error::Resource(_) => USAGE,
         Error::Taken { .. } => TEMP_FAIL,
+        // Refused credentials or permissions; a node that is not a Redis server at all is a
+        // wrong address, a usage error.
+        Error::Denied { .. } if !refused_this_client(error) => USAGE,
         Error::Denied { .. } => NO_PERMISSION,
         Error::NoQuorum { .. } | Error::ValidityExhausted { .. } | Error::Fence { .. } => {
             UNAVAILABLE
@@ -82,6 +85,17 @@ pub(crate) fn for_error(error: &Error) -> u8 {
         // `Internal`, and anything a later version of the library adds.
         _ => SOFTWARE,
     }
+}
+
+/// Whether a node of the error's last round refused this client (credentials, permissions).
+fn refused_this_client(error: &Error) -> bool {
+    use redlock::core::{NodeFailure, NodeStatus};
+    error.nodes().is_some_and(|report| {
+        report
+            .nodes()
+            .iter()
+            .any(|node| matches!(node.status, NodeStatus::Failed(NodeFailure::Denied(_))))
+    })
 }
 
 /// The code that reports a child's status as a shell does: its exit code, or 128 + the

@@ -309,3 +309,40 @@ fn passwords_never_appear_in_output() {
         );
     }
 }
+
+/// A server on a free loopback port that answers every connection as an HTTP server would.
+fn http_server() -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut request = [0; 4096];
+                while matches!(stream.read(&mut request), Ok(n) if n > 0) {
+                    if stream
+                        .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn nodes_that_are_not_redis_are_a_configuration_error_at_once() {
+    let mut command = redlock();
+    command.args(["run"]).args(FRESH_NODES);
+    for _ in 0..3 {
+        command.args(["--node", &format!("redis://127.0.0.1:{}", http_server())]);
+    }
+    command.args(["--resource", "web", "--wait", "5s", "--", "true"]);
+    let done = finish(&mut command);
+    assert_eq!(done.code, Some(64), "{}", done.text());
+    assert!(done.text().contains("not Redis servers"), "{}", done.text());
+    assert!(done.text().contains("1 attempt(s)"), "{}", done.text());
+}

@@ -26,7 +26,11 @@ pub enum Error {
 
     /// Another owner holds the resource: the last round met a lease of someone else on at
     /// least one node and could not reach a quorum.
-    #[error("`{resource}` is held by another owner ({attempts} attempt(s); last round: {nodes})")]
+    ///
+    /// When a node read the token of a lease of this same client, the message says so:
+    /// leases are not re-entrant, so a second acquisition of a resource by the client that
+    /// holds it loses like anyone else's ([`NodeReport::held_by_this_client`]).
+    #[error("{}", taken_message(resource, *attempts, nodes))]
     Taken {
         /// The resource.
         resource: String,
@@ -64,12 +68,11 @@ pub enum Error {
         quarantine_wait: Option<Duration>,
     },
 
-    /// The nodes refused this client: a wrong or missing password, or an ACL that forbids a
-    /// command the client needs, on so many nodes that no quorum is possible without them.
+    /// The nodes refused this client (a wrong or missing password, or an ACL that forbids a
+    /// command the client needs), or answered what no Redis would (another server on the
+    /// port, a proxy in the way), on so many nodes that no quorum is possible without them.
     /// Trying again cannot help; the configuration must change.
-    #[error(
-        "`{resource}`: the nodes refused this client ({attempts} attempt(s); last round: {nodes})"
-    )]
+    #[error("{}", denied_message(resource, *attempts, nodes))]
     Denied {
         /// The resource.
         resource: String,
@@ -304,9 +307,39 @@ fn no_quorum_message(
     )
 }
 
-/// What each node did in one round, with the node's address (never its credentials).
+/// The text of [`Error::Denied`], naming which of the two causes it met.
+fn denied_message(resource: &str, attempts: u32, nodes: &NodeReport) -> String {
+    let failed = |wanted: fn(&NodeFailure) -> bool| {
+        nodes
+            .nodes()
+            .iter()
+            .any(|n| matches!(&n.status, NodeStatus::Failed(f) if wanted(f)))
+    };
+    let refused = failed(|f| matches!(f, NodeFailure::Denied(_)));
+    let not_redis = failed(|f| matches!(f, NodeFailure::Protocol(_)));
+    let what = match (refused, not_redis) {
+        (true, true) => "the nodes refused this client or are not Redis servers",
+        (false, true) => "the nodes are not Redis servers (check their addresses and ports)",
+        _ => "the nodes refused this client",
+    };
+    format!("`{resource}`: {what} ({attempts} attempt(s); last round: {nodes})")
+}
+
+/// The text of [`Error::Taken`].
+fn taken_message(resource: &str, attempts: u32, nodes: &NodeReport) -> String {
+    let holder = if nodes.held_by_this_client() {
+        "a lease of this same client (leases are not re-entrant: use the lease it holds, or \
+         release it first)"
+    } else {
+        "another owner"
+    };
+    format!("`{resource}` is held by {holder} ({attempts} attempt(s); last round: {nodes})")
+}
+
+/// What each node did in one round, with the node's address (never its credentials), and
+/// whether a node read the token of one of this client's own leases as the holder.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeReport(Vec<NodeOutcome>);
+pub struct NodeReport(Vec<NodeOutcome>, bool);
 
 /// What one node did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -327,7 +360,19 @@ impl NodeReport {
                 .zip(statuses)
                 .map(|(address, status)| NodeOutcome { address, status })
                 .collect(),
+            false,
         )
+    }
+
+    /// Marks the round as lost to a lease of this same client.
+    pub(crate) fn held_here(&mut self) {
+        self.1 = true;
+    }
+
+    /// Whether a node of the round read the token of a lease of this same client (a handle
+    /// of the same [`Redlock`](crate::Redlock) client, still in memory) as the key's holder.
+    pub fn held_by_this_client(&self) -> bool {
+        self.1
     }
 
     /// Each node's outcome, in configuration order.

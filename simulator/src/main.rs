@@ -270,6 +270,22 @@ fn explain(
     pages: &cli::explain::PageArgs,
 ) -> Result<bool, String> {
     if cli::check::is_check_file(file) {
+        let asked = [
+            ("--seed", seed.is_some()),
+            ("--svg", svg.is_some()),
+            ("--trace", trace),
+        ]
+        .into_iter()
+        .chain(pages.asked());
+        if let Some((option, _)) = asked.into_iter().find(|(_, given)| *given) {
+            // A check's counterexample is a path through the model, not a simulated run:
+            // there is no seed to choose and no run to draw.
+            return Err(format!(
+                "{option} is for scenarios: {} is a check, whose counterexample `explain` \
+                 prints step by step (drop {option})",
+                file.display()
+            ));
+        }
         return cli::check::explain(file);
     }
     let scenario = load(file)?;

@@ -463,6 +463,7 @@ pub enum NodeFailure {
     /// does not help; the configuration must change.
     Denied(String),
     /// The node answered something no Redis would (not Redis, or a proxy in the way).
+    /// Trying again does not help; the address or the path to the node must change.
     Protocol(String),
     /// The node restarted recently, or cannot be shown not to have, and is not counted toward
     /// a quorum until the restart quarantine has passed since it started: it may have
@@ -502,7 +503,7 @@ impl fmt::Display for NodeFailure {
             Self::Io(detail) => write!(f, "I/O error: {detail}"),
             Self::Server(detail) => write!(f, "server error: {detail}"),
             Self::Denied(detail) => write!(f, "access denied: {detail}"),
-            Self::Protocol(detail) => write!(f, "protocol error: {detail}"),
+            Self::Protocol(detail) => write!(f, "not a Redis server (protocol error: {detail})"),
             Self::Quarantined { remaining } => {
                 write!(
                     f,

@@ -88,16 +88,18 @@ impl RoundFailure {
     }
 
     /// Whether so many nodes refused this client ([`NodeFailure::Denied`]: credentials,
-    /// permissions) that the others could never make a quorum: no retry can help.
+    /// permissions) or are not Redis servers ([`NodeFailure::Protocol`]) that the others
+    /// could never make a quorum: no retry can help.
     pub fn is_denied(&self) -> bool {
         denies_quorum(self.nodes.iter())
     }
 }
 
 /// Whether so many of a round's `statuses` are refusals of this client
-/// ([`NodeFailure::Denied`]) that the other nodes could never make a quorum: retrying cannot
-/// help, and a driver reports the refusal (bad credentials, an ACL) rather than a busy
-/// resource.
+/// ([`NodeFailure::Denied`]) or answers no Redis would give ([`NodeFailure::Protocol`]: an
+/// HTTP or SSH server on the port, a proxy in the way) that the other nodes could never make
+/// a quorum: retrying cannot help, and a driver reports the refusal (bad credentials, an ACL,
+/// a wrong address) rather than a busy resource.
 ///
 /// ```
 /// use redlock_core::{NodeFailure, NodeStatus, denies_quorum};
@@ -105,11 +107,22 @@ impl RoundFailure {
 /// let denied = NodeStatus::Failed(NodeFailure::Denied("NOPERM".into()));
 /// let statuses = [denied.clone(), denied, NodeStatus::Pending];
 /// assert!(denies_quorum(statuses.iter()));
+///
+/// let not_redis = NodeStatus::Failed(NodeFailure::Protocol("Unexpected `72`".into()));
+/// let timed_out = NodeStatus::Failed(NodeFailure::TimedOut);
+/// assert!(denies_quorum([not_redis.clone(), not_redis.clone(), timed_out.clone()].iter()));
+/// // A node that timed out may answer next time: two of them leave a quorum possible.
+/// assert!(!denies_quorum([not_redis, timed_out.clone(), timed_out].iter()));
 /// ```
 pub fn denies_quorum<'a>(statuses: impl ExactSizeIterator<Item = &'a NodeStatus>) -> bool {
     let nodes = statuses.len();
     let denied = statuses
-        .filter(|s| matches!(s, NodeStatus::Failed(NodeFailure::Denied(_))))
+        .filter(|s| {
+            matches!(
+                s,
+                NodeStatus::Failed(NodeFailure::Denied(_) | NodeFailure::Protocol(_))
+            )
+        })
         .count();
     denied > nodes.saturating_sub(super::quorum(nodes))
 }

@@ -304,7 +304,12 @@ impl<'a> Acquisition<'a> {
             reason = %failure.last_round.reason,
             "acquisition failed"
         );
-        self.error(failure.attempts, failure.last_round)
+        let held_here = shared.own_leases.held_any(&failure.last_round.nodes);
+        let mut error = self.error(failure.attempts, failure.last_round);
+        if held_here && let Error::Taken { nodes, .. } = &mut error {
+            nodes.held_here();
+        }
+        error
     }
 
     /// The error for an acquisition that ended after `attempts` rounds, the last one lost

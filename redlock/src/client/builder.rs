@@ -382,6 +382,7 @@ impl RedlockBuilder {
                 waiting,
                 notifications,
                 tokens: super::tokens::Tokens::new()?,
+                own_leases: Default::default(),
                 nodes: Arc::new(nodes),
                 background,
                 addresses,

@@ -33,6 +33,7 @@ pub struct Lease {
 
 impl Lease {
     pub(crate) fn new(redlock: Redlock, held: Held, lanes: Lanes) -> Self {
+        redlock.shared.own_leases.insert(held.token());
         Self {
             redlock,
             held,
@@ -309,6 +310,9 @@ pub(crate) async fn release(
 
 impl Drop for Lease {
     fn drop(&mut self) {
+        // Released or not, the lease is no longer this client's to use: a later round that
+        // meets its token (a release that missed a node) is told of another owner.
+        self.redlock.shared.own_leases.remove(&self.held.token());
         if self.released {
             return;
         }

@@ -81,6 +81,7 @@ mod node;
 mod notifications;
 // Per-call acquisition options (`acquire_with`).
 mod options;
+mod own_leases;
 mod redact;
 mod registry;
 mod telemetry;
@@ -163,6 +164,8 @@ struct Shared {
     /// The nodes' release notifications.
     notifications: Notifications,
     tokens: Tokens,
+    /// The tokens of this client's leases still in memory, for the words of a lost round.
+    own_leases: own_leases::OwnLeases,
     background: Background,
     addresses: Arc<[Arc<str>]>,
     key_prefix: Arc<str>,

@@ -90,6 +90,14 @@ fn estimate(max_memory: u64, chosen: bool) -> String {
 pub(crate) fn check(args: &CheckArgs<'_>) -> Result<bool, String> {
     let text =
         std::fs::read_to_string(args.file).map_err(|e| format!("{}: {e}", args.file.display()))?;
+    if !has_model(&text) && redlock_sim::Scenario::load(args.file).is_ok() {
+        // The check reader would fail on the scenario's first table with serde's words.
+        return Err(format!(
+            "{file}: a scenario, not a check (a check file has a [model] table, as the files of \
+             simulator/checks/ do): run it with `redlock-sim run {file}`",
+            file = args.file.display()
+        ));
+    }
     let spec = check::parse(&text, &args.file.display().to_string()).map_err(|e| e.to_string())?;
     let max_memory = match args.max_memory {
         Some(size) => memory::parse_size(size).map_err(|e| format!("--max-memory: {e}"))?,
@@ -140,10 +148,12 @@ pub(crate) fn check(args: &CheckArgs<'_>) -> Result<bool, String> {
 
 /// Whether `path` holds a check (a `[model]` table) rather than a scenario.
 pub(crate) fn is_check_file(path: &Path) -> bool {
-    std::fs::read_to_string(path).is_ok_and(|text| {
-        text.parse::<toml::Table>()
-            .is_ok_and(|table| table.contains_key("model"))
-    })
+    std::fs::read_to_string(path).is_ok_and(|text| has_model(&text))
+}
+
+fn has_model(text: &str) -> bool {
+    text.parse::<toml::Table>()
+        .is_ok_and(|table| table.contains_key("model"))
 }
 
 /// Separates the check files among `files` from the scenarios.
@@ -155,42 +165,89 @@ fn load(path: &Path) -> Result<CheckSpec, String> {
     CheckSpec::load(path).map_err(|e| e.to_string())
 }
 
-/// `run` on check files: each counterexample replayed, its verdict against the file's
-/// expectation. `Ok(false)` when any differs.
-pub(crate) fn replay_all(files: &[PathBuf]) -> Result<bool, String> {
-    let mut all_match = true;
-    for file in files {
-        let spec = load(file)?;
-        let (name, expect) = (spec.name.clone(), spec.expect);
-        if spec.counterexample.is_none() {
-            println!(
-                "{name}: a check without a counterexample, nothing to replay (explore it with \
+/// One check file under `run`: its counterexample replayed, or none to replay.
+#[derive(serde::Serialize)]
+struct Replayed {
+    check: String,
+    file: String,
+    /// Steps replayed; `None` for a check without a counterexample.
+    steps: Option<usize>,
+    outcome: Option<&'static str>,
+    /// The property the last state breaks.
+    property: Option<&'static str>,
+    expected: &'static str,
+    /// Whether the outcome is the expected one (`true` when there was nothing to replay).
+    matches: bool,
+}
+
+impl Replayed {
+    fn line(&self) -> String {
+        let Some(steps) = self.steps else {
+            return format!(
+                "{}: a check without a counterexample, nothing to replay (explore it with \
                  `redlock-sim check {}`)",
-                file.display()
+                self.check, self.file
             );
-            continue;
-        }
-        let replay = check::replay(spec).map_err(|e| format!("{}: {e}", file.display()))?;
-        let outcome = if replay.violation.is_some() {
-            Outcome::Violation
-        } else {
-            Outcome::NoViolation
         };
-        let matched = outcome == expect;
-        all_match &= matched;
-        println!(
-            "{name}: counterexample replayed, {} steps: {}{} (expected {}): {}",
-            replay.steps.len() - 1,
-            outcome.name(),
-            replay
-                .violation
-                .map(|p| format!(" of {}", p.name()))
+        format!(
+            "{}: counterexample replayed, {steps} steps: {}{} (expected {}): {}",
+            self.check,
+            self.outcome.unwrap_or_default(),
+            self.property
+                .map(|p| format!(" of {p}"))
                 .unwrap_or_default(),
-            expect.name(),
-            if matched { "match" } else { "MISMATCH" }
-        );
+            self.expected,
+            if self.matches { "match" } else { "MISMATCH" }
+        )
     }
-    Ok(all_match)
+}
+
+fn replay_one(file: &Path) -> Result<Replayed, String> {
+    let spec = load(file)?;
+    let mut replayed = Replayed {
+        check: spec.name.clone(),
+        file: file.display().to_string(),
+        steps: None,
+        outcome: None,
+        property: None,
+        expected: spec.expect.name(),
+        matches: true,
+    };
+    if spec.counterexample.is_none() {
+        return Ok(replayed);
+    }
+    let expect = spec.expect;
+    let replay = check::replay(spec).map_err(|e| format!("{}: {e}", file.display()))?;
+    let outcome = if replay.violation.is_some() {
+        Outcome::Violation
+    } else {
+        Outcome::NoViolation
+    };
+    replayed.steps = Some(replay.steps.len() - 1);
+    replayed.outcome = Some(outcome.name());
+    replayed.property = replay.violation.map(|p| p.name());
+    replayed.matches = outcome == expect;
+    Ok(replayed)
+}
+
+/// `run` on check files: each counterexample replayed, its verdict against the file's
+/// expectation, as lines or (`json`) one JSON array. `Ok(false)` when any differs.
+pub(crate) fn replay_all(files: &[PathBuf], json: bool) -> Result<bool, String> {
+    let replays = files
+        .iter()
+        .map(|file| replay_one(file))
+        .collect::<Result<Vec<_>, _>>()?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&replays).map_err(|e| e.to_string())?
+        );
+    } else {
+        for replay in &replays {
+            println!("{}", replay.line());
+        }
+    }
+    Ok(replays.iter().all(|r| r.matches))
 }
 
 /// `explain` on a check file: its counterexample step by step.

@@ -33,6 +33,14 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 }
 
 impl PageArgs {
+    /// Each option of the page and trace file, and whether it was given.
+    pub(crate) fn asked(&self) -> [(&'static str, bool); 2] {
+        [
+            ("--html", self.html.is_some()),
+            ("--trace-file", self.trace_file.is_some()),
+        ]
+    }
+
     /// Writes the page and the trace file that were asked for.
     pub(crate) fn write(&self, scenario: &Scenario, run: &Run) -> Result<(), String> {
         if let Some(path) = &self.html {

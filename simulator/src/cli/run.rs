@@ -60,7 +60,15 @@ fn run_jobs(
 pub(crate) fn run(args: &RunArgs<'_>) -> Result<bool, String> {
     // Check files among the paths: their counterexamples are replayed, not simulated.
     let (checks, files) = super::check::split(scenario_files(args.paths)?);
-    let checks_match = super::check::replay_all(&checks)?;
+    let json = args.format == RunFormat::Json;
+    if json && !checks.is_empty() && !files.is_empty() {
+        return Err(
+            "--json prints one JSON document a call: give check files and scenarios to \
+                    separate `redlock-sim run --json` calls"
+                .to_owned(),
+        );
+    }
+    let checks_match = super::check::replay_all(&checks, json)?;
     if files.is_empty() {
         return Ok(checks_match);
     }

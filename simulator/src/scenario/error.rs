@@ -92,7 +92,7 @@ impl Locator<'_> {
         let deserializer = toml::Deserializer::parse(self.text)
             .map_err(|e| self.error(e.span().map_or(0, |s| s.start), "(syntax)", e.message()))?;
         serde_path_to_error::deserialize(deserializer).map_err(|e| {
-            let field = e.path().to_string();
+            let field = field_path(&e.path().to_string());
             let inner = e.into_inner();
             self.error(inner.span().map_or(0, |s| s.start), field, inner.message())
         })
@@ -106,6 +106,17 @@ impl Locator<'_> {
     ) -> ScenarioError {
         self.error(spanned.span().start, field, message)
     }
+}
+
+/// The field's path as the file's author wrote it: `toml::Spanned` keeps a value's place in
+/// the file by wrapping it in a struct whose one field serde names `$__serde_spanned_private_value`,
+/// which would otherwise end the path of every located field.
+fn field_path(serde_path: &str) -> String {
+    serde_path
+        .split('.')
+        .filter(|segment| !segment.starts_with("$__"))
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 #[cfg(test)]

@@ -854,6 +854,16 @@ steps = ["write"]
     }
 
     #[test]
+    fn a_bad_value_in_a_located_field_names_the_field_alone() {
+        // `ttl_ms` is kept with its place in the file; the name of the wrapper that holds
+        // the place is serde's business and must not reach the message.
+        let e = error(&format!("{MINIMAL}\n[lock]\nttl_ms = -5000\n"));
+        assert_eq!(e.field(), Some("lock.ttl_ms"), "{e}");
+        assert!(!e.to_string().contains("serde"), "{e}");
+        assert_eq!(e.line(), Some(13), "{e}");
+    }
+
+    #[test]
     fn bad_rates_are_refused() {
         let text = MINIMAL.replace(
             "steps = [\"write\"]",
