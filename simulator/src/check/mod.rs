@@ -34,20 +34,27 @@
 mod client;
 mod depth_first;
 mod explore;
+mod file;
 mod fingerprint;
+mod judge;
 pub mod memory;
 mod model;
 mod node;
+mod property;
 mod rate;
+mod raw;
 mod spec;
+mod state;
 mod visited;
 
 use std::fmt::Write as _;
 
 pub use explore::{DEFAULT_BREADTH_FIRST_MEMORY, Exploration, Options, Progress, Stop};
+pub use file::parse;
 pub use fingerprint::collision_bound;
-pub use model::{Action, Link, Property};
-pub use spec::{CheckSpec, Durability, Outcome, PauseKind, WorkStop, parse};
+pub use model::{Action, Link};
+pub use property::Property;
+pub use spec::{CheckSpec, Durability, Outcome, PauseKind, WorkStop};
 
 use model::Model;
 
@@ -326,11 +333,11 @@ pub fn replay(spec: CheckSpec) -> Result<Replay, String> {
         return Err("the check file has no [counterexample] path to replay".into());
     };
     let model = Model::new(spec);
-    let mut world = model.initial();
-    let mut steps = vec![format!("start: {}", model.describe(&world))];
+    let mut state = model.initial();
+    let mut steps = vec![format!("start: {}", model.describe(&state))];
     let mut actions = Vec::new();
     for (i, wanted) in path.iter().enumerate() {
-        model.actions(&world, &mut actions);
+        model.actions(&state, &mut actions);
         let Some(&action) = actions.iter().find(|a| a.to_string() == *wanted) else {
             return Err(format!(
                 "counterexample.path[{i}]: `{wanted}` is not possible there (possible: {})",
@@ -341,15 +348,15 @@ pub fn replay(spec: CheckSpec) -> Result<Replay, String> {
                     .join(", ")
             ));
         };
-        world = model.step(&world, action).0;
+        state = model.successor(&state, action).0;
         steps.push(format!(
             "{:>3}. {action:<24} {}",
             i + 1,
-            model.describe(&world)
+            model.describe(&state)
         ));
     }
     Ok(Replay {
         steps,
-        violation: world.violation,
+        violation: state.violation,
     })
 }
