@@ -14,6 +14,17 @@
 //! that reaches it; written into the check file as `[counterexample]`, `redlock-sim run`
 //! replays it with the same verdict and `redlock-sim explain` prints it step by step.
 //!
+//! | file | job |
+//! |---|---|
+//! | `spec.rs` | a check's bounds, faults and expectation ([`CheckSpec`]) |
+//! | `raw.rs`, `file.rs` | the check file's serde mirror, and its translation into a [`CheckSpec`] |
+//! | `property.rs`, `judge.rs` | the properties, and the one function that judges them after a step |
+//! | `state.rs` | one state of the model, and its fingerprint (computed by the state) |
+//! | `model.rs` | the steps enabled in a state, and the state each leads to |
+//! | `client.rs`, `node.rs`, `rate.rs` | a client's driver of the core's machines; a node; how far a clock strays |
+//! | `explore.rs`, `depth_first.rs`, `visited.rs` | the explorer: breadth first, then depth first; the states seen |
+//! | `fingerprint.rs`, `memory.rs` | the 128-bit hash; the memory bound and the process's memory |
+//!
 //! # Example
 //!
 //! ```

@@ -39,17 +39,17 @@ impl Link {
 
     fn queue(self, client: &Client, node: usize) -> &std::collections::VecDeque<Msg> {
         match self {
-            Self::ToNode => &client.to_node[node],
-            Self::ToClient => &client.from_node[node],
-            Self::Notice => &client.notices[node],
+            Self::ToNode => &client.links[node].to_node,
+            Self::ToClient => &client.links[node].from_node,
+            Self::Notice => &client.links[node].notices,
         }
     }
 
     fn queue_mut(self, client: &mut Client, node: usize) -> &mut std::collections::VecDeque<Msg> {
         match self {
-            Self::ToNode => &mut client.to_node[node],
-            Self::ToClient => &mut client.from_node[node],
-            Self::Notice => &mut client.notices[node],
+            Self::ToNode => &mut client.links[node].to_node,
+            Self::ToClient => &mut client.links[node].from_node,
+            Self::Notice => &mut client.links[node].notices,
         }
     }
 }
@@ -316,7 +316,7 @@ impl Model {
                     let Some(msg) = link.queue(client, n).front() else {
                         continue;
                     };
-                    let late = client.late[n] & link.bit() != 0;
+                    let late = client.links[n].late & link.bit() != 0;
                     if !late {
                         // An undelayed message arrives before true time moves on.
                         urgent = true;
@@ -446,7 +446,7 @@ impl Model {
                         // client's), or a fault of its own (a lost or delayed command).
                         if let Some(reply) = self.to_node(nodes, clients, c, n, &mut env.happened) {
                             if clients[c].paused {
-                                clients[c].from_node[n].push_back(reply);
+                                clients[c].links[n].from_node.push_back(reply);
                             } else {
                                 clients[c].receive(n, reply, &mut env);
                             }
@@ -456,7 +456,7 @@ impl Model {
                     }
                 }
                 Action::Delay { client, node, link } => {
-                    clients[usize::from(client)].late[usize::from(node)] |= link.bit();
+                    clients[usize::from(client)].links[usize::from(node)].late |= link.bit();
                     *faults_used += 1;
                 }
                 Action::Drop { client, node, link } => {
@@ -501,7 +501,7 @@ impl Model {
             for n in 0..spec.nodes {
                 for link in Link::ALL {
                     if link.queue(client, n).is_empty() {
-                        client.late[n] &= !link.bit();
+                        client.links[n].late &= !link.bit();
                     }
                 }
             }
@@ -542,7 +542,7 @@ impl Model {
             op,
             request,
             cmd,
-        }) = clients[c].to_node[n].pop_front()
+        }) = clients[c].links[n].to_node.pop_front()
         else {
             return None;
         };
@@ -566,7 +566,7 @@ impl Model {
         {
             // Only a client waiting for the lease is subscribed to its channel.
             for client in clients.iter_mut().filter(|c| c.is_acquiring()) {
-                client.notices[n].push_back(Msg::Released(*token));
+                client.links[n].notices.push_back(Msg::Released(*token));
             }
         }
         Some(Msg::Reply {
