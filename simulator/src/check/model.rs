@@ -361,6 +361,17 @@ impl Model {
                 out.push(Action::Pause(c8));
             }
         }
+        self.node_actions(state, budget, out);
+        let all_done = state.clients.iter().all(Client::is_done);
+        if urgent || state.time >= spec.horizon_ticks || all_done {
+            return;
+        }
+        self.tick_actions(state, out);
+    }
+
+    /// The nodes' steps: crashes and clock jumps within the fault budget, restarts.
+    fn node_actions(&self, state: &CheckState, budget: bool, out: &mut Vec<Action>) {
+        let spec = &self.spec;
         for (n, node) in state.nodes.iter().enumerate() {
             let n8 = n as u8;
             if node.up {
@@ -374,11 +385,11 @@ impl Model {
                 out.push(Action::Restart(n8));
             }
         }
-        let all_done = state.clients.iter().all(Client::is_done);
-        if urgent || state.time >= spec.horizon_ticks || all_done {
-            return;
-        }
-        // True time advances: every combination of the clocks that may stray now.
+    }
+
+    /// True time advances: every combination of the clocks that may stray now.
+    fn tick_actions(&self, state: &CheckState, out: &mut Vec<Action>) {
+        let spec = &self.spec;
         let mut may_slow = 0u8;
         for (c, client) in state.clients.iter().enumerate() {
             let frozen = client.paused && spec.pause == PauseKind::Frozen;
@@ -418,22 +429,7 @@ impl Model {
             match action {
                 Action::Tick { slow, fast } => {
                     *time += 1;
-                    for (c, client) in clients.iter_mut().enumerate() {
-                        let frozen = client.paused && spec.pause == PauseKind::Frozen;
-                        let loses = slow & (1 << c) != 0;
-                        if !frozen && !loses {
-                            client.clock += 1;
-                        }
-                        client.strays.tick(loses, spec.ttl_ticks);
-                    }
-                    for (n, node) in nodes.iter_mut().enumerate() {
-                        let gains = fast & (1 << n) != 0;
-                        node.tick(1 + u32::from(gains));
-                        node.strays.tick(gains, spec.ttl_ticks);
-                        if !node.up {
-                            node.down_for += 1;
-                        }
-                    }
+                    self.advance_clocks(nodes, clients, slow, fast);
                 }
                 Action::Start(c) => clients[usize::from(c)].start(&mut env),
                 Action::Fire(c) => clients[usize::from(c)].fire(&mut env),
@@ -498,18 +494,46 @@ impl Model {
         let actor = action.client();
         for (c, client) in next.clients.iter_mut().enumerate() {
             client.acted = actor == Some(c);
-            for n in 0..spec.nodes {
-                for link in Link::ALL {
-                    if link.queue(client, n).is_empty() {
-                        client.links[n].late &= !link.bit();
-                    }
-                }
-            }
+            Self::forget_delays_of_empty_links(client, spec.nodes);
         }
         if happened.granted.is_some() {
             next.grants = next.grants.saturating_add(1);
         }
         (next, happened)
+    }
+
+    /// A tick of true time on every clock: the clients in `slow` lose it (and a frozen
+    /// client's stands still), the nodes in `fast` gain one; a node down counts it.
+    fn advance_clocks(&self, nodes: &mut [Node], clients: &mut [Client], slow: u8, fast: u8) {
+        let spec = &self.spec;
+        for (c, client) in clients.iter_mut().enumerate() {
+            let frozen = client.paused && spec.pause == PauseKind::Frozen;
+            let loses = slow & (1 << c) != 0;
+            if !frozen && !loses {
+                client.clock += 1;
+            }
+            client.strays.tick(loses, spec.ttl_ticks);
+        }
+        for (n, node) in nodes.iter_mut().enumerate() {
+            let gains = fast & (1 << n) != 0;
+            node.tick(1 + u32::from(gains));
+            node.strays.tick(gains, spec.ttl_ticks);
+            if !node.up {
+                node.down_for += 1;
+            }
+        }
+    }
+
+    /// A delay applies to the messages on a link when it was taken: once the link is empty,
+    /// what is sent next arrives before the next tick again.
+    fn forget_delays_of_empty_links(client: &mut Client, nodes: usize) {
+        for n in 0..nodes {
+            for link in Link::ALL {
+                if link.queue(client, n).is_empty() {
+                    client.links[n].late &= !link.bit();
+                }
+            }
+        }
     }
 
     /// The state after `action`, judged: the *sometimes* properties it reached (bits of
