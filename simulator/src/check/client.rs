@@ -154,8 +154,8 @@ pub(super) enum Phase {
     /// Not started yet (its start is a step of the model, at any tick up to
     /// `start_within_ticks`).
     Idle,
-    Acquiring(Box<Acquiring>),
-    Holding(Box<Lease>),
+    Acquiring(Acquiring),
+    Holding(Lease),
     Done,
 }
 
@@ -175,6 +175,23 @@ pub(super) struct Happened {
     pub(super) released_live_key: bool,
 }
 
+/// What a client has with one node: its connection, the messages on their way either way,
+/// and which links a fault delayed. Kept together so that a client's clone is one
+/// allocation for all its nodes, not one per kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(super) struct NodeLink {
+    conn: Option<Conn>,
+    /// Commands to the node, in order.
+    pub(super) to_node: VecDeque<Msg>,
+    /// Replies (and connection closes) from the node, in order.
+    pub(super) from_node: VecDeque<Msg>,
+    /// Release notifications from the node (a subscription is a connection of its own).
+    pub(super) notices: VecDeque<Msg>,
+    /// The links whose messages may arrive after the next tick (a delay fault): bits of
+    /// [`Link::bit`](super::model::Link::bit).
+    pub(super) late: u8,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Client {
     /// Its clock, in ticks.
@@ -186,19 +203,11 @@ pub(super) struct Client {
     pub(super) phase: Phase,
     iteration: u32,
     op: u16,
-    conns: Vec<Option<Conn>>,
     opened: u32,
     eligibility: Eligibility,
     faults: Faults,
-    /// Commands to each node, in order.
-    pub(super) to_node: Vec<VecDeque<Msg>>,
-    /// Replies (and connection closes) from each node, in order.
-    pub(super) from_node: Vec<VecDeque<Msg>>,
-    /// Release notifications from each node (a subscription is a connection of its own).
-    pub(super) notices: Vec<VecDeque<Msg>>,
-    /// Per node, the links whose messages may arrive after the next tick (a delay fault):
-    /// bits of [`Link::bit`](super::model::Link::bit).
-    pub(super) late: Vec<u8>,
+    /// Per node: its connection and the messages on their way, in one allocation.
+    pub(super) links: Vec<NodeLink>,
 }
 
 /// What a client needs from the world while it steps.
@@ -234,14 +243,10 @@ impl Client {
             phase: Phase::Idle,
             iteration: 0,
             op: 0,
-            conns: vec![None; nodes],
             opened: 0,
             eligibility: Eligibility::new(nodes, spec.restart),
             faults: Faults::new(spec.timing, spec.release, spec.extend, spec.loss_order),
-            to_node: vec![VecDeque::new(); nodes],
-            from_node: vec![VecDeque::new(); nodes],
-            notices: vec![VecDeque::new(); nodes],
-            late: vec![0; nodes],
+            links: vec![NodeLink::default(); nodes],
         }
     }
 
@@ -259,7 +264,7 @@ impl Client {
                 continue;
             };
             self.opened += 1;
-            self.conns[node] = Some(Conn {
+            self.links[node].conn = Some(Conn {
                 id: self.opened,
                 identifying: false,
                 broken: false,
@@ -290,7 +295,7 @@ impl Client {
         let key = env.key.clone();
         let token = env.fresh_token();
         self.op += 1;
-        self.phase = Phase::Acquiring(Box::new(Acquiring {
+        self.phase = Phase::Acquiring(Acquiring {
             op: self.op,
             machine: Acquire::new(&env.spec.config, key.clone(), token, now),
             round: RoundClock {
@@ -299,7 +304,7 @@ impl Client {
             },
             waiting: Waiting::new(&env.spec.config, key),
             lost_a_round: false,
-        }));
+        });
     }
 
     /// Whether it believes it holds a lease now: its clock reads before the lease's deadline,
@@ -500,7 +505,7 @@ impl Client {
                 request,
                 reply,
             } => {
-                let Some(c) = self.conns[node].as_mut().filter(|c| c.id == conn) else {
+                let Some(c) = self.links[node].conn.as_mut().filter(|c| c.id == conn) else {
                     return;
                 };
                 c.outstanding.retain(|&(o, r)| (o, r) != (op, request));
@@ -536,9 +541,10 @@ impl Client {
             }
             Msg::Closed { conn } => {
                 // What else was written on it is lost with it.
-                self.to_node[node]
+                self.links[node]
+                    .to_node
                     .retain(|m| !matches!(m, Msg::Request { conn: on, .. } if *on == conn));
-                if let Some(c) = self.conns[node].take_if(|c| c.id == conn) {
+                if let Some(c) = self.links[node].conn.take_if(|c| c.id == conn) {
                     let failure = || NodeFailure::Io("connection closed".into());
                     for (op, request) in c.outstanding {
                         if let Some(request) = request {
@@ -568,13 +574,14 @@ impl Client {
     /// The node crashed under its connection: what is written is lost, the close is on its
     /// way.
     pub(super) fn node_crashed(&mut self, node: usize) {
-        self.late[node] = 0;
-        self.to_node[node].clear();
-        self.from_node[node].clear();
-        self.notices[node].clear();
-        if let Some(conn) = &mut self.conns[node] {
+        let link = &mut self.links[node];
+        link.late = 0;
+        link.to_node.clear();
+        link.from_node.clear();
+        link.notices.clear();
+        if let Some(conn) = &mut link.conn {
             conn.broken = true;
-            self.from_node[node].push_back(Msg::Closed { conn: conn.id });
+            link.from_node.push_back(Msg::Closed { conn: conn.id });
         }
     }
 
@@ -622,7 +629,8 @@ impl Client {
         let now = self.now(env.spec);
         let node = transmit.node.index();
         let opened = &mut self.opened;
-        let conn = self.conns[node].get_or_insert_with(|| {
+        let link = &mut self.links[node];
+        let conn = link.conn.get_or_insert_with(|| {
             *opened += 1;
             Conn {
                 id: *opened,
@@ -646,7 +654,7 @@ impl Client {
                 Ok(cmd) => {
                     conn.outstanding.push((op, Some(transmit.request)));
                     if !conn.broken {
-                        self.to_node[node].push_back(Msg::Request {
+                        link.to_node.push_back(Msg::Request {
                             conn: conn.id,
                             op,
                             request: Some(transmit.request),
@@ -661,7 +669,7 @@ impl Client {
                     conn.identifying = true;
                     conn.outstanding.push((0, None));
                     if !conn.broken {
-                        self.to_node[node].push_back(Msg::Request {
+                        link.to_node.push_back(Msg::Request {
                             conn: conn.id,
                             op: 0,
                             request: None,
@@ -696,7 +704,7 @@ impl Client {
         }
     }
 
-    fn settle_acquire(&mut self, mut a: Box<Acquiring>, env: &mut Env<'_>) -> bool {
+    fn settle_acquire(&mut self, mut a: Acquiring, env: &mut Env<'_>) -> bool {
         let now = self.now(env.spec);
         while let Some(transmit) = a.machine.poll_transmit() {
             self.issue(a.op, transmit, env);
@@ -719,7 +727,7 @@ impl Client {
                     )
                 });
                 self.op += 1;
-                self.phase = Phase::Holding(Box::new(Lease {
+                self.phase = Phase::Holding(Lease {
                     op: self.op,
                     held,
                     keeper,
@@ -731,7 +739,7 @@ impl Client {
                         .map(|t| self.clock.saturating_add(t)),
                     extending: None,
                     grants_before: env.grants,
-                }));
+                });
                 true
             }
             Some(AcquireEvent::Retry {
@@ -753,7 +761,7 @@ impl Client {
         }
     }
 
-    fn settle_lease(&mut self, mut lease: Box<Lease>, env: &mut Env<'_>) -> bool {
+    fn settle_lease(&mut self, mut lease: Lease, env: &mut Env<'_>) -> bool {
         let now = self.now(env.spec);
         let mut progressed = false;
         if let Some(mut keeper) = lease.keeper.take() {

@@ -5,8 +5,9 @@
 use std::sync::{Mutex, PoisonError};
 
 use super::explore::{CHECK_EVERY, Search};
-use super::fingerprint::fingerprint;
-use super::model::{Action, Property, World};
+use super::model::Action;
+use super::property::Property;
+use super::state::CheckState;
 
 /// What the depth-first search found.
 #[derive(Default)]
@@ -22,7 +23,7 @@ pub(super) struct Found {
 
 /// A state on the current path, with its steps and the next one to take.
 struct Frame {
-    world: World,
+    state: CheckState,
     actions: Vec<Action>,
     next: usize,
     /// The step that led here from the frame below (none for a root).
@@ -30,7 +31,7 @@ struct Frame {
 }
 
 /// Explores below every root (a trail index and a state at depth `depth`), on the threads.
-pub(super) fn explore(search: &Search<'_>, roots: Vec<(u32, World)>, depth: u32) -> Found {
+pub(super) fn explore(search: &Search<'_>, roots: Vec<(u32, CheckState)>, depth: u32) -> Found {
     let threads = search.options.threads.max(1);
     let roots = Mutex::new(roots);
     let violation = Mutex::new(None);
@@ -64,7 +65,7 @@ type FirstViolation = Mutex<Option<(Property, u32, Vec<Action>)>>;
 
 fn worker(
     search: &Search<'_>,
-    roots: &Mutex<Vec<(u32, World)>>,
+    roots: &Mutex<Vec<(u32, CheckState)>>,
     root_depth: u32,
     violation: &FirstViolation,
 ) -> Found {
@@ -90,7 +91,7 @@ fn worker(
                 continue;
             };
             top.next += 1;
-            let (next, reached) = model.step(&top.world, action);
+            let (next, reached) = model.successor(&top.state, action);
             found.states += 1;
             found.reached |= reached;
             unreported += 1;
@@ -101,7 +102,7 @@ fn worker(
                     break;
                 }
             }
-            if !search.visited.insert(fingerprint(&next, symmetry)) {
+            if !search.visited.insert(next.fingerprint(symmetry)) {
                 continue;
             }
             let depth = root_depth + height as u32;
@@ -129,28 +130,28 @@ fn worker(
     found
 }
 
-/// Puts `world` on the stack with its steps.
+/// Puts `state` on the stack with its steps.
 fn push(
     stack: &mut Vec<Frame>,
     height: &mut usize,
-    world: World,
+    state: CheckState,
     via: Option<Action>,
     search: &Search<'_>,
 ) {
     if *height == stack.len() {
         stack.push(Frame {
-            world,
+            state,
             actions: Vec::new(),
             next: 0,
             via,
         });
     } else {
         let frame = &mut stack[*height];
-        frame.world = world;
+        frame.state = state;
         frame.next = 0;
         frame.via = via;
     }
     let frame = &mut stack[*height];
-    search.model.actions(&frame.world, &mut frame.actions);
+    search.model.actions(&frame.state, &mut frame.actions);
     *height += 1;
 }

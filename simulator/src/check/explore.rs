@@ -19,9 +19,10 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::depth_first;
-use super::fingerprint::fingerprint;
 use super::memory;
-use super::model::{Action, Model, Property, World};
+use super::model::{Action, Model};
+use super::property::Property;
+use super::state::CheckState;
 use super::visited::Visited;
 
 /// How many breadth-first levels' worth of memory, at most, by default: beyond this share
@@ -280,7 +281,7 @@ struct Level {
     states: u64,
     reached: u8,
     /// The new states: the parent's trail index, the step, the state.
-    next: Vec<(u32, Action, World)>,
+    next: Vec<(u32, Action, CheckState)>,
     /// The first violating state it found: the property, the parent, the step.
     violation: Option<(Property, u32, Action)>,
 }
@@ -290,9 +291,7 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
     let search = Search::new(model, options);
     let baseline = memory::resident();
     let initial = model.initial();
-    search
-        .visited
-        .insert(fingerprint(&initial, options.symmetry));
+    search.visited.insert(initial.fingerprint(options.symmetry));
     let mut result = Exploration {
         states: 1,
         distinct: 1,
@@ -345,8 +344,8 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
                 path.push(action);
                 result.violation = Some((property, path));
             }
-            for (parent, action, world) in level.next {
-                frontier.push((trail.push(parent, action), world));
+            for (parent, action, state) in level.next {
+                frontier.push((trail.push(parent, action), state));
             }
         }
         if !frontier.is_empty() || result.violation.is_some() {
@@ -380,7 +379,7 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
 }
 
 /// One breadth-first level: each state's successors, on the threads, each its part.
-fn breadth_first_level(search: &Search<'_>, frontier: &[(u32, World)]) -> Vec<Level> {
+fn breadth_first_level(search: &Search<'_>, frontier: &[(u32, CheckState)]) -> Vec<Level> {
     let threads = search.options.threads.max(1);
     let chunk = frontier.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
@@ -398,18 +397,18 @@ fn breadth_first_level(search: &Search<'_>, frontier: &[(u32, World)]) -> Vec<Le
     })
 }
 
-fn expand(search: &Search<'_>, part: &[(u32, World)]) -> Level {
+fn expand(search: &Search<'_>, part: &[(u32, CheckState)]) -> Level {
     let (model, symmetry) = (search.model, search.options.symmetry);
     let mut actions = Vec::new();
     let mut level = Level::default();
     let mut unreported = 0;
-    for (index, world) in part {
+    for (index, state) in part {
         if search.stopped() {
             break;
         }
-        model.actions(world, &mut actions);
+        model.actions(state, &mut actions);
         for &action in &actions {
-            let (next, reached) = model.step(world, action);
+            let (next, reached) = model.successor(state, action);
             level.states += 1;
             level.reached |= reached;
             unreported += 1;
@@ -417,7 +416,7 @@ fn expand(search: &Search<'_>, part: &[(u32, World)]) -> Level {
                 search.look(unreported);
                 unreported = 0;
             }
-            if !search.visited.insert(fingerprint(&next, symmetry)) {
+            if !search.visited.insert(next.fingerprint(symmetry)) {
                 continue;
             }
             match next.violation {

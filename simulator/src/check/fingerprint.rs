@@ -6,9 +6,7 @@
 //! With `n` distinct states, the chance that two of them share a fingerprint is at most
 //! about n² / 2¹²⁹ for an ideal hash ([`collision_bound`]), which the report prints.
 
-use std::hash::{Hash, Hasher};
-
-use super::model::World;
+use std::hash::Hasher;
 
 /// A state's fingerprint.
 pub(crate) type Fingerprint = u128;
@@ -113,38 +111,6 @@ impl Hasher for Hasher128 {
     }
 }
 
-fn hash128<T: Hash + ?Sized>(value: &T) -> Fingerprint {
-    let mut h = Hasher128::default();
-    value.hash(&mut h);
-    h.finish128()
-}
-
-/// The most clients a model has (the symmetric fingerprint sorts theirs on the stack).
-const MAX_CLIENTS: usize = 8;
-
-/// The fingerprint of a state. With `symmetry`, the clients are interchangeable: the
-/// fingerprint is taken over their fingerprints sorted, so states that differ only in which
-/// client is which share one. That is sound because the clients share one configuration
-/// and nothing in a state names a client except its own position (tokens are numbered by
-/// the world, not by the client).
-pub(crate) fn fingerprint(world: &World, symmetry: bool) -> Fingerprint {
-    if !symmetry || world.clients.len() > MAX_CLIENTS {
-        return hash128(world);
-    }
-    let mut clients = [0u128; MAX_CLIENTS];
-    let count = world.clients.len();
-    for (slot, client) in clients.iter_mut().zip(&world.clients) {
-        *slot = hash128(client);
-    }
-    clients[..count].sort_unstable();
-    let mut h = Hasher128::default();
-    world.time.hash(&mut h);
-    world.nodes.hash(&mut h);
-    clients[..count].hash(&mut h);
-    world.hash_globals(&mut h);
-    h.finish128()
-}
-
 /// An upper bound on the chance that two of `distinct` states shared a fingerprint (and so
 /// one was never explored), for an ideal 128-bit hash: n(n − 1) / 2¹²⁹.
 pub fn collision_bound(distinct: u64) -> f64 {
@@ -155,6 +121,13 @@ pub fn collision_bound(distinct: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::hash::Hash;
+
+    fn hash128<T: Hash + ?Sized>(value: &T) -> Fingerprint {
+        let mut h = Hasher128::default();
+        value.hash(&mut h);
+        h.finish128()
+    }
 
     #[test]
     fn fingerprints_tell_apart_what_differs_and_only_that() {

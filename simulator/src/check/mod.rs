@@ -14,6 +14,17 @@
 //! that reaches it; written into the check file as `[counterexample]`, `redlock-sim run`
 //! replays it with the same verdict and `redlock-sim explain` prints it step by step.
 //!
+//! | file | job |
+//! |---|---|
+//! | `spec.rs` | a check's bounds, faults and expectation ([`CheckSpec`]) |
+//! | `raw.rs`, `file.rs` | the check file's serde mirror, and its translation into a [`CheckSpec`] |
+//! | `property.rs`, `judge.rs` | the properties, and the one function that judges them after a step |
+//! | `state.rs` | one state of the model, and its fingerprint (computed by the state) |
+//! | `model.rs` | the steps enabled in a state, and the state each leads to |
+//! | `client.rs`, `node.rs`, `rate.rs` | a client's driver of the core's machines; a node; how far a clock strays |
+//! | `explore.rs`, `depth_first.rs`, `visited.rs` | the explorer: breadth first, then depth first; the states seen |
+//! | `fingerprint.rs`, `memory.rs` | the 128-bit hash; the memory bound and the process's memory |
+//!
 //! # Example
 //!
 //! ```
@@ -34,20 +45,27 @@
 mod client;
 mod depth_first;
 mod explore;
+mod file;
 mod fingerprint;
+mod judge;
 pub mod memory;
 mod model;
 mod node;
+mod property;
 mod rate;
+mod raw;
 mod spec;
+mod state;
 mod visited;
 
 use std::fmt::Write as _;
 
 pub use explore::{DEFAULT_BREADTH_FIRST_MEMORY, Exploration, Options, Progress, Stop};
+pub use file::parse;
 pub use fingerprint::collision_bound;
-pub use model::{Action, Link, Property};
-pub use spec::{CheckSpec, Durability, Outcome, PauseKind, WorkStop, parse};
+pub use model::{Action, Link};
+pub use property::Property;
+pub use spec::{CheckSpec, Durability, Outcome, PauseKind, WorkStop};
 
 use model::Model;
 
@@ -326,11 +344,11 @@ pub fn replay(spec: CheckSpec) -> Result<Replay, String> {
         return Err("the check file has no [counterexample] path to replay".into());
     };
     let model = Model::new(spec);
-    let mut world = model.initial();
-    let mut steps = vec![format!("start: {}", model.describe(&world))];
+    let mut state = model.initial();
+    let mut steps = vec![format!("start: {}", model.describe(&state))];
     let mut actions = Vec::new();
     for (i, wanted) in path.iter().enumerate() {
-        model.actions(&world, &mut actions);
+        model.actions(&state, &mut actions);
         let Some(&action) = actions.iter().find(|a| a.to_string() == *wanted) else {
             return Err(format!(
                 "counterexample.path[{i}]: `{wanted}` is not possible there (possible: {})",
@@ -341,15 +359,15 @@ pub fn replay(spec: CheckSpec) -> Result<Replay, String> {
                     .join(", ")
             ));
         };
-        world = model.step(&world, action).0;
+        state = model.successor(&state, action).0;
         steps.push(format!(
             "{:>3}. {action:<24} {}",
             i + 1,
-            model.describe(&world)
+            model.describe(&state)
         ));
     }
     Ok(Replay {
         steps,
-        violation: world.violation,
+        violation: state.violation,
     })
 }

@@ -12,78 +12,12 @@ use std::fmt;
 use redlock_core::{LockKey, Reply};
 
 use super::client::{Client, Env, Happened, Msg, model_keys};
+use super::judge::judge;
 use super::node::Node;
 use super::spec::{CheckSpec, PauseKind};
+use super::state::CheckState;
 use crate::client::faults::Keys;
 use crate::message::{NodeOp, NodeReply};
-
-/// A property of the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Property {
-    /// *Always*: no two clients believe they hold the lease at once (their windows, as the
-    /// simulator's checker defines them, never overlap in true time).
-    MutualExclusion,
-    /// *Always*: each grant's fencing token is higher than every earlier grant's, so a
-    /// fenced resource accepts the holders' tokens in strictly increasing order (checked
-    /// when the model fences).
-    FencesIncrease,
-    /// *Always*: a lease is released only once its work has stopped, or once no node holds
-    /// its key any more (judged against each node's store and clock, not the client's
-    /// belief).
-    StopBeforeRelease,
-    /// *Sometimes*: a client is granted the lease.
-    Grant,
-    /// *Sometimes*: a client that lost a round to a holder is granted the lease later.
-    HandOff,
-    /// *Sometimes*: a lease is extended.
-    Extension,
-}
-
-impl Property {
-    /// Every property, in the order reported.
-    pub const ALL: [Self; 6] = [
-        Self::MutualExclusion,
-        Self::FencesIncrease,
-        Self::StopBeforeRelease,
-        Self::Grant,
-        Self::HandOff,
-        Self::Extension,
-    ];
-
-    /// Its name in reports and `--json`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::MutualExclusion => "mutual-exclusion",
-            Self::FencesIncrease => "fences-increase",
-            Self::StopBeforeRelease => "stop-before-release",
-            Self::Grant => "grant",
-            Self::HandOff => "contended-hand-off",
-            Self::Extension => "extension",
-        }
-    }
-
-    /// `always` or `sometimes`.
-    pub fn kind(self) -> &'static str {
-        if self.is_always() {
-            "always"
-        } else {
-            "sometimes"
-        }
-    }
-
-    /// Whether it is an invariant (else it must be reached somewhere).
-    pub fn is_always(self) -> bool {
-        matches!(
-            self,
-            Self::MutualExclusion | Self::FencesIncrease | Self::StopBeforeRelease
-        )
-    }
-
-    /// Its bit in a set of properties (as [`CheckSpec::always`] holds the judged ones).
-    pub fn bit(self) -> u8 {
-        1 << (self as u8)
-    }
-}
 
 /// Which link a message travels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -105,17 +39,17 @@ impl Link {
 
     fn queue(self, client: &Client, node: usize) -> &std::collections::VecDeque<Msg> {
         match self {
-            Self::ToNode => &client.to_node[node],
-            Self::ToClient => &client.from_node[node],
-            Self::Notice => &client.notices[node],
+            Self::ToNode => &client.links[node].to_node,
+            Self::ToClient => &client.links[node].from_node,
+            Self::Notice => &client.links[node].notices,
         }
     }
 
     fn queue_mut(self, client: &mut Client, node: usize) -> &mut std::collections::VecDeque<Msg> {
         match self {
-            Self::ToNode => &mut client.to_node[node],
-            Self::ToClient => &mut client.from_node[node],
-            Self::Notice => &mut client.notices[node],
+            Self::ToNode => &mut client.links[node].to_node,
+            Self::ToClient => &mut client.links[node].from_node,
+            Self::Notice => &mut client.links[node].notices,
         }
     }
 }
@@ -252,41 +186,6 @@ pub(crate) struct Model {
     keys: Keys,
 }
 
-/// One state of the model.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct World {
-    /// True time, in ticks.
-    pub(crate) time: u32,
-    pub(super) nodes: Vec<Node>,
-    pub(super) clients: Vec<Client>,
-    faults_used: u32,
-    tokens: u16,
-    /// Grants so far.
-    grants: u16,
-    /// Whether nothing but resumes happened since true time last moved on.
-    tick_fresh: bool,
-    max_fence: u64,
-    /// The *always* property this state breaks, if any.
-    pub(crate) violation: Option<Property>,
-}
-
-impl World {
-    /// Hashes everything but the time, the nodes and the clients (the symmetric
-    /// fingerprint hashes those itself); the same fields as the derived `Hash`.
-    pub(crate) fn hash_globals<H: std::hash::Hasher>(&self, h: &mut H) {
-        use std::hash::Hash;
-        (
-            self.faults_used,
-            self.tokens,
-            self.grants,
-            self.tick_fresh,
-            self.max_fence,
-            self.violation,
-        )
-            .hash(h);
-    }
-}
-
 impl Model {
     pub(crate) fn new(spec: CheckSpec) -> Self {
         let (key, keys) = model_keys();
@@ -295,8 +194,8 @@ impl Model {
 
     /// The one initial state: every client starts its first acquisition at time zero, or,
     /// with `start_within_ticks`, none has started yet.
-    pub(crate) fn initial(&self) -> World {
-        let mut world = World {
+    pub(crate) fn initial(&self) -> CheckState {
+        let mut state = CheckState {
             time: 0,
             nodes: (0..self.spec.nodes).map(|_| Node::new()).collect(),
             clients: (0..self.spec.clients)
@@ -309,24 +208,24 @@ impl Model {
             max_fence: 0,
             violation: None,
         };
-        let identities: Vec<_> = world
+        let identities: Vec<_> = state
             .nodes
             .iter_mut()
             .enumerate()
             .map(|(n, node)| node.execute(n, &NodeOp::Identify, &self.spec))
             .collect();
-        for client in &mut world.clients {
+        for client in &mut state.clients {
             client.connect(&identities, &self.spec);
         }
         let starts_now = self.spec.start_within_ticks == 0;
-        for c in (0..world.clients.len()).filter(|_| starts_now) {
-            let World {
+        for c in (0..state.clients.len()).filter(|_| starts_now) {
+            let CheckState {
                 clients, tokens, ..
-            } = &mut world;
+            } = &mut state;
             let mut env = self.env(tokens, 0);
             clients[c].start(&mut env);
         }
-        world
+        state
     }
 
     fn env<'a>(&'a self, tokens: &'a mut u16, grants: u16) -> Env<'a> {
@@ -340,23 +239,23 @@ impl Model {
         }
     }
 
-    /// One line about `world`: true time, each node's clock and key holder, each client's
+    /// One line about `state`: true time, each node's clock and key holder, each client's
     /// clock and lease.
-    pub(crate) fn describe(&self, world: &World) -> String {
+    pub(crate) fn describe(&self, state: &CheckState) -> String {
         let spec = &self.spec;
-        let mut parts = vec![format!("t={}", world.time)];
-        for (n, node) in world.nodes.iter().enumerate() {
+        let mut parts = vec![format!("t={}", state.time)];
+        for (n, node) in state.nodes.iter().enumerate() {
             let now_ms = node.now_ms(spec);
-            let state = if node.up {
+            let keys = if node.up {
                 node.keys
                     .holder(&self.keys.key, now_ms)
                     .map_or_else(|| "free".to_owned(), |t| format!("key {}", t.short()))
             } else {
                 "down".to_owned()
             };
-            parts.push(format!("n{n}(clock {}, {state})", node.clock));
+            parts.push(format!("n{n}(clock {}, {keys})", node.clock));
         }
-        for (c, client) in world.clients.iter().enumerate() {
+        for (c, client) in state.clients.iter().enumerate() {
             let paused = if client.paused { ", paused" } else { "" };
             parts.push(format!(
                 "c{c}(clock {}{paused}, {})",
@@ -364,34 +263,34 @@ impl Model {
                 client.summary(spec)
             ));
         }
-        if let Some(property) = world.violation {
+        if let Some(property) = state.violation {
             parts.push(format!("BREAKS {}", property.name()));
         }
         parts.join(" ")
     }
 
-    fn budget_left(&self, world: &World) -> bool {
-        world.faults_used < self.spec.fault_budget
+    fn budget_left(&self, state: &CheckState) -> bool {
+        state.faults_used < self.spec.fault_budget
     }
 
-    /// Every step enabled in `world`, in a fixed order.
-    pub(crate) fn actions(&self, world: &World, out: &mut Vec<Action>) {
+    /// Every step enabled in `state`, in a fixed order.
+    pub(crate) fn actions(&self, state: &CheckState, out: &mut Vec<Action>) {
         let deliver = |(client, node, link)| Action::Deliver { client, node, link };
         let drop = |(client, node, link)| Action::Drop { client, node, link };
         out.clear();
-        if world.violation.is_some() {
+        if state.violation.is_some() {
             return;
         }
         let spec = &self.spec;
-        let budget = self.budget_left(world);
+        let budget = self.budget_left(state);
         let mut urgent = false;
-        for (c, client) in world.clients.iter().enumerate() {
+        for (c, client) in state.clients.iter().enumerate() {
             let c8 = c as u8;
             if client.is_idle() {
                 // A start at the beginning of a tick: what it sends may still arrive at any
                 // point of it. By `start_within_ticks`, it must have started.
-                let due = world.time >= spec.start_within_ticks;
-                if world.tick_fresh || due {
+                let due = state.time >= spec.start_within_ticks;
+                if state.tick_fresh || due {
                     out.push(Action::Start(c8));
                 }
                 urgent |= due;
@@ -417,7 +316,7 @@ impl Model {
                     let Some(msg) = link.queue(client, n).front() else {
                         continue;
                     };
-                    let late = client.late[n] & link.bit() != 0;
+                    let late = client.links[n].late & link.bit() != 0;
                     if !late {
                         // An undelayed message arrives before true time moves on.
                         urgent = true;
@@ -439,7 +338,7 @@ impl Model {
                     }
                     if budget && spec.drop && droppable(msg) {
                         out.push(drop(at(link)));
-                        if link == Link::ToNode && world.nodes[n].up {
+                        if link == Link::ToNode && state.nodes[n].up {
                             // Performed, and its reply lost.
                             out.push(drop(at(Link::ToClient)));
                         }
@@ -451,18 +350,29 @@ impl Model {
             // as true time moves on. Every other placement reaches the same states, in an
             // order these cover.
             if client.paused {
-                if world.tick_fresh {
+                if state.tick_fresh {
                     out.push(Action::Resume(c8));
                 }
             } else if spec.pause != PauseKind::None
                 && budget
                 && !client.is_done()
-                && (world.tick_fresh || client.acted)
+                && (state.tick_fresh || client.acted)
             {
                 out.push(Action::Pause(c8));
             }
         }
-        for (n, node) in world.nodes.iter().enumerate() {
+        self.node_actions(state, budget, out);
+        let all_done = state.clients.iter().all(Client::is_done);
+        if urgent || state.time >= spec.horizon_ticks || all_done {
+            return;
+        }
+        self.tick_actions(state, out);
+    }
+
+    /// The nodes' steps: crashes and clock jumps within the fault budget, restarts.
+    fn node_actions(&self, state: &CheckState, budget: bool, out: &mut Vec<Action>) {
+        let spec = &self.spec;
+        for (n, node) in state.nodes.iter().enumerate() {
             let n8 = n as u8;
             if node.up {
                 if spec.crash && budget {
@@ -475,20 +385,20 @@ impl Model {
                 out.push(Action::Restart(n8));
             }
         }
-        let all_done = world.clients.iter().all(Client::is_done);
-        if urgent || world.time >= spec.horizon_ticks || all_done {
-            return;
-        }
-        // True time advances: every combination of the clocks that may stray now.
+    }
+
+    /// True time advances: every combination of the clocks that may stray now.
+    fn tick_actions(&self, state: &CheckState, out: &mut Vec<Action>) {
+        let spec = &self.spec;
         let mut may_slow = 0u8;
-        for (c, client) in world.clients.iter().enumerate() {
+        for (c, client) in state.clients.iter().enumerate() {
             let frozen = client.paused && spec.pause == PauseKind::Frozen;
             if !frozen && client.strays.may_stray(spec.client_slow_ticks) {
                 may_slow |= 1 << c;
             }
         }
         let mut may_fast = 0u8;
-        for (n, node) in world.nodes.iter().enumerate() {
+        for (n, node) in state.nodes.iter().enumerate() {
             if node.strays.may_stray(spec.node_fast_ticks) {
                 may_fast |= 1 << n;
             }
@@ -500,13 +410,13 @@ impl Model {
         }
     }
 
-    /// The state after `action`, and the *sometimes* properties it reached (bits of
-    /// [`Property::bit`]).
-    pub(crate) fn step(&self, world: &World, action: Action) -> (World, u8) {
-        let mut next = world.clone();
+    /// The state after `action`, unjudged, and what the step did that the properties ask
+    /// about.
+    fn step(&self, state: &CheckState, action: Action) -> (CheckState, Happened) {
+        let mut next = state.clone();
         let spec = &self.spec;
         let happened = {
-            let World {
+            let CheckState {
                 nodes,
                 clients,
                 tokens,
@@ -519,22 +429,7 @@ impl Model {
             match action {
                 Action::Tick { slow, fast } => {
                     *time += 1;
-                    for (c, client) in clients.iter_mut().enumerate() {
-                        let frozen = client.paused && spec.pause == PauseKind::Frozen;
-                        let loses = slow & (1 << c) != 0;
-                        if !frozen && !loses {
-                            client.clock += 1;
-                        }
-                        client.strays.tick(loses, spec.ttl_ticks);
-                    }
-                    for (n, node) in nodes.iter_mut().enumerate() {
-                        let gains = fast & (1 << n) != 0;
-                        node.tick(1 + u32::from(gains));
-                        node.strays.tick(gains, spec.ttl_ticks);
-                        if !node.up {
-                            node.down_for += 1;
-                        }
-                    }
+                    self.advance_clocks(nodes, clients, slow, fast);
                 }
                 Action::Start(c) => clients[usize::from(c)].start(&mut env),
                 Action::Fire(c) => clients[usize::from(c)].fire(&mut env),
@@ -547,7 +442,7 @@ impl Model {
                         // client's), or a fault of its own (a lost or delayed command).
                         if let Some(reply) = self.to_node(nodes, clients, c, n, &mut env.happened) {
                             if clients[c].paused {
-                                clients[c].from_node[n].push_back(reply);
+                                clients[c].links[n].from_node.push_back(reply);
                             } else {
                                 clients[c].receive(n, reply, &mut env);
                             }
@@ -557,7 +452,7 @@ impl Model {
                     }
                 }
                 Action::Delay { client, node, link } => {
-                    clients[usize::from(client)].late[usize::from(node)] |= link.bit();
+                    clients[usize::from(client)].links[usize::from(node)].late |= link.bit();
                     *faults_used += 1;
                 }
                 Action::Drop { client, node, link } => {
@@ -593,21 +488,60 @@ impl Model {
         next.tick_fresh = match action {
             Action::Tick { .. } => true,
             // Other clients may still start at the beginning of this tick.
-            Action::Resume(_) | Action::Start(_) => world.tick_fresh,
+            Action::Resume(_) | Action::Start(_) => state.tick_fresh,
             _ => false,
         };
         let actor = action.client();
         for (c, client) in next.clients.iter_mut().enumerate() {
             client.acted = actor == Some(c);
-            for n in 0..spec.nodes {
-                for link in Link::ALL {
-                    if link.queue(client, n).is_empty() {
-                        client.late[n] &= !link.bit();
-                    }
+            Self::forget_delays_of_empty_links(client, spec.nodes);
+        }
+        if happened.granted.is_some() {
+            next.grants = next.grants.saturating_add(1);
+        }
+        (next, happened)
+    }
+
+    /// A tick of true time on every clock: the clients in `slow` lose it (and a frozen
+    /// client's stands still), the nodes in `fast` gain one; a node down counts it.
+    fn advance_clocks(&self, nodes: &mut [Node], clients: &mut [Client], slow: u8, fast: u8) {
+        let spec = &self.spec;
+        for (c, client) in clients.iter_mut().enumerate() {
+            let frozen = client.paused && spec.pause == PauseKind::Frozen;
+            let loses = slow & (1 << c) != 0;
+            if !frozen && !loses {
+                client.clock += 1;
+            }
+            client.strays.tick(loses, spec.ttl_ticks);
+        }
+        for (n, node) in nodes.iter_mut().enumerate() {
+            let gains = fast & (1 << n) != 0;
+            node.tick(1 + u32::from(gains));
+            node.strays.tick(gains, spec.ttl_ticks);
+            if !node.up {
+                node.down_for += 1;
+            }
+        }
+    }
+
+    /// A delay applies to the messages on a link when it was taken: once the link is empty,
+    /// what is sent next arrives before the next tick again.
+    fn forget_delays_of_empty_links(client: &mut Client, nodes: usize) {
+        for n in 0..nodes {
+            for link in Link::ALL {
+                if link.queue(client, n).is_empty() {
+                    client.links[n].late &= !link.bit();
                 }
             }
         }
-        let reached = self.judge(&mut next, happened);
+    }
+
+    /// The state after `action`, judged: the *sometimes* properties it reached (bits of
+    /// [`Property::bit`](super::Property::bit)), and the first *always* one it breaks recorded
+    /// in it.
+    pub(crate) fn successor(&self, state: &CheckState, action: Action) -> (CheckState, u8) {
+        let (mut next, happened) = self.step(state, action);
+        let reached = judge(&self.spec, &mut next, happened);
         (next, reached)
     }
 
@@ -632,7 +566,7 @@ impl Model {
             op,
             request,
             cmd,
-        }) = clients[c].to_node[n].pop_front()
+        }) = clients[c].links[n].to_node.pop_front()
         else {
             return None;
         };
@@ -656,7 +590,7 @@ impl Model {
         {
             // Only a client waiting for the lease is subscribed to its channel.
             for client in clients.iter_mut().filter(|c| c.is_acquiring()) {
-                client.notices[n].push_back(Msg::Released(*token));
+                client.links[n].notices.push_back(Msg::Released(*token));
             }
         }
         Some(Msg::Reply {
@@ -665,41 +599,6 @@ impl Model {
             request,
             reply,
         })
-    }
-
-    /// Checks the *always* properties in `world` (recording the first broken one) and
-    /// returns the *sometimes* ones this step reached.
-    fn judge(&self, world: &mut World, happened: Happened) -> u8 {
-        let spec = &self.spec;
-        let mut reached = 0;
-        if let Some(fence) = happened.granted {
-            world.grants = world.grants.saturating_add(1);
-            reached |= Property::Grant.bit();
-            if happened.handed_off {
-                reached |= Property::HandOff.bit();
-            }
-            if spec.config.fencing() && spec.always & Property::FencesIncrease.bit() != 0 {
-                let fence = fence.unwrap_or(0);
-                if fence <= world.max_fence {
-                    world.violation = Some(Property::FencesIncrease);
-                }
-                world.max_fence = world.max_fence.max(fence);
-            }
-        }
-        if happened.extended {
-            reached |= Property::Extension.bit();
-        }
-        if world.violation.is_none() {
-            let judged = |p: Property| spec.always & p.bit() != 0;
-            let believers = world.clients.iter().filter(|c| c.believes(spec)).count();
-            if (believers > 1 || happened.revived_over_another) && judged(Property::MutualExclusion)
-            {
-                world.violation = Some(Property::MutualExclusion);
-            } else if judged(Property::StopBeforeRelease) && happened.released_live_key {
-                world.violation = Some(Property::StopBeforeRelease);
-            }
-        }
-        reached
     }
 }
 

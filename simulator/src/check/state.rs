@@ -1,0 +1,76 @@
+//! One state of the model, and its fingerprint: the state says what identifies it (as
+//! stateright's `Representative` lets a state name its representative), so the explorer
+//! never reaches into its fields.
+
+use std::hash::Hash;
+
+use super::client::Client;
+use super::fingerprint::{Fingerprint, Hasher128};
+use super::node::Node;
+use super::property::Property;
+
+/// The most clients whose fingerprints the symmetric fingerprint sorts on the stack (the
+/// check file allows no more).
+const MAX_CLIENTS: usize = 8;
+
+/// One state of the model: true time, every node and client with the messages in flight,
+/// and the world's counters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct CheckState {
+    /// True time, in ticks.
+    pub(crate) time: u32,
+    pub(super) nodes: Vec<Node>,
+    pub(super) clients: Vec<Client>,
+    pub(super) faults_used: u32,
+    pub(super) tokens: u16,
+    /// Grants so far.
+    pub(super) grants: u16,
+    /// Whether nothing but resumes happened since true time last moved on.
+    pub(super) tick_fresh: bool,
+    pub(super) max_fence: u64,
+    /// The *always* property this state breaks, if any.
+    pub(crate) violation: Option<Property>,
+}
+
+impl CheckState {
+    /// Its fingerprint. With `symmetry`, the clients are interchangeable: the fingerprint is
+    /// taken over their fingerprints sorted, so states that differ only in which client is
+    /// which share one. That is sound because the clients share one configuration and
+    /// nothing in a state names a client except its own position (tokens are numbered by
+    /// the world, not by the client).
+    pub(crate) fn fingerprint(&self, symmetry: bool) -> Fingerprint {
+        if !symmetry || self.clients.len() > MAX_CLIENTS {
+            let mut h = Hasher128::default();
+            self.hash(&mut h);
+            return h.finish128();
+        }
+        let mut clients = [0u128; MAX_CLIENTS];
+        let count = self.clients.len();
+        for (slot, client) in clients.iter_mut().zip(&self.clients) {
+            let mut h = Hasher128::default();
+            client.hash(&mut h);
+            *slot = h.finish128();
+        }
+        clients[..count].sort_unstable();
+        let mut h = Hasher128::default();
+        self.time.hash(&mut h);
+        self.nodes.hash(&mut h);
+        clients[..count].hash(&mut h);
+        self.hash_globals(&mut h);
+        h.finish128()
+    }
+
+    /// Hashes everything but the time, the nodes and the clients (the symmetric
+    /// fingerprint hashes those itself); the same fields as the derived `Hash`.
+    fn hash_globals<H: std::hash::Hasher>(&self, h: &mut H) {
+        (
+            self.faults_used,
+            self.tokens,
+            self.grants,
+            self.tick_fresh,
+            self.max_fence,
+            self.violation,
+        )
+            .hash(h);
+    }
+}
