@@ -21,9 +21,7 @@ pub(crate) async fn drive<M: Machine>(
     tokio::pin!(timer);
     let mut armed: Option<crate::core::Timestamp> = None;
     loop {
-        while let Some(transmit) = machine.poll_transmit() {
-            flight.send(transmit);
-        }
+        flight.send_all(|| machine.poll_transmit());
         if let Some(outcome) = machine.poll_outcome() {
             return Some(outcome);
         }
