@@ -13,10 +13,11 @@
 //!
 //! Contenders: this crate's client releasing at its quorum (`release_at_quorum()`), the same
 //! with `release()` (`ours_every_node`, which waits for every node: the difference is what
-//! ending a release at its quorum costs), the round-trip
-//! floor waiting for every reply
-//! (`floor_all`) and returning at a quorum (`floor_quorum`), and rslock; at 64 tasks also
-//! the wait-all floor with one of this crate's wire choices added at a time (the release
+//! ending a release at its quorum costs), the round-trip floor waiting for every reply
+//! (`floor_all`) and returning at a quorum (`floor_quorum`), the pipelined floor
+//! (`floor_pipelined`: the wait-all rounds of every task of a pass coalesced into one
+//! pipeline per node, `support/pipelined.rs`), and rslock; at 64 tasks also the wait-all
+//! floor with one of this crate's wire choices added at a time (the release
 //! script sent whole, its `PUBLISH`, `SET NX GET`), which prices each on the nodes. After
 //! every block the nodes must hold no key at all (`DBSIZE`).
 //!
@@ -44,6 +45,7 @@ use std::time::Duration;
 use redlock_tests::RedisFleet;
 use sample::Servers;
 use support::floor::{Decide, Floor, Wire};
+use support::pipelined::PipelinedFloor;
 
 #[global_allocator]
 static ALLOCATOR: allocations::Counting = allocations::Counting;
@@ -60,6 +62,8 @@ type Contender<'a> = Box<dyn FnMut(usize) + 'a>;
 #[derive(Clone, Debug)]
 pub(crate) struct Block {
     pub(crate) client: Duration,
+    /// Wall-clock time of the block's operations (stragglers' wait excluded): the rate.
+    pub(crate) wall: Duration,
     /// Heap allocations the client process made.
     pub(crate) allocations: u64,
     pub(crate) servers: Servers,
@@ -116,6 +120,7 @@ fn main() {
             ..Wire::default()
         },
     );
+    let floor_pipelined = Arc::new(runtime.block_on(PipelinedFloor::connect(&urls)));
     let rslock = Arc::new(rslock::LockManager::new(urls.clone()));
     let mut info: Vec<redis::Connection> = (0..fleet.len())
         .map(|i| fleet.connect(i).expect("a node"))
@@ -175,6 +180,26 @@ fn main() {
             ("floor_all", floor_contender(&floor_all, "all")),
             ("floor_quorum", floor_contender(&floor_quorum, "quorum")),
             (
+                "floor_pipelined",
+                Box::new(|tasks| {
+                    // One task drives every key's passes, on a worker thread of the runtime as
+                    // the other contenders' tasks run (not on the thread that blocks on it).
+                    burst(&runtime, 1, |_| {
+                        let floor = Arc::clone(&floor_pipelined);
+                        let keys: Vec<String> = (0..tasks)
+                            .map(|task| format!("bench-floor:pipelined-{task}"))
+                            .collect();
+                        async move {
+                            for _ in 0..OPS / tasks {
+                                let tokens: Vec<String> =
+                                    keys.iter().map(|_| support::token()).collect();
+                                floor.pass(&keys, &tokens).await;
+                            }
+                        }
+                    });
+                }),
+            ),
+            (
                 "rslock",
                 Box::new(|tasks| {
                     burst(&runtime, tasks, |task| {
@@ -228,12 +253,15 @@ fn measure(
     let servers = Servers::read(info);
     let client = sample::client_cpu();
     let allocations = allocations::count();
+    let started = std::time::Instant::now();
     block();
+    let wall = started.elapsed();
     runtime.block_on(async { tokio::time::sleep(Duration::from_millis(50)).await });
     let allocations = allocations::count() - allocations;
     let client = sample::client_cpu() - client;
     Block {
         client,
+        wall,
         allocations,
         servers: Servers::read(info).since(&servers),
     }

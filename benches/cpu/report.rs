@@ -1,6 +1,7 @@
 //! The CPU benchmark's figures: per contender and task count, the client's and the nodes'
 //! CPU per acquire + release (median and quartiles over the repetitions), their ratios to
-//! the two floors (each repetition's ratio, then the median), and each command's calls per
+//! the floors (each repetition's ratio, then the median), the rate (operations per second of
+//! wall-clock time, and its ratio to the floors), and each command's calls per
 //! operation and microseconds per call on the nodes, and the client's heap allocations per
 //! operation. Printed, and written as JSON.
 
@@ -25,12 +26,13 @@ fn spread_json([median, q1, q3]: [f64; 3]) -> Value {
     json!({ "median": median, "q1": q1, "q3": q3 })
 }
 
-/// Client and servers' µs per operation of one block.
-fn per_op(block: &Block, ops: usize) -> (f64, f64) {
+/// Client and servers' µs per operation of one block, and its rate (operations per second).
+fn per_op(block: &Block, ops: usize) -> (f64, f64, f64) {
     let ops = ops as f64;
     (
         block.client.as_secs_f64() * 1e6 / ops,
         block.servers.cpu * 1e6 / ops,
+        ops / block.wall.as_secs_f64(),
     )
 }
 
@@ -41,14 +43,23 @@ pub(crate) fn write(results: &BTreeMap<usize, BTreeMap<String, Vec<Block>>>, ops
         let reps = contenders.values().map(Vec::len).min().unwrap_or(0);
         println!("\n{tasks} task(s), N = 5, {reps} repetitions of {ops} acquire + release:");
         println!(
-            "{:<24} {:>22} {:>9} {:>9} {:>22} {:>9} {:>9}",
-            "contender", "client µs/op", "÷all", "÷quorum", "servers µs/op", "÷all", "÷quorum"
+            "{:<24} {:>22} {:>9} {:>9} {:>9} {:>22} {:>9} {:>9} {:>9}",
+            "contender",
+            "client µs/op",
+            "÷all",
+            "÷quorum",
+            "÷piped",
+            "servers µs/op",
+            "÷all",
+            "÷quorum",
+            "k ops/s ÷all"
         );
         let mut entry = serde_json::Map::new();
         for (name, blocks) in contenders {
-            let costs: Vec<(f64, f64)> = blocks.iter().map(|b| per_op(b, ops)).collect();
+            let costs: Vec<(f64, f64, f64)> = blocks.iter().map(|b| per_op(b, ops)).collect();
             let client = spread(costs.iter().map(|c| c.0).collect());
             let servers = spread(costs.iter().map(|c| c.1).collect());
+            let rate = spread(costs.iter().map(|c| c.2).collect());
             let allocations = spread(
                 blocks
                     .iter()
@@ -56,11 +67,11 @@ pub(crate) fn write(results: &BTreeMap<usize, BTreeMap<String, Vec<Block>>>, ops
                     .collect(),
             );
             // A floor left out (`CPU_ONLY`) gives no ratio.
-            let ratio = |floor: &str, side: fn(&(f64, f64)) -> f64| {
+            let ratio = |floor: &str, side: fn(&(f64, f64, f64)) -> f64| {
                 let Some(floor) = contenders.get(floor) else {
                     return [f64::NAN; 3];
                 };
-                let floor: Vec<(f64, f64)> = floor.iter().map(|b| per_op(b, ops)).collect();
+                let floor: Vec<(f64, f64, f64)> = floor.iter().map(|b| per_op(b, ops)).collect();
                 spread(
                     costs
                         .iter()
@@ -73,18 +84,25 @@ pub(crate) fn write(results: &BTreeMap<usize, BTreeMap<String, Vec<Block>>>, ops
             let client_quorum = ratio("floor_quorum", |c| c.0);
             let servers_all = ratio("floor_all", |c| c.1);
             let servers_quorum = ratio("floor_quorum", |c| c.1);
+            let client_pipelined = ratio("floor_pipelined", |c| c.0);
+            let servers_pipelined = ratio("floor_pipelined", |c| c.1);
+            let rate_all = ratio("floor_all", |c| c.2);
+            let rate_pipelined = ratio("floor_pipelined", |c| c.2);
             println!(
-                "{name:<24} {:>7.1} ({:>5.1}–{:>5.1}) {:>9.2} {:>9.2} {:>7.1} ({:>5.1}–{:>5.1}) {:>9.2} {:>9.2}",
+                "{name:<24} {:>7.1} ({:>5.1}–{:>5.1}) {:>9.2} {:>9.2} {:>9.2} {:>7.1} ({:>5.1}–{:>5.1}) {:>9.2} {:>9.2} {:>5.1} {:>5.2}",
                 client[0],
                 client[1],
                 client[2],
                 client_all[0],
                 client_quorum[0],
+                client_pipelined[0],
                 servers[0],
                 servers[1],
                 servers[2],
                 servers_all[0],
                 servers_quorum[0],
+                rate[0] / 1e3,
+                rate_all[0],
             );
             // Each command over every repetition: calls per operation, µs per call.
             let mut commands: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
@@ -126,6 +144,11 @@ pub(crate) fn write(results: &BTreeMap<usize, BTreeMap<String, Vec<Block>>>, ops
                     "client_over_floor_quorum": spread_json(client_quorum),
                     "servers_over_floor_all": spread_json(servers_all),
                     "servers_over_floor_quorum": spread_json(servers_quorum),
+                    "client_over_floor_pipelined": spread_json(client_pipelined),
+                    "servers_over_floor_pipelined": spread_json(servers_pipelined),
+                    "rate_per_s": spread_json(rate),
+                    "rate_over_floor_all": spread_json(rate_all),
+                    "rate_over_floor_pipelined": spread_json(rate_pipelined),
                     "commands": commands_json,
                     "repetitions": blocks.len(),
                 }),

@@ -26,7 +26,7 @@ pub enum Decide {
     All,
 }
 
-const RELEASE: &str = r"
+pub const RELEASE: &str = r"
 if redis.call('GET', KEYS[1]) == ARGV[1] then
     return redis.call('DEL', KEYS[1])
 end
@@ -83,22 +83,7 @@ impl Floor {
     pub async fn connect_with(urls: &[String], decide: Decide, wire: Wire) -> Self {
         let mut connections = Vec::new();
         for url in urls {
-            // TCP_NODELAY, as the client under test sets it: the floor measures the same
-            // transport, not redis-rs's default of Nagle's algorithm on.
-            let info =
-                redis::IntoConnectionInfo::into_connection_info(url.as_str()).expect("a node URL");
-            let tcp = info.tcp_settings().clone().set_nodelay(true);
-            let client = redis::Client::open(info.set_tcp_settings(tcp)).expect("a node URL");
-            // No response timeout in redis-rs either (its default is 500 ms): a request it
-            // cuts before writing it is never sent, and a lost release leaves its key. The
-            // rounds have their own deadline.
-            let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
-            connections.push(
-                client
-                    .get_multiplexed_async_connection_with_config(&config)
-                    .await
-                    .expect("connect"),
-            );
+            connections.push(connect_node(url).await);
         }
         Self {
             connections,
@@ -311,4 +296,21 @@ fn set_nx(key: &str, token: &str, get: bool) -> redis::Cmd {
     }
     cmd.arg("PX").arg(super::TTL.as_millis() as u64);
     cmd
+}
+
+/// One multiplexed connection to the node at `url`, as the client under test opens it.
+pub async fn connect_node(url: &str) -> MultiplexedConnection {
+    // TCP_NODELAY, as the client under test sets it: the floor measures the same
+    // transport, not redis-rs's default of Nagle's algorithm on.
+    let info = redis::IntoConnectionInfo::into_connection_info(url).expect("a node URL");
+    let tcp = info.tcp_settings().clone().set_nodelay(true);
+    let client = redis::Client::open(info.set_tcp_settings(tcp)).expect("a node URL");
+    // No response timeout in redis-rs either (its default is 500 ms): a request it
+    // cuts before writing it is never sent, and a lost release leaves its key. The
+    // rounds have their own deadline.
+    let config = redis::AsyncConnectionConfig::new().set_response_timeout(None);
+    client
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
+        .expect("connect")
 }

@@ -1,9 +1,10 @@
-//! What the benchmarks share: runtimes, the fleet, the round-trip floor written directly with
+//! What the benchmarks share: runtimes, the fleet, the round-trip floors written directly with
 //! the `redis` crate, and the peers' clients, so that every contender does the same work on
 //! the same nodes in the same run.
 #![allow(dead_code, unreachable_pub)]
 
 pub mod floor;
+pub mod pipelined;
 
 use std::time::Duration;
 

@@ -336,9 +336,7 @@ impl Drop for AcquireOperation {
     fn drop(&mut self) {
         // Queues nothing unless a round is running.
         self.machine.cancel();
-        while let Some(transmit) = self.machine.poll_transmit() {
-            self.flight.send(transmit);
-        }
+        self.flight.send_all(|| self.machine.poll_transmit());
         // Dropping the flight hands every request to a background task.
     }
 }

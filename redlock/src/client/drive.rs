@@ -16,14 +16,12 @@ pub(crate) async fn drive<M: Machine>(
 ) -> Option<M::Outcome> {
     // One timer for the machine, moved only when its deadline changes (a round's deadline
     // stays put while its replies come in).
-    let far = clock.instant(crate::core::Timestamp::MAX);
+    let far = clock.instant(redlock_core::Timestamp::MAX);
     let timer = tokio::time::sleep_until(far.into());
     tokio::pin!(timer);
-    let mut armed: Option<crate::core::Timestamp> = None;
+    let mut armed: Option<redlock_core::Timestamp> = None;
     loop {
-        while let Some(transmit) = machine.poll_transmit() {
-            flight.send(transmit);
-        }
+        flight.send_all(|| machine.poll_transmit());
         if let Some(outcome) = machine.poll_outcome() {
             return Some(outcome);
         }

@@ -28,8 +28,8 @@ use tracing::Instrument;
 
 use super::expiry::Expiry;
 use super::lanes::{Gate, Lanes, OpensOnDrop};
-use super::node::Nodes;
-use redlock_core::{NodeFailure, Reply, RequestId, Transmit};
+use super::node::{Nodes, Start};
+use redlock_core::{NodeFailure, Reply, RequestId, Timestamp, Transmit};
 
 /// The client's work still running in the background (stragglers of finished operations,
 /// releases of dropped leases), counted so that a process can wait for it before it exits.
@@ -90,6 +90,15 @@ impl Background {
 pub(crate) struct Completion {
     pub(crate) request: RequestId,
     pub(crate) result: Result<Reply, NodeFailure>,
+}
+
+/// One reading of both clocks for every command a pass of a driver sends.
+#[derive(Clone, Copy)]
+struct Pass {
+    /// Where the commands' deadlines run from.
+    sent_at: Instant,
+    /// The admission's `now`, for a command that waits for nothing before it goes out.
+    now: Timestamp,
 }
 
 /// How many passes of the runtime's I/O driver [`Flight::linger`] waits for at most.
@@ -212,9 +221,28 @@ impl Flight {
         }
     }
 
+    /// Starts every command `next` yields (a machine's `poll_transmit`), in order. The
+    /// clocks are read once for all of them: each command's deadline runs from that reading,
+    /// and a command that goes out without waiting for anything is admitted at it. A reading
+    /// taken before the command goes out can only make its admission stricter (the core's
+    /// quarantine ends at a time, never starts at one) and its deadline earlier.
+    pub(crate) fn send_all(&mut self, mut next: impl FnMut() -> Option<Transmit>) {
+        let Some(first) = next() else {
+            return;
+        };
+        let pass = Pass {
+            sent_at: Instant::now(),
+            now: self.nodes.clock().now(),
+        };
+        self.send(first, pass);
+        while let Some(transmit) = next() {
+            self.send(transmit, pass);
+        }
+    }
+
     /// Starts `transmit` once the previous command to its node has finished, bounded by the
     /// per-node timeout.
-    pub(crate) fn send(&mut self, transmit: Transmit) {
+    fn send(&mut self, transmit: Transmit, pass: Pass) {
         let index = transmit.node.index();
         let gate = Arc::new(Gate::default());
         let done = OpensOnDrop(Arc::clone(&gate));
@@ -226,7 +254,8 @@ impl Flight {
         let nodes = Arc::clone(&self.nodes);
         let expiry = Arc::clone(&self.requests.expiry);
         let timeout = self.timeout;
-        let sent_at = Instant::now();
+        let sent_at = pass.sent_at;
+        let pass_now = pass.now;
         self.requests.pending.push(Box::pin(async move {
             let Transmit {
                 command, request, ..
@@ -245,15 +274,21 @@ impl Flight {
                 }
                 _ => sent_at,
             };
-            // The lane's previous command, if this one must still wait for it.
-            let queued = previous.as_deref().filter(|_| !release);
+            // What the command has waited for, or still must: the lane's previous command
+            // (a release has waited for it above), and the pass's reading of the clock holds
+            // for its admission only if nothing was waited for.
+            let start = match previous.as_deref() {
+                None => Start::At(pass_now),
+                Some(_) if release => Start::Waited,
+                Some(previous) => Start::After(previous),
+            };
             // A release that must reopen its node's connection gets the connect its own
             // budget, then `timeout` again for itself (see `Nodes::execute`).
             let result = nodes
                 .execute(
                     index,
                     command,
-                    queued,
+                    start,
                     &expiry,
                     started + timeout,
                     release.then_some(timeout),

@@ -371,9 +371,7 @@ async fn keep(
     let mut reply = None;
     let mut until = Until::AllNodes;
     while !keeper.is_released() {
-        while let Some(transmit) = keeper.poll_transmit() {
-            flight.send(transmit);
-        }
+        flight.send_all(|| keeper.poll_transmit());
         while let Some(event) = keeper.poll_outcome() {
             publish(&redlock, &keeper, &state, &resource, event);
         }

@@ -26,8 +26,19 @@ use super::lock;
 use super::wire::{self, classify, connection_lost};
 use redlock_core::{
     Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId,
-    RememberedServer, Reply, RestartPolicy, RoundFailure, ServerGeneration,
+    RememberedServer, Reply, RestartPolicy, RoundFailure, ServerGeneration, Timestamp,
 };
+
+/// What a command has waited for before [`Nodes::execute`] is asked to send it.
+pub(crate) enum Start<'a> {
+    /// Nothing: the clock read when it was handed over (`now`) holds for its admission,
+    /// unless it must wait for a connection.
+    At(Timestamp),
+    /// It must first wait for the lane's previous command to the node.
+    After(&'a Gate),
+    /// It has waited already (a release waits for its lane itself): the clock is read again.
+    Waited,
+}
 
 /// Every configured node, the rule of which may vote, and the clock that rule runs on.
 pub(crate) struct Nodes {
@@ -140,7 +151,7 @@ impl Nodes {
         }
     }
 
-    /// Runs `command` on node `index` once the lane's previous command (`queued`, if any) has
+    /// Runs `command` on node `index` once the lane's previous command (see [`Start`]) has
     /// finished and the core admits it there, giving up at `deadline` (on the flight's
     /// `expiry`, once the command is sent; a wait for the connection has its own timer).
     /// A command cut before it was sent wrote nothing; one cut while it waits for its answer
@@ -153,7 +164,7 @@ impl Nodes {
         &self,
         index: usize,
         command: Command,
-        queued: Option<&Gate>,
+        start: Start<'_>,
         expiry: &Expiry,
         deadline: Instant,
         release_budget: Option<Duration>,
@@ -162,9 +173,14 @@ impl Nodes {
             .nodes
             .get(index)
             .ok_or_else(|| NodeFailure::Protocol(format!("no node #{index}")))?;
-        let mut connection = match (queued, node.open()) {
+        let (queued, read_at) = match start {
+            Start::At(now) => (None, Some(now)),
+            Start::After(previous) => (Some(previous), None),
+            Start::Waited => (None, None),
+        };
+        let (connection, read_at) = match (queued, node.open()) {
             // Nothing to wait for (the common case): no timer either.
-            (None, Some(open)) => open,
+            (None, Some(open)) => (open, read_at),
             _ => {
                 // A release that has to reopen the connection would otherwise pay the
                 // connect out of its per-node timeout: a connect slower than that cuts the
@@ -183,11 +199,13 @@ impl Nodes {
                     node.connection().await
                 };
                 // Nothing has been sent yet when this wait is cut.
-                tokio::time::timeout_at(connect_until, ready)
+                let ready = tokio::time::timeout_at(connect_until, ready)
                     .await
-                    .map_err(|_| NodeFailure::TimedOut)??
+                    .map_err(|_| NodeFailure::TimedOut)??;
+                (ready, None)
             }
         };
+        let mut connection = connection;
         let deadline = release_budget.map_or(deadline, |budget| deadline.max(after(budget)));
         // The connection the command went out on, once it has.
         let mut sent_on = None;
@@ -198,7 +216,7 @@ impl Nodes {
         // them along rather than copy them.
         let request = async move {
             // Releases are admitted at once (they never wait for an identification).
-            self.admit(node, &connection, &command).await?;
+            self.admit(node, &connection, &command, read_at).await?;
             let id = connection.id;
             *sent_on_slot = Some(id);
             let generation = connection.state.generation.get().copied();
@@ -268,17 +286,20 @@ impl Nodes {
     /// Waits until the core lets `command` go out on `connection`, identifying it and
     /// probing it as often as asked to: a new connection whose first command (a release,
     /// which needs no identity) went unanswered is identified *and then* probed before its
-    /// first `SET`. Every step is a round trip inside the request's own deadline.
+    /// first `SET`. Every step is a round trip inside the request's own deadline. The first
+    /// look is at `read_at` when given (see [`Nodes::execute`]); every later one, after a
+    /// round trip, reads the clock.
     async fn admit(
         &self,
         node: &Node,
         connection: &Connection,
         command: &Command,
+        mut read_at: Option<Timestamp>,
     ) -> Result<(), NodeFailure> {
         let mut identified = false;
         loop {
-            let admission =
-                lock(&self.eligibility).admit(node.id, connection.id, command, self.clock.now());
+            let now = read_at.take().unwrap_or_else(|| self.clock.now());
+            let admission = lock(&self.eligibility).admit(node.id, connection.id, command, now);
             match admission {
                 Admission::Send => return Ok(()),
                 Admission::Refuse(failure) => return Err(failure),

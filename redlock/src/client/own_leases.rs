@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 
 use super::lock;
-use crate::core::{NodeStatus, Reply, Token};
+use redlock_core::{NodeStatus, Reply, Token};
 
 /// The live leases' tokens of one client (every handle of it).
 #[derive(Default)]

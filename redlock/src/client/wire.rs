@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
-use crate::core::{Command, KeyReading, KeyValue, LockKey, NodeFailure, Reply, Token};
+use redlock_core::{Command, KeyReading, KeyValue, LockKey, NodeFailure, Reply, Token};
 use crate::lua::LuaScript;
 use crate::lua::lock as scripts;
 
@@ -34,21 +34,7 @@ pub(crate) async fn run(
             })
         }
         Command::SetIfAbsentReportHolder { key, token, ttl } => {
-            // One request, two commands: the holder's remaining time is read right after
-            // the `SET .. NX GET` that found its key (and said whose it is). A PTTL the
-            // user's ACL refuses costs only the remaining time, not the vote.
-            let (set, pttl): (RedisResult<Value>, RedisResult<i64>) = redis::pipe()
-                .ignore_errors()
-                .add_command(set_if_absent(key, token, *ttl))
-                .cmd("PTTL")
-                .arg(key.as_str())
-                .query_async(connection)
-                .await
-                .map_err(classify)?;
-            let Some(holder) = taken_by(set.map_err(classify)?)? else {
-                return Ok(Reply::Acquired);
-            };
-            Ok(taken_reply(holder, pttl))
+            set_then_report_holder(key, token, *ttl, connection).await
         }
         Command::SetIfAbsentNoGet { key, token, ttl } => {
             let value: Value = set_if_absent_no_get(key, token, *ttl)
@@ -65,133 +51,157 @@ pub(crate) async fn run(
             set_then_read_holder(key, token, *ttl, connection).await
         }
         Command::SetIfAbsentReadFence { key, token, ttl } => {
-            let value = call(
-                connection,
-                &scripts::ACQUIRE_FENCED,
-                &[key.as_str(), &key.fence_key()],
-                |cmd| {
-                    cmd.arg(&token.to_hex()[..]);
-                    cmd.arg(Command::px(*ttl));
-                },
-                by_hash,
-            )
-            .await?;
-            match value {
-                Value::Array(items) => match items.as_slice() {
-                    [Value::Int(taken), Value::Int(counter)] if *counter >= 0 => {
-                        let counter = counter.unsigned_abs();
-                        Ok(if *taken == 1 {
-                            Reply::AcquiredWithFence { counter }
-                        } else {
-                            Reply::TakenWithFence { counter }
-                        })
-                    }
-                    _ => Err(unexpected("the fenced SET NX", &Value::Array(items))),
-                },
-                other => Err(unexpected("the fenced SET NX", &other)),
-            }
+            acquire_fenced(key, token, *ttl, connection, by_hash).await
         }
         Command::RaiseFence { key, token, fence } => {
-            let value = call(
-                connection,
-                &scripts::RAISE_FENCE,
-                &[key.as_str(), &key.fence_key()],
-                |cmd| {
-                    cmd.arg(&token.to_hex()[..]);
-                    cmd.arg(*fence);
-                },
-                by_hash,
-            )
-            .await?;
-            match value {
-                Value::Int(-1) => Ok(Reply::HeldByOther),
-                Value::Int(-2) => Ok(Reply::NotHeld),
-                Value::Int(counter) if counter >= 0 => Ok(Reply::FenceRaised {
-                    counter: counter.unsigned_abs(),
-                }),
-                other => Err(unexpected("the fence raise", &other)),
-            }
+            raise_fence(key, token, *fence, connection, by_hash).await
         }
         Command::ReleaseIfOwner { key, token } => {
-            let value = call(
-                connection,
-                &scripts::RELEASE,
-                &[key.as_str()],
-                |cmd| {
-                    cmd.arg(&token.to_hex()[..]);
-                },
-                by_hash,
-            )
-            .await?;
+            let script = Owned::new(&scripts::RELEASE, token, None);
+            let value = script.call(connection, &[key.as_str()], by_hash).await?;
             owner_reply(value, Reply::Released, "release")
         }
+        Command::ExtendIfOwner { key, token, ttl } => {
+            let script = Owned::new(&scripts::EXTEND, token, Some(*ttl));
+            let value = script.call(connection, &[key.as_str()], by_hash).await?;
+            owner_reply(value, Reply::Extended, "extend")
+        }
         Command::SetAllIfAbsent { keys, token, ttl } => {
-            let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
-            let value = call(
-                connection,
-                &scripts::ACQUIRE_ALL,
-                &keys,
-                |cmd| {
-                    cmd.arg(&token.to_hex()[..]);
-                    cmd.arg(Command::px(*ttl));
-                },
-                by_hash,
-            )
-            .await?;
-            match value {
+            let script = Owned::new(&scripts::ACQUIRE_ALL, token, Some(*ttl));
+            match script.call_all(connection, keys, by_hash).await? {
                 Value::Int(1) => Ok(Reply::Acquired),
                 Value::Int(0) => Ok(Reply::Taken),
                 other => Err(unexpected("the multi-key SET NX", &other)),
             }
         }
         Command::ReleaseAllIfOwner { keys, token } => {
-            let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
-            let value = call(
-                connection,
-                &scripts::RELEASE_ALL,
-                &keys,
-                |cmd| {
-                    cmd.arg(&token.to_hex()[..]);
-                },
-                by_hash,
-            )
-            .await?;
+            let script = Owned::new(&scripts::RELEASE_ALL, token, None);
+            let value = script.call_all(connection, keys, by_hash).await?;
             owner_reply(value, Reply::Released, "multi-key release")
         }
         Command::ExtendAllIfOwner { keys, token, ttl } => {
-            let keys: Vec<&str> = keys.iter().map(|key| key.as_str()).collect();
-            let value = call(
-                connection,
-                &scripts::EXTEND_ALL,
-                &keys,
-                |cmd| {
-                    cmd.arg(&token.to_hex()[..]);
-                    cmd.arg(Command::px(*ttl));
-                },
-                by_hash,
-            )
-            .await?;
+            let script = Owned::new(&scripts::EXTEND_ALL, token, Some(*ttl));
+            let value = script.call_all(connection, keys, by_hash).await?;
             owner_reply(value, Reply::Extended, "multi-key extend")
-        }
-        Command::ExtendIfOwner { key, token, ttl } => {
-            let value = call(
-                connection,
-                &scripts::EXTEND,
-                &[key.as_str()],
-                |cmd| {
-                    cmd.arg(&token.to_hex()[..]);
-                    cmd.arg(Command::px(*ttl));
-                },
-                by_hash,
-            )
-            .await?;
-            owner_reply(value, Reply::Extended, "extend")
         }
         Command::ReadHolder { key } => read_holder(key, connection).await,
         // The core is its own package: a command added there needs its wire form here.
         other => Err(NodeFailure::Protocol(format!(
             "this client does not know how to send {other:?}"
         ))),
+    }
+}
+
+/// One of the ownership scripts (release, extend, and their multi-key forms) with its
+/// arguments: the owner's token, then the new expiry for those that set one.
+struct Owned<'a> {
+    script: &'a LuaScript,
+    token: &'a Token,
+    ttl: Option<Duration>,
+}
+
+impl<'a> Owned<'a> {
+    fn new(script: &'a LuaScript, token: &'a Token, ttl: Option<Duration>) -> Self {
+        Self { script, token, ttl }
+    }
+
+    /// Runs the script on `keys` (see [`call`]).
+    async fn call(
+        &self,
+        connection: &mut MultiplexedConnection,
+        keys: &[&str],
+        by_hash: bool,
+    ) -> Result<Value, NodeFailure> {
+        let args = |cmd: &mut redis::Cmd| {
+            cmd.arg(&self.token.to_hex()[..]);
+            if let Some(ttl) = self.ttl {
+                cmd.arg(Command::px(ttl));
+            }
+        };
+        call(connection, self.script, keys, args, by_hash).await
+    }
+
+    /// Runs the script on every key of a multi-key command.
+    async fn call_all(
+        &self,
+        connection: &mut MultiplexedConnection,
+        keys: &[LockKey],
+        by_hash: bool,
+    ) -> Result<Value, NodeFailure> {
+        let keys: Vec<&str> = keys.iter().map(LockKey::as_str).collect();
+        self.call(connection, &keys, by_hash).await
+    }
+}
+
+/// A waiter's round: `SET .. NX GET` and the key's `PTTL`, in one request, so that the
+/// holder's remaining time is read right after the `SET` that found its key (and said whose
+/// it is). A PTTL the user's ACL refuses costs only the remaining time, not the vote.
+async fn set_then_report_holder(
+    key: &LockKey,
+    token: &Token,
+    ttl: Duration,
+    connection: &mut MultiplexedConnection,
+) -> Result<Reply, NodeFailure> {
+    let (set, pttl): (RedisResult<Value>, RedisResult<i64>) = redis::pipe()
+        .ignore_errors()
+        .add_command(set_if_absent(key, token, ttl))
+        .cmd("PTTL")
+        .arg(key.as_str())
+        .query_async(connection)
+        .await
+        .map_err(classify)?;
+    let Some(holder) = taken_by(set.map_err(classify)?)? else {
+        return Ok(Reply::Acquired);
+    };
+    Ok(taken_reply(holder, pttl))
+}
+
+/// The fenced lock request: `SET NX PX` and a read of the fence counter, in one script.
+async fn acquire_fenced(
+    key: &LockKey,
+    token: &Token,
+    ttl: Duration,
+    connection: &mut MultiplexedConnection,
+    by_hash: bool,
+) -> Result<Reply, NodeFailure> {
+    let script = Owned::new(&scripts::ACQUIRE_FENCED, token, Some(ttl));
+    let keys = [key.as_str(), &key.fence_key()];
+    match script.call(connection, &keys, by_hash).await? {
+        Value::Array(items) => match items.as_slice() {
+            [Value::Int(taken), Value::Int(counter)] if *counter >= 0 => {
+                let counter = counter.unsigned_abs();
+                Ok(if *taken == 1 {
+                    Reply::AcquiredWithFence { counter }
+                } else {
+                    Reply::TakenWithFence { counter }
+                })
+            }
+            _ => Err(unexpected("the fenced SET NX", &Value::Array(items))),
+        },
+        other => Err(unexpected("the fenced SET NX", &other)),
+    }
+}
+
+/// Raises the fence counter to `fence` if the key still holds `token`.
+async fn raise_fence(
+    key: &LockKey,
+    token: &Token,
+    fence: u64,
+    connection: &mut MultiplexedConnection,
+    by_hash: bool,
+) -> Result<Reply, NodeFailure> {
+    let keys = [key.as_str(), &key.fence_key()];
+    let args = |cmd: &mut redis::Cmd| {
+        cmd.arg(&token.to_hex()[..]);
+        cmd.arg(fence);
+    };
+    match call(connection, &scripts::RAISE_FENCE, &keys, args, by_hash).await? {
+        Value::Int(-1) => Ok(Reply::HeldByOther),
+        Value::Int(-2) => Ok(Reply::NotHeld),
+        Value::Int(counter) if counter >= 0 => Ok(Reply::FenceRaised {
+            counter: counter.unsigned_abs(),
+        }),
+        other => Err(unexpected("the fence raise", &other)),
     }
 }
 
@@ -488,7 +498,7 @@ mod tests {
     use std::time::Duration;
 
     use super::{MAX_DETAIL_CHARS, one_line, reading};
-    use crate::core::{KeyReading, KeyValue, NodeFailure, Token};
+    use redlock_core::{KeyReading, KeyValue, NodeFailure, Token};
 
     #[test]
     fn holder_readings_parse_the_three_answers() {
