@@ -1,8 +1,54 @@
-//! `explain`'s other outputs: the run's page and its trace in a file.
+//! `explain`: the first counterexample of one scenario as a timeline, a space-time diagram,
+//! a page and a trace file; on a check file, its counterexample step by step.
 
 use std::path::{Path, PathBuf};
 
 use redlock_sim::{Run, Scenario};
+
+use super::inputs::load;
+
+// The variant's comment in main.rs is the command's help.
+#[derive(clap::Args)]
+pub(crate) struct ExplainArgs {
+    /// The scenario file.
+    file: PathBuf,
+    /// The seed (default: the scenario's own).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the space-time diagram (SVG) here.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Also print the full event trace.
+    #[arg(long)]
+    trace: bool,
+    #[command(flatten)]
+    pages: PageArgs,
+}
+
+/// Explains one scenario's run (or replays a check's counterexample): `Ok(false)` when its
+/// verdicts differ from the file's expectations.
+pub(crate) fn explain(args: &ExplainArgs) -> Result<bool, String> {
+    if super::check::is_check_file(&args.file) {
+        return super::check::explain(&args.file);
+    }
+    let scenario = load(&args.file)?;
+    let seed = args.seed.unwrap_or(scenario.seed);
+    let run = redlock_sim::run(&scenario, seed, true).map_err(|e| e.to_string())?;
+    print!("{}", redlock_sim::explain::timeline(&scenario, &run));
+    if args.trace {
+        println!(
+            "\nfull trace:\n{}",
+            run.trace.as_deref().unwrap_or_default()
+        );
+    }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, redlock_sim::explain::svg(&scenario, &run))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("\nspace-time diagram written to {}", path.display());
+    }
+    args.pages.write(&scenario, &run)?;
+    Ok(run.report.matches)
+}
 
 /// The format of `--trace-file`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -6,7 +6,7 @@ use redlock_sim::corpus::{self, Entry};
 use redlock_sim::merge::{Merged, merge as merge_files};
 use redlock_sim::run_output::{RunFormat, render};
 
-use super::sweep::{Outputs, write};
+use super::sweep_output::{Outputs, write};
 
 /// The arguments of `merge`.
 #[derive(clap::Args)]
