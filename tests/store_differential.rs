@@ -29,7 +29,7 @@ use proptest::test_runner::{Config, TestCaseError, TestError, TestRunner};
 use redis::aio::MultiplexedConnection;
 use redlock::client::send_command;
 use redlock::core::{Command, LockKey, NodeFailure, Reply, ServerGeneration, Token};
-use redlock_sim::keyspace::{KeyState, Keyspace};
+use redlock_sim::node::keyspace::{KeyState, Keyspace};
 use redlock_sim::scenario::{ExtendImpl, ReleaseImpl};
 use tokio::runtime::Runtime;
 

@@ -15,7 +15,7 @@ use super::client::{Client, Env, Happened, Msg, model_keys};
 use super::node::Node;
 use super::spec::{CheckSpec, PauseKind};
 use crate::client::faults::Keys;
-use crate::message::{NodeOp, NodeReply};
+use crate::net::message::{NodeOp, NodeReply};
 
 /// A property of the model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

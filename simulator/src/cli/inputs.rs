@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use redlock_sim::Scenario;
-use redlock_sim::catalogue;
 use redlock_sim::scenario::TokenSource;
+use redlock_sim::scenario::catalogue;
 
 /// The files `paths` name, in order: a directory gives its `.toml` files sorted by name, and
 /// `catalogue:NAME` a scenario of the embedded catalogue.

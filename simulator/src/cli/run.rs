@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use redlock_sim::corpus::{self, Entry};
-use redlock_sim::jsonl::{self, COMMIT, Line, RunLine};
-use redlock_sim::run_output::{RunFormat, render};
-use redlock_sim::shard::{Shard, fill_path, run_key};
+use redlock_sim::runs::corpus::{self, Entry};
+use redlock_sim::runs::jsonl::{self, COMMIT, Line, RunLine};
+use redlock_sim::runs::run_output::{RunFormat, render};
+use redlock_sim::runs::shard::{Shard, fill_path, run_key};
 use redlock_sim::{Report, Scenario};
 
 use super::inputs::{load, parse_tokens, scenario_files};
@@ -68,9 +68,16 @@ impl RunArgs {
     fn paths(&self) -> Vec<PathBuf> {
         let mut paths = self.paths.clone();
         if self.catalogue {
-            paths.extend(redlock_sim::catalogue::files().iter().map(|(file, _)| {
-                PathBuf::from(format!("{}{file}", redlock_sim::catalogue::PREFIX))
-            }));
+            paths.extend(
+                redlock_sim::scenario::catalogue::files()
+                    .iter()
+                    .map(|(file, _)| {
+                        PathBuf::from(format!(
+                            "{}{file}",
+                            redlock_sim::scenario::catalogue::PREFIX
+                        ))
+                    }),
+            );
         }
         paths
     }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use redlock_sim::sweep::{Knob, SweepSpec, Target};
+use redlock_sim::runs::sweep::{Knob, SweepSpec, Target};
 
 use super::inputs::load;
 use super::progress::progress_bar;
@@ -114,7 +114,7 @@ pub(crate) fn sweep(args: &SweepArgs) -> Result<bool, String> {
     let total = spec.values.len() as u64 * spec.seeds;
     let bar = progress_bar(total, &format!("sweep {}", args.param));
     let started = std::time::Instant::now();
-    let result = redlock_sim::sweep::sweep_shard(&scenario, &spec, shard, &|done, _| {
+    let result = redlock_sim::runs::sweep::sweep_shard(&scenario, &spec, shard, &|done, _| {
         bar.set_position(done as u64);
     });
     bar.finish_and_clear();

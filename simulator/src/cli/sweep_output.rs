@@ -4,10 +4,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use redlock_sim::jsonl::{self, COMMIT, Line, SweepLine};
+use redlock_sim::runs::jsonl::{self, COMMIT, Line, SweepLine};
+use redlock_sim::runs::shard::Shard;
+use redlock_sim::runs::sweep::{Sweep, SweepSpec};
 use redlock_sim::scenario::Scenario;
-use redlock_sim::shard::Shard;
-use redlock_sim::sweep::{Sweep, SweepSpec};
 
 /// Where a sweep's results go besides the table.
 pub(crate) struct Outputs<'a> {
@@ -46,7 +46,7 @@ pub(crate) fn write(
         std::fs::write(path, result.csv()).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if let Some(path) = outputs.svg {
-        let chart = redlock_sim::sweep::svg(result)?;
+        let chart = redlock_sim::explain::sweep_chart::svg(result)?;
         std::fs::write(path, chart).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
@@ -92,7 +92,8 @@ pub(crate) fn write_jsonl(
             })
         })
         .collect();
-    jsonl::write(&redlock_sim::shard::fill_path(path, shard), &lines).map_err(|e| e.to_string())
+    jsonl::write(&redlock_sim::runs::shard::fill_path(path, shard), &lines)
+        .map_err(|e| e.to_string())
 }
 
 /// Writes the sweep's pages into `dir`: index.html and runs/; says so unless the output is
@@ -104,8 +105,8 @@ pub(crate) fn write_pages(
     result: &Sweep,
     json: bool,
 ) -> Result<(), String> {
-    let pages =
-        redlock_sim::sweep::pages::pages(scenario, spec, result).map_err(|e| e.to_string())?;
+    let pages = redlock_sim::explain::sweep_pages::pages(scenario, spec, result)
+        .map_err(|e| e.to_string())?;
     let io = |path: &Path, e: std::io::Error| format!("{}: {e}", path.display());
     let runs = dir.join("runs");
     std::fs::create_dir_all(&runs).map_err(|e| io(&runs, e))?;

@@ -1,13 +1,13 @@
 //! The run in Chrome's Trace Event format (`explain --trace-format chrome`), which Perfetto
 //! (ui.perfetto.dev) and `chrome://tracing` open: a process per kind (clients, servers, the
-//! resource, the checker), a track per lane, complete events for windows, validity, pauses,
+//! resource, the judge), a track per lane, complete events for windows, validity, pauses,
 //! keys and overlaps, instant events for accesses and faults. Timestamps are microseconds of
 //! true time.
 
 use serde_json::{Value, json};
 
 use crate::Run;
-use crate::checker::Fate;
+use crate::judge::judgement::Fate;
 use crate::scenario::Scenario;
 use crate::time::Nanos;
 

@@ -15,8 +15,8 @@ use serde::Serialize;
 
 use super::verdict_words;
 use crate::Run;
-use crate::checker::Fate;
-use crate::history::{AccessKind, KeyEnd};
+use crate::judge::history::{AccessKind, KeyEnd};
+use crate::judge::judgement::Fate;
 use crate::scenario::Scenario;
 use crate::time::Nanos;
 

@@ -10,7 +10,7 @@ use redlock_core::Token;
 
 use super::fate_word;
 use crate::Run;
-use crate::checker::{Fate, Problem};
+use crate::judge::judgement::{Fate, Problem};
 use crate::scenario::Scenario;
 use crate::time::{MS, Nanos, fmt_ms};
 
@@ -57,7 +57,7 @@ fn text_width(text: &str, size: f64, bold: bool) -> f64 {
 
 /// `text` cut at spaces into lines no wider than `width`.
 fn wrap(text: &str, width: f64, size: f64, bold: bool) -> Vec<String> {
-    crate::text_fit::wrap(text, width, |line| text_width(line, size, bold))
+    crate::explain::text_fit::wrap(text, width, |line| text_width(line, size, bold))
 }
 
 /// An `#rrggbb` colour's channels.
@@ -559,7 +559,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::svg_check::{near, render};
+    use crate::explain::svg_check::{near, render};
 
     fn scenario(file: &str) -> Scenario {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");

@@ -1,13 +1,13 @@
 //! The text timeline of a run, in true time: the scenario and its verdicts, the first
-//! problem the checker found, every grant, extension, window, release, access, pause and
+//! problem the judge found, every grant, extension, window, release, access, pause and
 //! fault in order, then each client's outcomes and the command that replays the run.
 
 use std::fmt::Write;
 
 use super::fate_word;
 use crate::Run;
-use crate::checker::{Fate, Problem};
-use crate::history::{AccessKind, History, LeaseRecord};
+use crate::judge::history::{AccessKind, History, LeaseRecord};
+use crate::judge::judgement::{Fate, Problem};
 use crate::scenario::{Cause, ResourceMode, Scenario};
 use crate::time::{Nanos, fmt_ms};
 

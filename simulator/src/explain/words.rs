@@ -3,8 +3,8 @@
 //! access went stale and what fencing did with it.
 
 use crate::Run;
-use crate::checker::{Fate, Overlap};
-use crate::history::{AccessKind, History, Note};
+use crate::judge::history::{AccessKind, History, Note};
+use crate::judge::judgement::{Fate, Overlap};
 use crate::scenario::{Cause, Scenario, Verdict};
 use crate::time::{Nanos, fmt_ms};
 
@@ -171,7 +171,7 @@ fn list_notes(notes: &[&Note]) -> String {
 /// The clocks that run at a wrong rate or step, which no note announces.
 fn clock_faults(scenario: &Scenario) -> Vec<String> {
     let mut faults = Vec::new();
-    let mut describe = |who: &str, clock: &crate::clock::ClockModel| {
+    let mut describe = |who: &str, clock: &crate::time::clock::ClockModel| {
         let ppm = clock.rate_ppm();
         if ppm != 0 {
             let direction = if ppm > 0 { "fast" } else { "slow" };

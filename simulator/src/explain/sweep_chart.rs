@@ -11,7 +11,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::{Sweep, SweepPoint};
+use crate::runs::sweep::{Sweep, SweepPoint};
 
 /// A value without trailing zeros (`8898`, `1.061`).
 fn trim(value: f64) -> String {
@@ -105,7 +105,7 @@ fn text_width(text: &str, size: u32) -> f64 {
 
 /// `text` cut at spaces into lines no wider than `width` pixels.
 fn wrap(text: &str, width: f64, size: u32) -> Vec<String> {
-    crate::text_fit::wrap(text, width, |line| text_width(line, size))
+    crate::explain::text_fit::wrap(text, width, |line| text_width(line, size))
 }
 
 fn px(v: f64) -> i32 {
@@ -475,7 +475,7 @@ fn draw_legend<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::svg_check::{near, render};
+    use crate::explain::svg_check::{near, render};
 
     fn point(value: f64, violated: f64, prevented: f64, acquired: f64) -> SweepPoint {
         SweepPoint {
