@@ -15,6 +15,7 @@
 //! | `svg.rs` | a run's space-time diagram, one function per layer |
 //! | `html.rs`, `page.js`, `page.css` | a run's self-contained interactive page |
 //! | `chrome_trace.rs` | a run as Chrome Trace Event JSON |
+//! | `derived.rs` | what the views share, derived once from a run: lanes, windows, validity, keys' leases, fates |
 //! | `words.rs` | the verdict in words, for the timeline and the page |
 //! | `sweep_chart.rs` | a sweep's chart: each verdict's rate against the parameter |
 //! | `sweep_pages.rs` | a sweep's index page and the page of one run per value |
@@ -22,6 +23,7 @@
 //! | `svg_check.rs` | (tests) the pictures rendered to pixels and checked as seen |
 
 mod chrome_trace;
+mod derived;
 mod html;
 mod svg;
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use redlock_core::Token;
 
+use super::derived::Derived;
 use super::fate_word;
 use crate::Run;
 use crate::judge::judgement::{Fate, Problem};
@@ -253,7 +254,7 @@ pub fn svg(scenario: &Scenario, run: &Run) -> String {
     pauses(&mut s, &f, run);
     windows(&mut s, &f, run);
     keys(&mut s, &f, run);
-    accesses(&mut s, &f, run);
+    accesses(&mut s, &f, run, &Derived::new(scenario, run));
     notes(&mut s, &f, scenario, run);
     legend(&mut s, &f);
     s.push_str("</svg>\n");
@@ -468,19 +469,13 @@ fn keys(s: &mut String, f: &Frame, run: &Run) {
 
 /// Accesses: a line from the client, when sent, to the resource, when it arrived, coloured
 /// by what became of it.
-fn accesses(s: &mut String, f: &Frame, run: &Run) {
+fn accesses(s: &mut String, f: &Frame, run: &Run, derived: &Derived) {
     let resource_lane = f.clients + f.servers;
     let ry = f.lane_y(resource_lane) + f.lane_h / 2.0;
-    for (i, access) in run.history.accesses.iter().enumerate() {
+    for (i, (access, &fates)) in run.history.accesses.iter().zip(&derived.fates).enumerate() {
         let Some(arrived) = access.arrived_at else {
             continue;
         };
-        let fates = run
-            .judgement
-            .fates
-            .get(i)
-            .copied()
-            .unwrap_or([Fate::Lost; 3]);
         let stroke = match fates {
             [Fate::Stale, ..] => "#d62728",
             [_, Fate::Rejected, _] | [_, _, Fate::Rejected] => "#ff9f1c",
