@@ -327,7 +327,44 @@ pub fn html(scenario: &Scenario, run: &Run) -> String {
          <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n",
         esc(&title)
     );
-    let _ = writeln!(out, "<header>\n<h1>{}</h1>", esc(&title));
+    header(&mut out, scenario, run, &title);
+    let _ = writeln!(
+        out,
+        "<nav id=\"controls\">\
+         <button id=\"zoom-in\" title=\"zoom in (+)\">+</button>\
+         <button id=\"zoom-out\" title=\"zoom out (-)\">&minus;</button>\
+         <button id=\"zoom-reset\" title=\"whole run (0)\">whole run</button>\
+         <label><input type=\"checkbox\" id=\"show-messages\" checked> messages</label>\
+         <span id=\"range\"></span>\
+         <span class=\"hint\">wheel: zoom &middot; drag: pan &middot; hover: details</span></nav>"
+    );
+    let _ = writeln!(
+        out,
+        "<main><svg id=\"lanes\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" \
+         aria-label=\"space-time diagram\"></svg><div id=\"tip\" hidden></div></main>"
+    );
+    let _ = writeln!(
+        out,
+        "<footer><p>Legend: filled bar = the holder believed it held the lease (its window); \
+         dashed outline = the validity it computed, until its clock read the deadline; red band \
+         = two windows overlap; brown = paused; thin red line = a fault; on a server lane, \
+         the lock key; arrows = messages (grey) and accesses (green applied, red stale, black \
+         rejected). Beside each client, its clock's reading at each tick.</p>\
+         <p>replay: <code>redlock-sim explain {} --seed {}</code></p></footer>",
+        esc(&scenario.source),
+        report.seed
+    );
+    let _ = write!(
+        out,
+        "<script type=\"application/json\" id=\"data\">{data}</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n"
+    );
+    out
+}
+
+/// The page's header: the title, the description, the verdicts and the verdict in words.
+fn header(out: &mut String, scenario: &Scenario, run: &Run, title: &str) {
+    let report = &run.report;
+    let _ = writeln!(out, "<header>\n<h1>{}</h1>", esc(title));
     if !scenario.description.is_empty() {
         let _ = writeln!(
             out,
@@ -363,37 +400,6 @@ pub fn html(scenario: &Scenario, run: &Run) -> String {
         let _ = writeln!(out, "<li>{}</li>", esc(&sentence));
     }
     let _ = writeln!(out, "</ol>\n</section>\n</header>");
-    let _ = writeln!(
-        out,
-        "<nav id=\"controls\">\
-         <button id=\"zoom-in\" title=\"zoom in (+)\">+</button>\
-         <button id=\"zoom-out\" title=\"zoom out (-)\">&minus;</button>\
-         <button id=\"zoom-reset\" title=\"whole run (0)\">whole run</button>\
-         <label><input type=\"checkbox\" id=\"show-messages\" checked> messages</label>\
-         <span id=\"range\"></span>\
-         <span class=\"hint\">wheel: zoom &middot; drag: pan &middot; hover: details</span></nav>"
-    );
-    let _ = writeln!(
-        out,
-        "<main><svg id=\"lanes\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" \
-         aria-label=\"space-time diagram\"></svg><div id=\"tip\" hidden></div></main>"
-    );
-    let _ = writeln!(
-        out,
-        "<footer><p>Legend: filled bar = the holder believed it held the lease (its window); \
-         dashed outline = the validity it computed, until its clock read the deadline; red band \
-         = two windows overlap; brown = paused; thin red line = a fault; on a server lane, \
-         the lock key; arrows = messages (grey) and accesses (green applied, red stale, black \
-         rejected). Beside each client, its clock's reading at each tick.</p>\
-         <p>replay: <code>redlock-sim explain {} --seed {}</code></p></footer>",
-        esc(&scenario.source),
-        report.seed
-    );
-    let _ = write!(
-        out,
-        "<script type=\"application/json\" id=\"data\">{data}</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n"
-    );
-    out
 }
 
 #[cfg(test)]
