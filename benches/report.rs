@@ -870,7 +870,7 @@ fn main() -> Result<()> {
 }
 
 #[cfg(test)]
-#[path = "../simulator/src/svg_check.rs"]
+#[path = "../simulator/src/explain/svg_check.rs"]
 mod svg_check;
 
 #[cfg(test)]

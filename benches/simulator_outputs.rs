@@ -18,10 +18,10 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use redlock_sim::Scenario;
-use redlock_sim::jsonl::{COMMIT, Line, RunLine};
-use redlock_sim::merge::{Merged, merge};
-use redlock_sim::run_output::{RunFormat, render};
-use redlock_sim::shard::{Shard, run_key};
+use redlock_sim::runs::jsonl::{COMMIT, Line, RunLine};
+use redlock_sim::runs::merge::{Merged, merge};
+use redlock_sim::runs::run_output::{RunFormat, render};
+use redlock_sim::runs::shard::{Shard, run_key};
 
 const RUNS: usize = 10_000;
 const SHARDS: u64 = 4;
@@ -78,7 +78,7 @@ fn shard_files(dir: &Path) -> Vec<PathBuf> {
         .enumerate()
         .map(|(i, lines)| {
             let path = dir.join(format!("shard-{}-of-{SHARDS}.jsonl", i + 1));
-            redlock_sim::jsonl::write(&path, lines).expect("write a shard");
+            redlock_sim::runs::jsonl::write(&path, lines).expect("write a shard");
             path
         })
         .collect()

@@ -30,7 +30,7 @@ use redis::aio::MultiplexedConnection;
 use redlock::client::send_command;
 use redlock::core::{Command, LockKey, NodeFailure, Reply, Token};
 use redlock_core::ServerGeneration;
-use redlock_sim::keyspace::{KeyState, Keyspace};
+use redlock_sim::node::keyspace::{KeyState, Keyspace};
 use redlock_sim::scenario::{ExtendImpl, ReleaseImpl};
 use tokio::runtime::Runtime;
 

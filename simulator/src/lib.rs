@@ -1,7 +1,27 @@
 //! A deterministic simulator for Redlock: the `redlock-quorum` core under simulated nodes,
-//! networks and clocks, with a checker that says whether mutual exclusion held (no two
+//! networks and clocks, with a judge that says whether mutual exclusion held (no two
 //! holders believed they held the lease at once), whether unfenced writes went stale, and
 //! whether fencing saved the resource.
+//!
+//! # Layout
+//!
+//! One wing per job; the engine at the bottom, the views and the binary on top. No file
+//! imports from a wing above its own.
+//!
+//! | entry | job |
+//! |---|---|
+//! | `time/` | true time in nanoseconds, and each process's clock as a function of it |
+//! | `scenario/` | scenario files (raw TOML, translation, errors) and the embedded catalogue |
+//! | `net/` | the simulated network, and the messages it carries |
+//! | `node/` | the simulated Redis servers and their keyspace |
+//! | `client/` | the simulated client: the core's machines driven in virtual time, its faults |
+//! | `world/` | the event queue, the dispatch, the scenario's script of faults |
+//! | `judge/` | the history a run records, the judgement of it, the report of verdicts |
+//! | `runs/` | many runs: shards, sweeps, JSON Lines, merge, the corpus, `run`'s tables |
+//! | `explain/` | every picture: timeline, diagram, page, Chrome trace, a sweep's chart and pages |
+//! | `check/` | the model checker: every interleaving of the core's machines in a bounded model |
+//! | `cli/`, `main.rs` | the `redlock-sim` binary (the `cli` feature): one file per command |
+//! | `lib.rs` | this map, and [`run`]: one scenario with one seed, judged |
 //!
 //! # What is simulated
 //!
@@ -21,7 +41,7 @@
 //!   as the tokio client. Implementation faults (plain `DEL`, extend as re-acquire, wall
 //!   clock, no elapsed check, late start time) are switches of the driver, never changes to
 //!   the core.
-//! - **Protected resource**: records every access; the [`checker`] judges mutual exclusion
+//! - **Protected resource**: records every access; the [`judge`](mod@judge) judges mutual exclusion
 //!   from the holders' windows, and replays the accesses unfenced, fenced on writes and
 //!   strictly fenced.
 //!
@@ -51,37 +71,20 @@
 //! assert_eq!(run.report.counts.leases, 2);
 //! ```
 
-pub mod catalogue;
 pub mod check;
-pub mod checker;
 mod client;
-pub mod clock;
-pub mod corpus;
 pub mod explain;
-pub mod history;
-pub mod jsonl;
-pub mod keyspace;
-pub mod merge;
-mod message;
+pub mod judge;
 mod net;
-pub mod recording;
-pub mod report;
-pub mod run_output;
+pub mod node;
+pub mod runs;
 pub mod scenario;
-pub mod seed_summary;
-mod server;
-pub mod shard;
-mod store;
-#[cfg(test)]
-mod svg_check;
-pub mod sweep;
-mod text_fit;
 pub mod time;
 mod world;
 
-pub use checker::{Judgement, judge};
-pub use history::History;
-pub use report::Report;
+pub use judge::history::History;
+pub use judge::judgement::{Judgement, judge};
+pub use judge::report::Report;
 pub use scenario::Scenario;
 pub use world::SimError;
 
@@ -90,14 +93,14 @@ pub use world::SimError;
 pub struct Run {
     /// The verdicts and counts.
     pub report: Report,
-    /// The checker's full judgement (with the first problem).
+    /// The judge's full judgement (with the first problem).
     pub judgement: Judgement,
     /// The recorded history.
     pub history: History,
     /// The event trace, when asked for.
     pub trace: Option<String>,
     /// The messages and clock readings, when the trace was asked for.
-    pub recording: Option<recording::Recording>,
+    pub recording: Option<judge::recording::Recording>,
 }
 
 /// Runs `scenario` with `seed`; records the event trace when `trace` is set.

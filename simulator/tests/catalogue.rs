@@ -143,7 +143,7 @@ fn granted_round(scenario: &Scenario, seed: u64) -> u32 {
     run.history.outcomes[1]
         .iter()
         .find_map(|outcome| match outcome {
-            redlock_sim::history::ClientOutcome::Acquired { round } => Some(*round),
+            redlock_sim::judge::history::ClientOutcome::Acquired { round } => Some(*round),
             _ => None,
         })
         .expect("c2 was granted")

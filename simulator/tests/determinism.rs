@@ -67,7 +67,7 @@ fn tracing_does_not_change_the_run() {
 /// thread and on four gives the same CSV, byte for byte (noise included).
 #[test]
 fn a_sweep_does_not_depend_on_the_number_of_threads() {
-    use redlock_sim::sweep::{Knob, SweepSpec, sweep};
+    use redlock_sim::runs::sweep::{Knob, SweepSpec, sweep};
 
     let scenario = load("rl-09-client-clock-slow-2pc.toml");
     let spec = |threads| SweepSpec {

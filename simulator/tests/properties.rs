@@ -20,12 +20,12 @@ use std::time::Duration;
 use proptest::prelude::*;
 use redlock_core::{LockConfig, RestartPolicy, RetryPolicy};
 use redlock_sim::History;
-use redlock_sim::clock::ClockModel;
 use redlock_sim::scenario::{
     ClientSpec, ClockKind, Crash, DEFAULT_UPTIME, Delay, Endpoint, Expectation, ExtendImpl,
     LinkSpec, LossOrder, NetworkSpec, NotificationSpec, Partition, PartitionKind, Persistence,
     ReleaseImpl, Scenario, ServerSpec, Step, TimingImpl, TokenSource, Verdict,
 };
+use redlock_sim::time::clock::ClockModel;
 use redlock_sim::time::{MS, Nanos};
 
 const TTL_MS: u64 = 2_000;

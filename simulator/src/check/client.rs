@@ -22,7 +22,7 @@ use redlock_core::{
 use super::rate::Strays;
 use super::spec::{CheckSpec, WorkStop};
 use crate::client::faults::{Faults, Keys, RoundClock};
-use crate::message::{NodeOp, NodeReply};
+use crate::net::message::{NodeOp, NodeReply};
 
 /// A message between one client and one node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

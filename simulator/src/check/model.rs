@@ -17,7 +17,7 @@ use super::node::Node;
 use super::spec::{CheckSpec, PauseKind};
 use super::state::CheckState;
 use crate::client::faults::Keys;
-use crate::message::{NodeOp, NodeReply};
+use crate::net::message::{NodeOp, NodeReply};
 
 /// Which link a message travels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::rate::Strays;
 use super::spec::{CheckSpec, Durability};
-use crate::message::{NodeOp, NodeReply, ServerId};
-use crate::store::Store;
+use crate::net::message::{NodeOp, NodeReply, ServerId};
+use crate::node::store::Store;
 
 /// How long the first incarnation had run before the check began: long enough that no
 /// restart quarantine applies to it.

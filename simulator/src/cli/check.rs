@@ -8,15 +8,31 @@ use std::sync::OnceLock;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use redlock_sim::check::{self, CheckSpec, Options, Outcome, Progress, memory};
 
-/// What `check` was asked.
-pub(crate) struct CheckArgs<'a> {
-    pub(crate) file: &'a Path,
-    pub(crate) threads: Option<usize>,
-    pub(crate) max_states: Option<u64>,
-    pub(crate) max_memory: Option<&'a str>,
-    pub(crate) counterexample: Option<&'a Path>,
-    pub(crate) json: bool,
-    pub(crate) symmetry: bool,
+// What `check` was asked; the variant's comment in main.rs is the command's help.
+#[derive(clap::Args)]
+pub(crate) struct CheckArgs {
+    /// The check file.
+    file: PathBuf,
+    /// Worker threads (default 1).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Stop after this many distinct states (the result is then incomplete).
+    #[arg(long)]
+    max_states: Option<u64>,
+    /// Stop (incomplete) when the process's memory passes this size, e.g. 4GiB
+    /// (default: half the memory available).
+    #[arg(long, value_name = "SIZE")]
+    max_memory: Option<String>,
+    /// Write a violation here as the check file plus its path, which `run` and
+    /// `explain` replay.
+    #[arg(long)]
+    counterexample: Option<PathBuf>,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Count states that differ only in which client is which separately.
+    #[arg(long)]
+    no_symmetry: bool,
 }
 
 /// The progress line's spinner (a callback cannot capture it).
@@ -87,10 +103,10 @@ fn estimate(max_memory: u64, chosen: bool) -> String {
 
 /// Runs one check: `Ok(true)` when every *always* property held, `Ok(false)` with a
 /// violation.
-pub(crate) fn check(args: &CheckArgs<'_>) -> Result<bool, String> {
+pub(crate) fn check(args: &CheckArgs) -> Result<bool, String> {
     let text =
-        std::fs::read_to_string(args.file).map_err(|e| format!("{}: {e}", args.file.display()))?;
-    if !has_model(&text) && redlock_sim::Scenario::load(args.file).is_ok() {
+        std::fs::read_to_string(&args.file).map_err(|e| format!("{}: {e}", args.file.display()))?;
+    if !has_model(&text) && redlock_sim::Scenario::load(&args.file).is_ok() {
         // The check reader would fail on the scenario's first table with serde's words.
         return Err(format!(
             "{file}: a scenario, not a check (a check file has a [model] table, as the files of \
@@ -99,7 +115,7 @@ pub(crate) fn check(args: &CheckArgs<'_>) -> Result<bool, String> {
         ));
     }
     let spec = check::parse(&text, &args.file.display().to_string()).map_err(|e| e.to_string())?;
-    let max_memory = match args.max_memory {
+    let max_memory = match args.max_memory.as_deref() {
         Some(size) => memory::parse_size(size).map_err(|e| format!("--max-memory: {e}"))?,
         None => memory::default_bound(),
     };
@@ -117,7 +133,7 @@ pub(crate) fn check(args: &CheckArgs<'_>) -> Result<bool, String> {
         threads: args.threads.unwrap_or(1).max(1),
         max_states: args.max_states.unwrap_or(u64::MAX),
         max_memory,
-        symmetry: args.symmetry,
+        symmetry: !args.no_symmetry,
         progress: terminal.then_some(progress as fn(&Progress)),
         ..Options::default()
     };
@@ -133,7 +149,7 @@ pub(crate) fn check(args: &CheckArgs<'_>) -> Result<bool, String> {
     } else {
         print!("{}", report.text());
     }
-    if let Some(path) = args.counterexample
+    if let Some(path) = &args.counterexample
         && let Some(file) = report.counterexample_file(&text)
     {
         std::fs::write(path, file).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -1,8 +1,77 @@
-//! `explain`'s other outputs: the run's page and its trace in a file.
+//! `explain`: the first counterexample of one scenario as a timeline, a space-time diagram,
+//! a page and a trace file; on a check file, its counterexample step by step.
 
 use std::path::{Path, PathBuf};
 
 use redlock_sim::{Run, Scenario};
+
+use super::inputs::load;
+
+// The variant's comment in main.rs is the command's help.
+#[derive(clap::Args)]
+pub(crate) struct ExplainArgs {
+    /// The scenario file.
+    file: PathBuf,
+    /// The seed (default: the scenario's own).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Write the space-time diagram (SVG) here.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Also print the full event trace.
+    #[arg(long)]
+    trace: bool,
+    #[command(flatten)]
+    pages: PageArgs,
+}
+
+impl ExplainArgs {
+    /// The first option given that only a scenario's run can serve.
+    fn scenario_only_option(&self) -> Option<&'static str> {
+        [
+            ("--seed", self.seed.is_some()),
+            ("--svg", self.svg.is_some()),
+            ("--trace", self.trace),
+        ]
+        .into_iter()
+        .chain(self.pages.asked())
+        .find_map(|(option, given)| given.then_some(option))
+    }
+}
+
+/// Explains one scenario's run (or replays a check's counterexample): `Ok(false)` when its
+/// verdicts differ from the file's expectations.
+pub(crate) fn explain(args: &ExplainArgs) -> Result<bool, String> {
+    if super::check::is_check_file(&args.file) {
+        if let Some(option) = args.scenario_only_option() {
+            // A check's counterexample is a path through the model, not a simulated run:
+            // there is no seed to choose and no run to draw.
+            return Err(format!(
+                "{option} is for scenarios: {} is a check, whose counterexample `explain` \
+                 prints step by step (drop {option})",
+                args.file.display()
+            ));
+        }
+        return super::check::explain(&args.file);
+    }
+    let scenario = load(&args.file)?;
+    let seed = args.seed.unwrap_or(scenario.seed);
+    let run = redlock_sim::run(&scenario, seed, true).map_err(|e| e.to_string())?;
+    print!("{}", redlock_sim::explain::timeline(&scenario, &run));
+    if args.trace {
+        println!(
+            "\nfull trace:\n{}",
+            run.trace.as_deref().unwrap_or_default()
+        );
+    }
+    if let Some(path) = &args.svg {
+        std::fs::write(path, redlock_sim::explain::svg(&scenario, &run))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("\nspace-time diagram written to {}", path.display());
+    }
+    args.pages.write(&scenario, &run)?;
+    Ok(run.report.matches)
+}
 
 /// The format of `--trace-file`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-use redlock_sim::corpus::{self, Entry};
-use redlock_sim::merge::{Merged, merge as merge_files};
-use redlock_sim::run_output::{RunFormat, render};
+use redlock_sim::runs::corpus::{self, Entry};
+use redlock_sim::runs::merge::{Merged, merge as merge_files};
+use redlock_sim::runs::run_output::{RunFormat, render};
 
-use super::sweep::{Outputs, write};
+use super::sweep_output::{Outputs, write};
 
 /// The arguments of `merge`.
 #[derive(clap::Args)]

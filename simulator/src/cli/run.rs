@@ -3,24 +3,95 @@
 
 use std::path::{Path, PathBuf};
 
-use redlock_sim::corpus::{self, Entry};
-use redlock_sim::jsonl::{self, COMMIT, Line, RunLine};
-use redlock_sim::run_output::{RunFormat, render};
-use redlock_sim::shard::{Shard, fill_path, run_key};
+use redlock_sim::runs::corpus::{self, Entry};
+use redlock_sim::runs::jsonl::{self, COMMIT, Line, RunLine};
+use redlock_sim::runs::run_output::{RunFormat, render};
+use redlock_sim::runs::shard::{Shard, fill_path, run_key};
 use redlock_sim::{Report, Scenario};
 
-use crate::{load, parse_tokens, progress_bar, scenario_files};
+use super::inputs::{load, parse_tokens, scenario_files};
+use super::progress::progress_bar;
+use super::shard::ShardArgs;
 
-/// The arguments of `run`.
-pub(crate) struct RunArgs<'a> {
-    pub(crate) paths: &'a [PathBuf],
-    pub(crate) seed: Option<u64>,
-    pub(crate) seeds: u64,
-    pub(crate) format: RunFormat,
-    pub(crate) tokens: Option<&'a str>,
-    pub(crate) shard: Option<Shard>,
-    pub(crate) jsonl: Option<&'a Path>,
-    pub(crate) corpus: Option<&'a Path>,
+// The variant's comment in main.rs is the command's help.
+#[derive(clap::Args)]
+pub(crate) struct RunArgs {
+    /// Scenario files or directories; `catalogue:NAME` names a scenario of the catalogue
+    /// embedded in this binary (`redlock-sim scenarios list`).
+    #[arg(required_unless_present = "catalogue")]
+    paths: Vec<PathBuf>,
+    /// Run the whole catalogue embedded in this binary (after PATHS, if any).
+    #[arg(long)]
+    catalogue: bool,
+    /// The first seed (default: each scenario's own).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// How many consecutive seeds to run per scenario.
+    #[arg(long, default_value_t = 1)]
+    seeds: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Print every column and the full scenario names, one line per run (about 270
+    /// columns for the catalogue) instead of the table that fits 100 columns.
+    #[arg(long, conflicts_with = "json")]
+    wide: bool,
+    /// With --seeds: one row per run in the table that fits 100 columns, instead of one
+    /// row per scenario with how many seeds matched and the seeds that differ.
+    #[arg(long, conflicts_with_all = ["json", "wide"])]
+    each_seed: bool,
+    /// Run with this fencing-token source instead of the file's: linearizable,
+    /// redis-counter or quorum-minted. The expectations then no longer apply: the result
+    /// column shows "-" and the exit code ignores them.
+    #[arg(long)]
+    tokens: Option<String>,
+    #[command(flatten)]
+    shard: ShardArgs,
+    /// Replay the failing seeds kept in this JSON Lines file first, then add the runs
+    /// that fail now (created when missing).
+    #[arg(long)]
+    corpus: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// The output format the flags ask for.
+    fn format(&self) -> RunFormat {
+        match (self.json, self.wide, self.each_seed) {
+            (true, _, _) => RunFormat::Json,
+            (false, true, _) => RunFormat::Wide,
+            (false, false, true) => RunFormat::EachSeed,
+            (false, false, false) => RunFormat::Table,
+        }
+    }
+
+    /// The paths given, then the whole catalogue when `--catalogue` asks for it.
+    fn paths(&self) -> Vec<PathBuf> {
+        let mut paths = self.paths.clone();
+        if self.catalogue {
+            paths.extend(
+                redlock_sim::scenario::catalogue::files()
+                    .iter()
+                    .map(|(file, _)| {
+                        PathBuf::from(format!(
+                            "{}{file}",
+                            redlock_sim::scenario::catalogue::PREFIX
+                        ))
+                    }),
+            );
+        }
+        paths
+    }
+}
+
+/// What `run` does, read from its arguments.
+struct Plan<'a> {
+    seed: Option<u64>,
+    seeds: u64,
+    format: RunFormat,
+    tokens: Option<&'a str>,
+    shard: Option<Shard>,
+    jsonl: Option<&'a Path>,
+    corpus: Option<&'a Path>,
 }
 
 /// One run to make: the scenario (by index), the seed, and its place in the whole run.
@@ -57,14 +128,25 @@ fn run_jobs(
     Ok(reports)
 }
 
-pub(crate) fn run(args: &RunArgs<'_>) -> Result<bool, String> {
+/// Runs the scenarios `args` names (replaying the check files among them): `Ok(false)` when
+/// a verdict differs from its expectation or a corpus run still fails.
+pub(crate) fn run(args: &RunArgs) -> Result<bool, String> {
+    let plan = Plan {
+        seed: args.seed,
+        seeds: args.seeds,
+        format: args.format(),
+        tokens: args.tokens.as_deref(),
+        shard: args.shard.shard,
+        jsonl: args.shard.jsonl.as_deref(),
+        corpus: args.corpus.as_deref(),
+    };
     // Check files among the paths: their counterexamples are replayed, not simulated.
-    let (checks, files) = super::check::split(scenario_files(args.paths)?);
-    let json = args.format == RunFormat::Json;
+    let (checks, files) = super::check::split(scenario_files(&args.paths())?);
+    let json = plan.format == RunFormat::Json;
     if json && !checks.is_empty() && !files.is_empty() {
         return Err(
             "--json prints one JSON document a call: give check files and scenarios to \
-                    separate `redlock-sim run --json` calls"
+             separate `redlock-sim run --json` calls"
                 .to_owned(),
         );
     }
@@ -72,7 +154,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<bool, String> {
     if files.is_empty() {
         return Ok(checks_match);
     }
-    let tokens = args.tokens.map(parse_tokens).transpose()?;
+    let tokens = plan.tokens.map(parse_tokens).transpose()?;
     let mut scenarios = files
         .iter()
         .map(|file| load(file))
@@ -83,32 +165,61 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<bool, String> {
             .map(|s| s.with_tokens(tokens))
             .collect();
     }
-    let in_shard = |name: &str, seed: u64| {
-        args.shard
-            .is_none_or(|shard| shard.contains(run_key(name, seed)))
+    let runs = Runs {
+        plan: &plan,
+        scenarios: &scenarios,
+        files: &files,
+        checked: tokens.is_none(),
+        started: std::time::Instant::now(),
     };
-    let per_scenario = args.seeds.max(1);
-    let total = files.len() as u64 * per_scenario;
-    let started = std::time::Instant::now();
+    let corpus_failures = match plan.corpus {
+        Some(path) => runs.replay_corpus(path)?,
+        None => 0,
+    };
+    let all_match = runs.run_seeds()?;
+    Ok(all_match && corpus_failures == 0 && checks_match)
+}
 
-    let mut corpus_failures = 0;
-    if let Some(path) = args.corpus {
+/// The scenarios to run, with the plan.
+struct Runs<'a> {
+    plan: &'a Plan<'a>,
+    scenarios: &'a [Scenario],
+    files: &'a [PathBuf],
+    /// Whether the files' expectations apply (not with another token source).
+    checked: bool,
+    /// When the runs began, the corpus's replay included.
+    started: std::time::Instant,
+}
+
+impl Runs<'_> {
+    /// Whether this shard makes the run of `name` with `seed`.
+    fn in_shard(&self, name: &str, seed: u64) -> bool {
+        self.plan
+            .shard
+            .is_none_or(|shard| shard.contains(run_key(name, seed)))
+    }
+
+    /// Replays the corpus's failing runs of these scenarios and this shard first; returns
+    /// how many still fail.
+    fn replay_corpus(&self, path: &Path) -> Result<usize, String> {
         let entries = corpus::read(path).map_err(|e| e.to_string())?;
         let jobs: Vec<Job> = entries
             .iter()
             .filter_map(|entry| {
-                let scenario = scenarios.iter().position(|s| s.name == entry.scenario)?;
-                in_shard(&entry.scenario, entry.seed).then_some(Job {
+                let scenario = self
+                    .scenarios
+                    .iter()
+                    .position(|s| s.name == entry.scenario)?;
+                self.in_shard(&entry.scenario, entry.seed).then_some(Job {
                     scenario,
                     seed: entry.seed,
                     index: 0,
                 })
             })
             .collect();
-        let reports = run_jobs(&scenarios, &files, &jobs, tokens.is_none(), "corpus")?;
+        let reports = run_jobs(self.scenarios, self.files, &jobs, self.checked, "corpus")?;
         let failing: Vec<&Report> = reports.iter().filter(|r| r.mismatched()).collect();
-        corpus_failures = failing.len();
-        if args.format != RunFormat::Json {
+        if self.plan.format != RunFormat::Json {
             println!(
                 "corpus {}: replayed {} of its {} failing runs first (the others are of other \
                  scenarios or shards): {} still fail",
@@ -117,7 +228,7 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<bool, String> {
                 entries.len(),
                 failing.len()
             );
-            for report in failing {
+            for report in &failing {
                 println!(
                     "MISMATCH {} (seed {}): {}\n  replay: redlock-sim explain {} --seed {}",
                     report.scenario,
@@ -129,67 +240,80 @@ pub(crate) fn run(args: &RunArgs<'_>) -> Result<bool, String> {
             }
             println!();
         }
+        Ok(failing.len())
     }
 
-    let mut jobs = Vec::new();
-    for (s, scenario) in scenarios.iter().enumerate() {
-        let first = args.seed.unwrap_or(scenario.seed);
-        for offset in 0..per_scenario {
-            let seed = first.wrapping_add(offset);
-            if in_shard(&scenario.name, seed) {
-                jobs.push(Job {
-                    scenario: s,
-                    seed,
-                    index: s as u64 * per_scenario + offset,
-                });
+    /// Runs every scenario's seeds (this shard's), prints the table, writes the JSON Lines
+    /// and adds the runs that fail to the corpus; returns whether every verdict matched.
+    fn run_seeds(&self) -> Result<bool, String> {
+        let plan = self.plan;
+        let per_scenario = plan.seeds.max(1);
+        let total = self.files.len() as u64 * per_scenario;
+        let mut jobs = Vec::new();
+        for (s, scenario) in self.scenarios.iter().enumerate() {
+            let first = plan.seed.unwrap_or(scenario.seed);
+            for offset in 0..per_scenario {
+                let seed = first.wrapping_add(offset);
+                if self.in_shard(&scenario.name, seed) {
+                    jobs.push(Job {
+                        scenario: s,
+                        seed,
+                        index: s as u64 * per_scenario + offset,
+                    });
+                }
             }
         }
-    }
-    let reports = run_jobs(&scenarios, &files, &jobs, tokens.is_none(), "run")?;
-    let lines: Vec<RunLine> = jobs
-        .iter()
-        .zip(reports)
-        .map(|(job, report)| RunLine {
-            commit: COMMIT.to_owned(),
-            shard: args.shard.map(|s| s.to_string()),
-            index: job.index,
-            runs: total,
-            scenarios: files.len() as u64,
-            tokens: args.tokens.map(str::to_owned),
-            mismatch: report.mismatch(),
-            report,
-        })
-        .collect();
-    let wall = started.elapsed();
-    if let Some(path) = args.jsonl {
-        let out: Vec<Line> = lines.iter().cloned().map(Line::Run).collect();
-        jsonl::write(&fill_path(path, args.shard), &out).map_err(|e| e.to_string())?;
-    }
-    let text =
-        render(&lines, files.len() as u64, args.format, Some(wall)).map_err(|e| e.to_string())?;
-    print!("{text}");
-    let all_match = !lines.iter().any(|l| l.report.mismatched());
-    if let Some(shard) = args.shard
-        && args.format != RunFormat::Json
-    {
-        println!(
-            "shard {shard}: {} of {total} runs; `redlock-sim merge` joins the shards' --jsonl files",
-            lines.len()
-        );
-    }
-    if let Some(path) = args.corpus {
-        let found: Vec<Entry> = lines
+        let reports = run_jobs(self.scenarios, self.files, &jobs, self.checked, "run")?;
+        let lines: Vec<RunLine> = jobs
             .iter()
-            .filter_map(|l| {
-                let mismatch = l.mismatch.as_deref()?;
-                Some(Entry::new(&l.report.scenario, l.report.seed, mismatch))
+            .zip(reports)
+            .map(|(job, report)| RunLine {
+                commit: COMMIT.to_owned(),
+                shard: plan.shard.map(|s| s.to_string()),
+                index: job.index,
+                runs: total,
+                scenarios: self.files.len() as u64,
+                tokens: plan.tokens.map(str::to_owned),
+                mismatch: report.mismatch(),
+                report,
             })
             .collect();
-        let added = corpus::add(path, &found).map_err(|e| e.to_string())?;
-        if args.format != RunFormat::Json && added > 0 {
-            let runs = if added == 1 { "run" } else { "runs" };
-            println!("corpus {}: added {added} failing {runs}", path.display());
+        let wall = self.started.elapsed();
+        if let Some(path) = plan.jsonl {
+            let out: Vec<Line> = lines.iter().cloned().map(Line::Run).collect();
+            jsonl::write(&fill_path(path, plan.shard), &out).map_err(|e| e.to_string())?;
         }
+        let text = render(&lines, self.files.len() as u64, plan.format, Some(wall))
+            .map_err(|e| e.to_string())?;
+        print!("{text}");
+        if let Some(shard) = plan.shard
+            && plan.format != RunFormat::Json
+        {
+            println!(
+                "shard {shard}: {} of {total} runs; `redlock-sim merge` joins the shards' --jsonl files",
+                lines.len()
+            );
+        }
+        if let Some(path) = plan.corpus {
+            add_to_corpus(path, &lines, plan.format)?;
+        }
+        Ok(!lines.iter().any(|l| l.report.mismatched()))
     }
-    Ok(all_match && corpus_failures == 0 && checks_match)
+}
+
+/// Adds the runs that failed to the corpus, and says how many were new.
+fn add_to_corpus(path: &Path, lines: &[RunLine], format: RunFormat) -> Result<(), String> {
+    let found: Vec<Entry> = lines
+        .iter()
+        .filter_map(|l| {
+            let mismatch = l.mismatch.as_deref()?;
+            Some(Entry::new(&l.report.scenario, l.report.seed, mismatch))
+        })
+        .collect();
+    let added = corpus::add(path, &found).map_err(|e| e.to_string())?;
+    if format != RunFormat::Json && added > 0 {
+        let runs = if added == 1 { "run" } else { "runs" };
+        println!("corpus {}: added {added} failing {runs}", path.display());
+    }
+    Ok(())
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use redlock_sim::catalogue;
+use redlock_sim::scenario::catalogue;
 
 /// What to do with the embedded catalogue.
 #[derive(Debug, Subcommand)]

@@ -1,126 +1,143 @@
-//! What `sweep` and `merge` write for a sweep: the table (or JSON), the CSV and the chart,
-//! and the shard's JSON Lines.
+//! `sweep`: one parameter of a scenario varied over a range, many seeds per value, and the
+//! rate of each verdict against it (its outputs are written by `sweep_output.rs`).
 
-use std::path::Path;
-use std::time::Duration;
+use std::path::PathBuf;
 
-use redlock_sim::jsonl::{self, COMMIT, Line, SweepLine};
-use redlock_sim::scenario::Scenario;
-use redlock_sim::shard::Shard;
-use redlock_sim::sweep::{Sweep, SweepSpec};
+use redlock_sim::runs::sweep::{Knob, SweepSpec, Target};
 
-/// Where a sweep's results go besides the table.
-pub(crate) struct Outputs<'a> {
-    /// Print the points as JSON instead of the table.
-    pub(crate) json: bool,
-    /// The CSV of every run.
-    pub(crate) csv: Option<&'a Path>,
-    /// The chart.
-    pub(crate) svg: Option<&'a Path>,
-}
+use super::inputs::load;
+use super::progress::progress_bar;
+use super::shard::ShardArgs;
+use super::sweep_output::{self, Outputs};
 
-/// Prints the sweep and writes its files. `live` is (threads, time taken) for a sweep just
-/// run; a merged sweep has none, and prints the same up to that clause.
-pub(crate) fn write(
-    result: &Sweep,
-    outputs: &Outputs<'_>,
-    live: Option<(usize, Duration)>,
-) -> Result<(), String> {
-    if outputs.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&result.points).map_err(|e| e.to_string())?
-        );
-    } else {
-        print!("{}", result.table());
-        let events: u64 = result.runs.iter().map(|r| r.events).sum();
-        let runs = result.runs.len();
-        match live {
-            Some((threads, took)) => {
-                println!("{runs} runs, {events} events; on {threads} thread(s) in {took:.2?}");
-            }
-            None => println!("{runs} runs, {events} events"),
-        }
-    }
-    if let Some(path) = outputs.csv {
-        std::fs::write(path, result.csv()).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    if let Some(path) = outputs.svg {
-        let chart = redlock_sim::sweep::svg(result)?;
-        std::fs::write(path, chart).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    Ok(())
-}
-
-/// Writes one JSON line per run of the sweep (this shard's runs when sharded).
-pub(crate) fn write_jsonl(
-    path: &Path,
-    scenario: &Scenario,
-    spec: &SweepSpec,
-    result: &Sweep,
-    shard: Option<Shard>,
-) -> Result<(), String> {
-    // A run is found by its value's position: the same value twice would make two runs one.
-    for (i, value) in spec.values.iter().enumerate() {
-        if spec.values[..i].contains(value) {
-            return Err(format!(
-                "--jsonl: the value {value} is given twice; give each value once"
-            ));
-        }
-    }
-    let target = spec.target_name(scenario).map_err(|e| e.to_string())?;
-    let lines: Vec<Line> = result
-        .runs
-        .iter()
-        .map(|run| {
-            Line::Sweep(SweepLine {
-                commit: COMMIT.to_owned(),
-                shard: shard.map(|s| s.to_string()),
-                scenario: result.scenario.clone(),
-                parameter: result.parameter.clone(),
-                target: target.clone(),
-                threshold: result.threshold.clone(),
-                values: spec.values.len(),
-                value_index: spec
-                    .values
-                    .iter()
-                    .position(|v| v.to_bits() == run.value.to_bits())
-                    .unwrap_or_default(),
-                seeds: spec.seeds,
-                first_seed: spec.first_seed,
-                run: run.clone(),
-            })
-        })
-        .collect();
-    jsonl::write(&redlock_sim::shard::fill_path(path, shard), &lines).map_err(|e| e.to_string())
-}
-
-/// Writes the sweep's pages into `dir`: index.html and runs/; says so unless the output is
-/// JSON.
-pub(crate) fn write_pages(
-    dir: &Path,
-    scenario: &Scenario,
-    spec: &SweepSpec,
-    result: &Sweep,
+// The variant's comment in main.rs is the command's help.
+#[derive(clap::Args)]
+pub(crate) struct SweepArgs {
+    /// The scenario file.
+    file: PathBuf,
+    /// The parameter: client-pause, client-clock-slow, node-clock-fast, restart-delay,
+    /// latency, nodes, persistence, resource-delay.
+    #[arg(long)]
+    param: String,
+    /// The client or node it applies to (default: the first client, or the first node
+    /// the scenario configures).
+    #[arg(long)]
+    target: Option<String>,
+    /// The first value.
+    #[arg(long, allow_negative_numbers = true)]
+    from: Option<f64>,
+    /// The last value.
+    #[arg(long, allow_negative_numbers = true)]
+    to: Option<f64>,
+    /// How many evenly spaced values from --from to --to.
+    #[arg(long, default_value_t = 11)]
+    steps: usize,
+    /// Explicit values instead of --from/--to/--steps (comma separated).
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    values: Vec<f64>,
+    /// Seeds per value.
+    #[arg(long, default_value_t = 20)]
+    seeds: u64,
+    /// The first seed.
+    #[arg(long, default_value_t = 1)]
+    first_seed: u64,
+    /// Run without background noise.
+    #[arg(long)]
+    no_noise: bool,
+    /// Worker threads (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Write every run as CSV here.
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    /// Write the chart (SVG) here.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+    /// Write pages into this directory: index.html with the chart, each point linking
+    /// to the page of one run at that value (under runs/).
+    #[arg(long)]
+    html: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
     json: bool,
-) -> Result<(), String> {
-    let pages =
-        redlock_sim::sweep::pages::pages(scenario, spec, result).map_err(|e| e.to_string())?;
-    let io = |path: &Path, e: std::io::Error| format!("{}: {e}", path.display());
-    let runs = dir.join("runs");
-    std::fs::create_dir_all(&runs).map_err(|e| io(&runs, e))?;
-    let index = dir.join("index.html");
-    std::fs::write(&index, &pages.index).map_err(|e| io(&index, e))?;
-    for (file, page) in &pages.runs {
-        let path = dir.join(file);
-        std::fs::write(&path, page).map_err(|e| io(&path, e))?;
+    /// Draw the boundary at this value instead of the parameter's own analysis.
+    #[arg(long, allow_negative_numbers = true)]
+    threshold: Option<f64>,
+    /// The label of --threshold.
+    #[arg(long, default_value = "expected boundary")]
+    threshold_label: String,
+    #[command(flatten)]
+    shard: ShardArgs,
+}
+
+/// The values to sweep: the explicit ones, else `steps` evenly spaced from `from` to `to`.
+fn values(
+    from: Option<f64>,
+    to: Option<f64>,
+    steps: usize,
+    explicit: &[f64],
+) -> Result<Vec<f64>, String> {
+    if !explicit.is_empty() {
+        return Ok(explicit.to_vec());
     }
-    if !json {
+    let (Some(from), Some(to)) = (from, to) else {
+        return Err("give --from and --to, or --values".into());
+    };
+    if steps < 2 {
+        return Err("--steps must be at least 2".into());
+    }
+    Ok((0..steps)
+        .map(|i| from + (to - from) * i as f64 / (steps - 1) as f64)
+        .map(|v| (v * 1e9).round() / 1e9)
+        .collect())
+}
+
+/// Runs the sweep (this shard's runs, when sharded) and writes what was asked.
+pub(crate) fn sweep(args: &SweepArgs) -> Result<bool, String> {
+    let values = values(args.from, args.to, args.steps, &args.values)?;
+    let scenario = load(&args.file)?;
+    let knob: Knob = args.param.parse()?;
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get));
+    let spec = SweepSpec {
+        knob,
+        target: args.target.as_ref().map(|t| Target(t.clone())),
+        values,
+        seeds: args.seeds.max(1),
+        first_seed: args.first_seed,
+        noise: !args.no_noise,
+        threshold: args.threshold.map(|at| (at, args.threshold_label.clone())),
+        threads,
+    };
+    let shard = args.shard.shard;
+    let total = spec.values.len() as u64 * spec.seeds;
+    let bar = progress_bar(total, &format!("sweep {}", args.param));
+    let started = std::time::Instant::now();
+    let result = redlock_sim::runs::sweep::sweep_shard(&scenario, &spec, shard, &|done, _| {
+        bar.set_position(done as u64);
+    });
+    bar.finish_and_clear();
+    let result = result.map_err(|e| e.to_string())?;
+    if let Some(path) = &args.shard.jsonl {
+        sweep_output::write_jsonl(path, &scenario, &spec, &result, shard)?;
+    }
+    let outputs = Outputs {
+        json: args.json,
+        csv: args.csv.as_deref(),
+        svg: args.svg.as_deref(),
+    };
+    sweep_output::write(&result, &outputs, Some((threads, started.elapsed())))?;
+    if let Some(dir) = args.html.as_deref() {
+        sweep_output::write_pages(dir, &scenario, &spec, &result, args.json)?;
+    }
+    if let Some(shard) = shard
+        && !args.json
+    {
         println!(
-            "pages written to {} ({} run pages)",
-            index.display(),
-            pages.runs.len()
+            "shard {shard}: {} of {total} runs; `redlock-sim merge` joins the shards' --jsonl files",
+            result.runs.len()
         );
     }
-    Ok(())
+    Ok(true)
 }

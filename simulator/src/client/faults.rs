@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use redlock_core::{Command, Extend, Grant, Held, LockConfig, NodeFailure, Timestamp};
 
-use crate::message::NodeOp;
+use crate::net::message::NodeOp;
 use crate::scenario::{ClientSpec, ExtendImpl, LossOrder, ReleaseImpl, TimingImpl};
 
 /// The timing of the acquisition round in progress, as the faults need it.

@@ -15,7 +15,7 @@ use super::holding::Holding;
 use super::lock::Lock;
 use super::pump::{Pumped, pump};
 use super::{Client, Ctx, Timer};
-use crate::history::{ClientOutcome, LeaseRecord};
+use crate::judge::history::{ClientOutcome, LeaseRecord};
 
 impl Client {
     pub(super) fn hold(

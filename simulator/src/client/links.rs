@@ -26,7 +26,7 @@ use redlock_core::{
 };
 
 use super::faults::{Faults, Keys};
-use crate::message::{Conn, Msg, NodeOp, NodeReply, ServerId, Tag};
+use crate::net::message::{Conn, Msg, NodeOp, NodeReply, ServerId, Tag};
 
 /// A command waiting for its turn on a connection.
 #[derive(Debug)]

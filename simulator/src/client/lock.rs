@@ -11,8 +11,8 @@ use super::holding::Holding;
 use super::pump::{Pumped, pump};
 use super::tokens::Minting;
 use super::{Client, Ctx, Timer};
-use crate::history::ClientOutcome;
-use crate::message::{NodeOp, Tag};
+use crate::judge::history::ClientOutcome;
+use crate::net::message::{NodeOp, Tag};
 use crate::scenario::TokenSource;
 
 /// Where the lease side of a client stands.

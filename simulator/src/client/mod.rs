@@ -38,11 +38,11 @@ use self::faults::{Faults, Keys};
 use self::links::{Links, Out};
 use self::lock::Lock;
 use self::workload::{Under, Work};
-use crate::clock::ClockModel;
-use crate::history::{ClientOutcome, History};
-use crate::message::{Msg, NodeReply, ServerId, Tag};
+use crate::judge::history::{ClientOutcome, History};
+use crate::net::message::{Msg, NodeReply, ServerId, Tag};
 use crate::scenario::{ClientSpec, ClockKind, TokenSource};
 use crate::time::Nanos;
+use crate::time::clock::ClockModel;
 
 /// What a client asks the world to do.
 pub(crate) enum Outgoing {

@@ -8,7 +8,7 @@
 //! Under a keep-alive (`with_lock`) the workload is a task of its own too: told to stop when
 //! the lease is lost, it stops only when its current step ends (a sleep runs out, an access
 //! is answered or times out), the worst case of work that reaches its next `.await` late.
-//! Until then it still acts under the lease, and the checker counts its holder's window as
+//! Until then it still acts under the lease, and the judge counts its holder's window as
 //! open; the lease side releases only when the core's keeper allows it.
 
 use std::time::Duration;
@@ -17,8 +17,8 @@ use redlock_core::Timestamp;
 
 use super::lock::Lock;
 use super::{Client, Ctx, Outgoing, Timer};
-use crate::history::{AccessKind, AccessRecord, ClientOutcome};
-use crate::message::Msg;
+use crate::judge::history::{AccessKind, AccessRecord, ClientOutcome};
+use crate::net::message::Msg;
 use crate::scenario::Step;
 use crate::time::Nanos;
 

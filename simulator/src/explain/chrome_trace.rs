@@ -1,13 +1,13 @@
 //! The run in Chrome's Trace Event format (`explain --trace-format chrome`), which Perfetto
 //! (ui.perfetto.dev) and `chrome://tracing` open: a process per kind (clients, servers, the
-//! resource, the checker), a track per lane, complete events for windows, validity, pauses,
+//! resource, the judge), a track per lane, complete events for windows, validity, pauses,
 //! keys and overlaps, instant events for accesses and faults. Timestamps are microseconds of
 //! true time.
 
 use serde_json::{Value, json};
 
+use super::derived::{Derived, LaneKind};
 use crate::Run;
-use crate::checker::Fate;
 use crate::scenario::Scenario;
 use crate::time::Nanos;
 
@@ -55,8 +55,28 @@ fn name_track(events: &mut Vec<Value>, pid: u64, tid: u64, name: String) {
 
 /// The run as Trace Event JSON (the object form, with `traceEvents`).
 pub fn chrome_trace(scenario: &Scenario, run: &Run) -> String {
-    let history = &run.history;
-    let end = run.report.simulated_ns;
+    let derived = Derived::new(scenario, run);
+    let mut events = tracks(scenario);
+    lease_events(&mut events, &derived, run);
+    pause_events(&mut events, &derived, run);
+    key_events(&mut events, &derived, run);
+    access_events(&mut events, &derived, scenario, run);
+    overlap_events(&mut events, scenario, run);
+    note_events(&mut events, &derived, run);
+    let trace = json!({
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "scenario": scenario.name, "seed": run.report.seed,
+            "verdict": super::verdict_words(scenario, run).join(" "),
+        },
+    });
+    trace.to_string()
+}
+
+/// The processes and their named tracks: three per client, one per server, the resource's
+/// accesses, and the checker's overlaps and world events.
+fn tracks(scenario: &Scenario) -> Vec<Value> {
     let mut events: Vec<Value> = Vec::new();
     for (pid, name) in [
         (CLIENTS, "clients"),
@@ -70,24 +90,10 @@ pub fn chrome_trace(scenario: &Scenario, run: &Run) -> String {
     }
     for (c, client) in scenario.clients.iter().enumerate() {
         let base = c as u64 * CLIENT_TRACKS;
-        name_track(
-            &mut events,
-            CLIENTS,
-            base,
-            format!("{} windows", client.name),
-        );
-        name_track(
-            &mut events,
-            CLIENTS,
-            base + 1,
-            format!("{} validity", client.name),
-        );
-        name_track(
-            &mut events,
-            CLIENTS,
-            base + 2,
-            format!("{} faults", client.name),
-        );
+        for (offset, track) in ["windows", "validity", "faults"].into_iter().enumerate() {
+            let name = format!("{} {track}", client.name);
+            name_track(&mut events, CLIENTS, base + offset as u64, name);
+        }
     }
     for (s, server) in scenario.servers.iter().enumerate() {
         name_track(&mut events, SERVERS, s as u64, server.name.clone());
@@ -95,78 +101,69 @@ pub fn chrome_trace(scenario: &Scenario, run: &Run) -> String {
     name_track(&mut events, RESOURCE, 0, "accesses".into());
     name_track(&mut events, CHECKER, 0, "overlaps".into());
     name_track(&mut events, CHECKER, 1, "world".into());
+    events
+}
 
-    for (i, lease) in history.leases.iter().enumerate() {
+/// Each lease's believed windows and its validity, on its client's tracks.
+fn lease_events(events: &mut Vec<Value>, derived: &Derived, run: &Run) {
+    for (lease, view) in run.history.leases.iter().zip(&derived.leases) {
         let base = lease.client as u64 * CLIENT_TRACKS;
         let args = json!({
             "epoch": lease.epoch, "fence": lease.fence, "token": lease.token.short(),
             "valid_until_local_ns": lease.valid_until_local,
         });
-        for &(from, until) in history.windows_of(i) {
+        for &(from, until) in &view.windows {
             let name = format!("epoch {} believed", lease.epoch);
-            events.push(complete(
-                name,
-                "window",
-                CLIENTS,
-                base,
-                from,
-                until.min(end),
-                args.clone(),
-            ));
+            let window = complete(name, "window", CLIENTS, base, from, until, args.clone());
+            events.push(window);
         }
-        let reached = history
-            .deadlines_reached
-            .get(i)
-            .copied()
-            .unwrap_or(Nanos::MAX);
+        let reached = view.valid_until.unwrap_or(Nanos::MAX);
         let name = format!("epoch {} validity", lease.epoch);
+        let (from, until) = (lease.granted_at, reached.min(derived.end));
         events.push(complete(
             name,
             "validity",
             CLIENTS,
             base + 1,
-            lease.granted_at,
-            reached.min(end),
+            from,
+            until,
             args,
         ));
     }
-    for &(client, from, until) in &history.pauses {
-        let base = client as u64 * CLIENT_TRACKS;
+}
+
+/// The clients' pauses, on their fault tracks.
+fn pause_events(events: &mut Vec<Value>, derived: &Derived, run: &Run) {
+    for &(client, from, until) in &run.history.pauses {
+        let track = client as u64 * CLIENT_TRACKS + 2;
+        let until = until.min(derived.end);
         events.push(complete(
             "paused".into(),
             "fault",
             CLIENTS,
-            base + 2,
+            track,
             from,
-            until.min(end),
+            until,
             json!({}),
         ));
     }
-    for key in &history.keys {
-        let epoch = history
-            .leases
-            .iter()
-            .find(|l| l.token == key.token)
-            .map(|l| l.epoch);
+}
+
+/// The lock keys on each server, named by the epoch of the lease they belong to.
+fn key_events(events: &mut Vec<Value>, derived: &Derived, run: &Run) {
+    for (key, epoch) in run.history.keys.iter().zip(&derived.key_epochs) {
         let name = epoch.map_or_else(|| "key".to_owned(), |e| format!("key of epoch {e}"));
         let args = json!({ "token": key.token.short(), "ended": format!("{:?}", key.ended) });
+        let server = key.server as u64;
         events.push(complete(
-            name,
-            "key",
-            SERVERS,
-            key.server as u64,
-            key.from,
-            key.until,
-            args,
+            name, "key", SERVERS, server, key.from, key.until, args,
         ));
     }
-    for (i, access) in history.accesses.iter().enumerate() {
-        let fates = run
-            .judgement
-            .fates
-            .get(i)
-            .copied()
-            .unwrap_or([Fate::Lost; 3]);
+}
+
+/// Each access that arrived, with its fate under the three modes.
+fn access_events(events: &mut Vec<Value>, derived: &Derived, scenario: &Scenario, run: &Run) {
+    for (i, (access, fates)) in run.history.accesses.iter().zip(&derived.fates).enumerate() {
         let args = json!({
             "client": scenario.clients[access.client].name, "epoch": access.epoch,
             "fence": access.fence, "sent_us": us(access.sent_at),
@@ -178,6 +175,11 @@ pub fn chrome_trace(scenario: &Scenario, run: &Run) -> String {
             events.push(instant(name, "access", RESOURCE, 0, at, args));
         }
     }
+}
+
+/// The overlaps of two leases' windows, on the checker's track.
+fn overlap_events(events: &mut Vec<Value>, scenario: &Scenario, run: &Run) {
+    let history = &run.history;
     for overlap in &run.judgement.overlaps {
         let (a, b) = (
             &history.leases[overlap.first],
@@ -188,43 +190,22 @@ pub fn chrome_trace(scenario: &Scenario, run: &Run) -> String {
             scenario.clients[a.client].name, a.epoch, scenario.clients[b.client].name, b.epoch
         );
         let args = json!({ "cause": overlap.cause.to_string(), "used": overlap.used });
-        events.push(complete(
-            name,
-            "overlap",
-            CHECKER,
-            0,
-            overlap.from,
-            overlap.until,
-            args,
-        ));
+        let (from, until) = (overlap.from, overlap.until);
+        events.push(complete(name, "overlap", CHECKER, 0, from, until, args));
     }
-    for note in &history.notes {
-        let track = scenario.clients.iter().position(|c| c.name == note.who);
-        let server = scenario.servers.iter().position(|s| s.name == note.who);
+}
+
+/// The script's notes: on the client's fault track, the server's track, or the world's.
+fn note_events(events: &mut Vec<Value>, derived: &Derived, run: &Run) {
+    for note in &run.history.notes {
         let name = format!("{}: {}", note.who, note.what);
-        let event = match (track, server) {
-            (Some(c), _) => instant(
-                name,
-                "fault",
-                CLIENTS,
-                c as u64 * CLIENT_TRACKS + 2,
-                note.at,
-                json!({}),
-            ),
-            (None, Some(s)) => instant(name, "fault", SERVERS, s as u64, note.at, json!({})),
-            (None, None) => instant(name, "fault", CHECKER, 1, note.at, json!({})),
+        let (pid, tid) = match derived.process_lane(&note.who) {
+            Some((LaneKind::Client, c)) => (CLIENTS, c as u64 * CLIENT_TRACKS + 2),
+            Some((_, s)) => (SERVERS, s as u64),
+            None => (CHECKER, 1),
         };
-        events.push(event);
+        events.push(instant(name, "fault", pid, tid, note.at, json!({})));
     }
-    let trace = json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ms",
-        "otherData": {
-            "scenario": scenario.name, "seed": run.report.seed,
-            "verdict": super::verdict_words(scenario, run).join(" "),
-        },
-    });
-    trace.to_string()
 }
 
 #[cfg(test)]

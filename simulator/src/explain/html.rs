@@ -13,10 +13,11 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use super::derived::{Derived, LaneKind};
 use super::verdict_words;
 use crate::Run;
-use crate::checker::Fate;
-use crate::history::{AccessKind, KeyEnd};
+use crate::judge::history::{AccessKind, KeyEnd};
+use crate::judge::judgement::Fate;
 use crate::scenario::Scenario;
 use crate::time::Nanos;
 
@@ -55,6 +56,10 @@ struct Lease {
 /// (lane, epoch of its holder or `None` when no lease has its token, from, until, how it
 /// ended: 0 expired, 1 removed, 2 held at the end).
 type Key = (usize, Option<u64>, u64, u64, u8);
+
+/// A message: (from lane, to lane, microseconds since the previous message was sent,
+/// microseconds in flight or `None` when lost, label index).
+type Message = (usize, usize, u64, Option<u64>, usize);
 
 #[derive(Serialize)]
 struct Access {
@@ -102,7 +107,7 @@ struct Data {
     /// previous message was sent, time in flight or `None` when lost, label index).
     /// Differences of whole microseconds, not instants in nanoseconds: a long run has tens of
     /// thousands of messages, and this keeps each to about 20 bytes.
-    messages: Vec<(usize, usize, u64, Option<u64>, usize)>,
+    messages: Vec<Message>,
     /// Per client lane: its clock readings, (true time, reading).
     clocks: BTreeMap<usize, Vec<(Nanos, u64)>>,
 }
@@ -124,81 +129,89 @@ fn fate_name(fate: Fate) -> &'static str {
 }
 
 fn data(scenario: &Scenario, run: &Run) -> Data {
-    let history = &run.history;
-    let mut lanes: Vec<Lane> = Vec::new();
-    for client in &scenario.clients {
-        lanes.push(Lane {
-            name: client.name.clone(),
-            kind: "client",
-        });
-    }
-    let servers = lanes.len();
-    for server in &scenario.servers {
-        lanes.push(Lane {
-            name: server.name.clone(),
-            kind: "server",
-        });
-    }
-    lanes.push(Lane {
-        name: "resource".into(),
-        kind: "resource",
-    });
-    let lane_of = |name: &str| lanes.iter().position(|l| l.name == name);
+    let derived = Derived::new(scenario, run);
     let end = run.report.simulated_ns.max(1);
-    let leases = history
+    let (labels, messages, clocks) = recorded(&derived, run);
+    Data {
+        end,
+        lanes: lanes(&derived),
+        leases: leases(&derived, run),
+        overlaps: overlaps(run),
+        keys: keys(&derived, run),
+        accesses: accesses(&derived, run),
+        faults: faults(&derived, run, end),
+        labels,
+        messages,
+        clocks,
+    }
+}
+
+fn lanes(derived: &Derived) -> Vec<Lane> {
+    derived
+        .lanes
+        .iter()
+        .map(|lane| Lane {
+            name: lane.name.clone(),
+            kind: match lane.kind {
+                LaneKind::Client => "client",
+                LaneKind::Server => "server",
+                LaneKind::Resource => "resource",
+            },
+        })
+        .collect()
+}
+
+fn leases(derived: &Derived, run: &Run) -> Vec<Lease> {
+    run.history
         .leases
         .iter()
-        .enumerate()
-        .map(|(i, lease)| Lease {
+        .zip(&derived.leases)
+        .map(|(lease, view)| Lease {
             lane: lease.client,
             epoch: lease.epoch,
             fence: lease.fence,
             token: lease.token.short(),
             granted: lease.granted_at,
-            valid_until: history
-                .deadlines_reached
-                .get(i)
-                .copied()
-                .filter(|&t| t != Nanos::MAX),
+            valid_until: view.valid_until,
             valid_until_local: lease.valid_until_local,
-            windows: history
-                .windows_of(i)
-                .iter()
-                .map(|&(from, until)| (from, until.min(end)))
-                .collect(),
+            windows: view.windows.clone(),
             released: lease.released_at,
             crashed: lease.crashed_at,
             extensions: lease.extensions.len(),
         })
-        .collect();
-    let keys = history
+        .collect()
+}
+
+fn keys(derived: &Derived, run: &Run) -> Vec<Key> {
+    let first_server = derived.clients();
+    run.history
         .keys
         .iter()
-        .map(|key| {
-            let epoch = history
-                .leases
-                .iter()
-                .find(|l| l.token == key.token)
-                .map(|l| l.epoch);
+        .zip(&derived.key_epochs)
+        .map(|(key, &epoch)| {
             let ended = match key.ended {
                 KeyEnd::Expired => 0,
                 KeyEnd::Removed => 1,
                 KeyEnd::Held => 2,
             };
             (
-                servers + key.server,
+                first_server + key.server,
                 epoch,
                 key.from / 1000,
                 key.until / 1000,
                 ended,
             )
         })
-        .collect();
-    let accesses = history
+        .collect()
+}
+
+fn accesses(derived: &Derived, run: &Run) -> Vec<Access> {
+    run.history
         .accesses
         .iter()
+        .zip(&derived.fates)
         .enumerate()
-        .map(|(i, a)| Access {
+        .map(|(i, (a, fates))| Access {
             index: i,
             from: a.client,
             kind: match a.kind {
@@ -209,17 +222,13 @@ fn data(scenario: &Scenario, run: &Run) -> Data {
             fence: a.fence,
             sent: a.sent_at,
             arrived: a.arrived_at,
-            fates: run
-                .judgement
-                .fates
-                .get(i)
-                .copied()
-                .unwrap_or([Fate::Lost; 3])
-                .map(fate_name),
+            fates: fates.map(fate_name),
         })
-        .collect();
-    let overlaps = run
-        .judgement
+        .collect()
+}
+
+fn overlaps(run: &Run) -> Vec<OverlapData> {
+    run.judgement
         .overlaps
         .iter()
         .map(|o| OverlapData {
@@ -230,7 +239,12 @@ fn data(scenario: &Scenario, run: &Run) -> Data {
             cause: o.cause.to_string(),
             used: o.used,
         })
-        .collect();
+        .collect()
+}
+
+/// The pauses as bands, then the script's other notes as instants.
+fn faults(derived: &Derived, run: &Run, end: Nanos) -> Vec<Fault> {
+    let history = &run.history;
     let mut faults: Vec<Fault> = history
         .pauses
         .iter()
@@ -247,19 +261,31 @@ fn data(scenario: &Scenario, run: &Run) -> Data {
             continue;
         }
         faults.push(Fault {
-            lane: lane_of(&note.who),
+            lane: derived.lane_of(&note.who),
             from: note.at,
             until: note.at,
             what: format!("{}: {}", note.who, note.what),
         });
     }
+    faults
+}
+
+/// The messages' labels, the messages and the clients' clock readings, from the run's
+/// recording (all empty without one).
+type Recorded = (
+    Vec<String>,
+    Vec<Message>,
+    BTreeMap<usize, Vec<(Nanos, u64)>>,
+);
+
+fn recorded(derived: &Derived, run: &Run) -> Recorded {
     let mut labels: Vec<String> = Vec::new();
     let mut messages = Vec::new();
     let mut clocks = BTreeMap::new();
     if let Some(recording) = &run.recording {
         let mut previous = 0;
         for m in &recording.messages {
-            let (Some(from), Some(to)) = (lane_of(&m.from), lane_of(&m.to)) else {
+            let (Some(from), Some(to)) = (derived.lane_of(&m.from), derived.lane_of(&m.to)) else {
                 continue;
             };
             let sent = m.sent_at / 1000;
@@ -279,18 +305,7 @@ fn data(scenario: &Scenario, run: &Run) -> Data {
             clocks.insert(c, readings.clone());
         }
     }
-    Data {
-        end,
-        lanes,
-        leases,
-        overlaps,
-        keys,
-        accesses,
-        faults,
-        labels,
-        messages,
-        clocks,
-    }
+    (labels, messages, clocks)
 }
 
 /// The run's page: one HTML file with no external resource. Needs the run's recording
@@ -312,7 +327,44 @@ pub fn html(scenario: &Scenario, run: &Run) -> String {
          <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n",
         esc(&title)
     );
-    let _ = writeln!(out, "<header>\n<h1>{}</h1>", esc(&title));
+    header(&mut out, scenario, run, &title);
+    let _ = writeln!(
+        out,
+        "<nav id=\"controls\">\
+         <button id=\"zoom-in\" title=\"zoom in (+)\">+</button>\
+         <button id=\"zoom-out\" title=\"zoom out (-)\">&minus;</button>\
+         <button id=\"zoom-reset\" title=\"whole run (0)\">whole run</button>\
+         <label><input type=\"checkbox\" id=\"show-messages\" checked> messages</label>\
+         <span id=\"range\"></span>\
+         <span class=\"hint\">wheel: zoom &middot; drag: pan &middot; hover: details</span></nav>"
+    );
+    let _ = writeln!(
+        out,
+        "<main><svg id=\"lanes\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" \
+         aria-label=\"space-time diagram\"></svg><div id=\"tip\" hidden></div></main>"
+    );
+    let _ = writeln!(
+        out,
+        "<footer><p>Legend: filled bar = the holder believed it held the lease (its window); \
+         dashed outline = the validity it computed, until its clock read the deadline; red band \
+         = two windows overlap; brown = paused; thin red line = a fault; on a server lane, \
+         the lock key; arrows = messages (grey) and accesses (green applied, red stale, black \
+         rejected). Beside each client, its clock's reading at each tick.</p>\
+         <p>replay: <code>redlock-sim explain {} --seed {}</code></p></footer>",
+        esc(&scenario.source),
+        report.seed
+    );
+    let _ = write!(
+        out,
+        "<script type=\"application/json\" id=\"data\">{data}</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n"
+    );
+    out
+}
+
+/// The page's header: the title, the description, the verdicts and the verdict in words.
+fn header(out: &mut String, scenario: &Scenario, run: &Run, title: &str) {
+    let report = &run.report;
+    let _ = writeln!(out, "<header>\n<h1>{}</h1>", esc(title));
     if !scenario.description.is_empty() {
         let _ = writeln!(
             out,
@@ -348,37 +400,6 @@ pub fn html(scenario: &Scenario, run: &Run) -> String {
         let _ = writeln!(out, "<li>{}</li>", esc(&sentence));
     }
     let _ = writeln!(out, "</ol>\n</section>\n</header>");
-    let _ = writeln!(
-        out,
-        "<nav id=\"controls\">\
-         <button id=\"zoom-in\" title=\"zoom in (+)\">+</button>\
-         <button id=\"zoom-out\" title=\"zoom out (-)\">&minus;</button>\
-         <button id=\"zoom-reset\" title=\"whole run (0)\">whole run</button>\
-         <label><input type=\"checkbox\" id=\"show-messages\" checked> messages</label>\
-         <span id=\"range\"></span>\
-         <span class=\"hint\">wheel: zoom &middot; drag: pan &middot; hover: details</span></nav>"
-    );
-    let _ = writeln!(
-        out,
-        "<main><svg id=\"lanes\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" \
-         aria-label=\"space-time diagram\"></svg><div id=\"tip\" hidden></div></main>"
-    );
-    let _ = writeln!(
-        out,
-        "<footer><p>Legend: filled bar = the holder believed it held the lease (its window); \
-         dashed outline = the validity it computed, until its clock read the deadline; red band \
-         = two windows overlap; brown = paused; thin red line = a fault; on a server lane, \
-         the lock key; arrows = messages (grey) and accesses (green applied, red stale, black \
-         rejected). Beside each client, its clock's reading at each tick.</p>\
-         <p>replay: <code>redlock-sim explain {} --seed {}</code></p></footer>",
-        esc(&scenario.source),
-        report.seed
-    );
-    let _ = write!(
-        out,
-        "<script type=\"application/json\" id=\"data\">{data}</script>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n"
-    );
-    out
 }
 
 #[cfg(test)]

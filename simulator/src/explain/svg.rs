@@ -8,9 +8,10 @@ use std::fmt::Write;
 
 use redlock_core::Token;
 
+use super::derived::Derived;
 use super::fate_word;
 use crate::Run;
-use crate::checker::{Fate, Problem};
+use crate::judge::judgement::{Fate, Problem};
 use crate::scenario::Scenario;
 use crate::time::{MS, Nanos, fmt_ms};
 
@@ -57,7 +58,7 @@ fn text_width(text: &str, size: f64, bold: bool) -> f64 {
 
 /// `text` cut at spaces into lines no wider than `width`.
 fn wrap(text: &str, width: f64, size: f64, bold: bool) -> Vec<String> {
-    crate::text_fit::wrap(text, width, |line| text_width(line, size, bold))
+    crate::explain::text_fit::wrap(text, width, |line| text_width(line, size, bold))
 }
 
 /// An `#rrggbb` colour's channels.
@@ -253,7 +254,7 @@ pub fn svg(scenario: &Scenario, run: &Run) -> String {
     pauses(&mut s, &f, run);
     windows(&mut s, &f, run);
     keys(&mut s, &f, run);
-    accesses(&mut s, &f, run);
+    accesses(&mut s, &f, run, &Derived::new(scenario, run));
     notes(&mut s, &f, scenario, run);
     legend(&mut s, &f);
     s.push_str("</svg>\n");
@@ -468,19 +469,13 @@ fn keys(s: &mut String, f: &Frame, run: &Run) {
 
 /// Accesses: a line from the client, when sent, to the resource, when it arrived, coloured
 /// by what became of it.
-fn accesses(s: &mut String, f: &Frame, run: &Run) {
+fn accesses(s: &mut String, f: &Frame, run: &Run, derived: &Derived) {
     let resource_lane = f.clients + f.servers;
     let ry = f.lane_y(resource_lane) + f.lane_h / 2.0;
-    for (i, access) in run.history.accesses.iter().enumerate() {
+    for (i, (access, &fates)) in run.history.accesses.iter().zip(&derived.fates).enumerate() {
         let Some(arrived) = access.arrived_at else {
             continue;
         };
-        let fates = run
-            .judgement
-            .fates
-            .get(i)
-            .copied()
-            .unwrap_or([Fate::Lost; 3]);
         let stroke = match fates {
             [Fate::Stale, ..] => "#d62728",
             [_, Fate::Rejected, _] | [_, _, Fate::Rejected] => "#ff9f1c",
@@ -559,7 +554,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::svg_check::{near, render};
+    use crate::explain::svg_check::{near, render};
 
     fn scenario(file: &str) -> Scenario {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");

@@ -1,13 +1,14 @@
 //! The text timeline of a run, in true time: the scenario and its verdicts, the first
-//! problem the checker found, every grant, extension, window, release, access, pause and
+//! problem the judge found, every grant, extension, window, release, access, pause and
 //! fault in order, then each client's outcomes and the command that replays the run.
 
 use std::fmt::Write;
 
+use super::derived::Derived;
 use super::fate_word;
 use crate::Run;
-use crate::checker::{Fate, Problem};
-use crate::history::{AccessKind, History, LeaseRecord};
+use crate::judge::history::{AccessKind, History, LeaseRecord};
+use crate::judge::judgement::Problem;
 use crate::scenario::{Cause, ResourceMode, Scenario};
 use crate::time::{Nanos, fmt_ms};
 
@@ -25,7 +26,7 @@ pub fn timeline(scenario: &Scenario, run: &Run) -> String {
     for (index, lease) in run.history.leases.iter().enumerate() {
         lease_events(&mut events, scenario, &run.history, index, lease);
     }
-    access_events(&mut events, scenario, run);
+    access_events(&mut events, scenario, run, &Derived::new(scenario, run));
     for note in &run.history.notes {
         events.push(note.at, note.who.clone(), format!("** {}", note.what));
     }
@@ -258,8 +259,8 @@ fn window_events(events: &mut Events, who: &str, lease: &LeaseRecord, windows: &
 
 /// Each access as sent by its client and, when it arrived, as the resource judged it
 /// under each mode.
-fn access_events(events: &mut Events, scenario: &Scenario, run: &Run) {
-    for (i, access) in run.history.accesses.iter().enumerate() {
+fn access_events(events: &mut Events, scenario: &Scenario, run: &Run, derived: &Derived) {
+    for (i, (access, &fates)) in run.history.accesses.iter().zip(&derived.fates).enumerate() {
         let kind = match access.kind {
             AccessKind::Read => "read",
             AccessKind::Write => "write",
@@ -270,12 +271,6 @@ fn access_events(events: &mut Events, scenario: &Scenario, run: &Run) {
         );
         events.push(access.sent_at, name(scenario, access.client), sent);
         if let Some(at) = access.arrived_at {
-            let fates = run
-                .judgement
-                .fates
-                .get(i)
-                .copied()
-                .unwrap_or([Fate::Lost; 3]);
             let verdicts: Vec<String> = ResourceMode::ALL
                 .iter()
                 .zip(fates)

@@ -3,8 +3,8 @@
 //! access went stale and what fencing did with it.
 
 use crate::Run;
-use crate::checker::{Fate, Overlap};
-use crate::history::{AccessKind, History, Note};
+use crate::judge::history::{AccessKind, History, Note};
+use crate::judge::judgement::{Fate, Overlap};
 use crate::scenario::{Cause, Scenario, Verdict};
 use crate::time::{Nanos, fmt_ms};
 
@@ -18,7 +18,6 @@ const FAULTS_NAMED: usize = 4;
 pub fn verdict_words(scenario: &Scenario, run: &Run) -> Vec<String> {
     let judgement = &run.judgement;
     let history = &run.history;
-    let name = |c: usize| scenario.clients[c].name.clone();
     let mut words = Vec::new();
     let all_safe = judgement.exclusion == Verdict::Safe
         && judgement.verdicts.iter().all(|&v| v == Verdict::Safe);
@@ -44,44 +43,10 @@ pub fn verdict_words(scenario: &Scenario, run: &Run) -> Vec<String> {
     if let Some(first) = judgement.overlaps.first() {
         words.push(cause_words(scenario, history, first.cause, first.from));
     } else if let (Some((access, _)), Some(Cause::B)) = (stale, judgement.cause) {
-        let a = &history.accesses[access];
-        let pauses: Vec<&Note> = faults_before(history, a.sent_at)
-            .into_iter()
-            .filter(|n| n.who == name(a.client))
-            .collect();
-        let mut text = format!(
-            "Cause B, the usage contract failed: {} sent its {} of epoch {} after its lease's \
-             validity had ended, though no two windows overlapped.",
-            name(a.client),
-            kind(a.kind),
-            a.epoch
-        );
-        if !pauses.is_empty() {
-            text.push_str(&format!(" Before it: {}.", list_notes(&pauses)));
-        }
-        words.push(text);
+        words.push(contract_words(scenario, history, access));
     }
     match stale {
-        Some((access, after)) => {
-            let (a, b) = (&history.accesses[access], &history.accesses[after]);
-            let fates = judgement.fates[access];
-            words.push(format!(
-                "{}'s {} #{access} of epoch {} (fence {}) reached the resource at {}ms, after \
-                 {}'s {} #{after} of the newer epoch {} at {}ms: unfenced, the resource applied \
-                 it stale; with fencing on writes it was {}; with strict fencing it was {}.",
-                name(a.client),
-                kind(a.kind),
-                a.epoch,
-                a.fence,
-                fmt_ms(a.arrived_at.unwrap_or_default()),
-                name(b.client),
-                kind(b.kind),
-                b.epoch,
-                fmt_ms(b.arrived_at.unwrap_or_default()),
-                fate_words(fates[1]),
-                fate_words(fates[2]),
-            ));
-        }
+        Some((access, after)) => words.push(stale_words(scenario, run, access, after)),
         None if judgement.exclusion == Verdict::Violated => words.push(
             "No access went stale: the overlapping holders did not use the resource out of \
              lease order."
@@ -89,8 +54,62 @@ pub fn verdict_words(scenario: &Scenario, run: &Run) -> Vec<String> {
         ),
         None => {}
     }
+    words.push(counts_words(run));
+    words
+}
+
+/// Cause B without an overlap: the access sent after its lease's validity, and the pauses
+/// of its client before it.
+fn contract_words(scenario: &Scenario, history: &History, access: usize) -> String {
+    let name = |c: usize| scenario.clients[c].name.clone();
+    let a = &history.accesses[access];
+    let pauses: Vec<&Note> = faults_before(history, a.sent_at)
+        .into_iter()
+        .filter(|n| n.who == name(a.client))
+        .collect();
+    let mut text = format!(
+        "Cause B, the usage contract failed: {} sent its {} of epoch {} after its lease's \
+         validity had ended, though no two windows overlapped.",
+        name(a.client),
+        kind(a.kind),
+        a.epoch
+    );
+    if !pauses.is_empty() {
+        text.push_str(&format!(" Before it: {}.", list_notes(&pauses)));
+    }
+    text
+}
+
+/// The first stale access, the newer one it arrived after, and what fencing did with it.
+fn stale_words(scenario: &Scenario, run: &Run, access: usize, after: usize) -> String {
+    let name = |c: usize| scenario.clients[c].name.clone();
+    let history = &run.history;
+    let (a, b) = (&history.accesses[access], &history.accesses[after]);
+    let fates = run.judgement.fates[access];
+    format!(
+        "{}'s {} #{access} of epoch {} (fence {}) reached the resource at {}ms, after \
+                 {}'s {} #{after} of the newer epoch {} at {}ms: unfenced, the resource applied \
+                 it stale; with fencing on writes it was {}; with strict fencing it was {}.",
+        name(a.client),
+        kind(a.kind),
+        a.epoch,
+        a.fence,
+        fmt_ms(a.arrived_at.unwrap_or_default()),
+        name(b.client),
+        kind(b.kind),
+        b.epoch,
+        fmt_ms(b.arrived_at.unwrap_or_default()),
+        fate_words(fates[1]),
+        fate_words(fates[2]),
+    )
+}
+
+/// The stale accesses each mode applied, the ones the token check rejected, and the modes'
+/// verdicts.
+fn counts_words(run: &Run) -> String {
+    let judgement = &run.judgement;
     let counts = &judgement.counts;
-    words.push(format!(
+    format!(
         "Stale accesses applied: {} unfenced, {} with fencing on writes, {} with strict \
          fencing; the token check rejected {} and {}. Fencing on writes: {}; strict fencing: {}.",
         counts.stale_applied[0],
@@ -100,8 +119,7 @@ pub fn verdict_words(scenario: &Scenario, run: &Run) -> Vec<String> {
         counts.rejected[2],
         mode_words(judgement.verdicts[1]),
         mode_words(judgement.verdicts[2]),
-    ));
-    words
+    )
 }
 
 fn kind(kind: AccessKind) -> &'static str {
@@ -171,7 +189,7 @@ fn list_notes(notes: &[&Note]) -> String {
 /// The clocks that run at a wrong rate or step, which no note announces.
 fn clock_faults(scenario: &Scenario) -> Vec<String> {
     let mut faults = Vec::new();
-    let mut describe = |who: &str, clock: &crate::clock::ClockModel| {
+    let mut describe = |who: &str, clock: &crate::time::clock::ClockModel| {
         let ppm = clock.rate_ppm();
         if ppm != 0 {
             let direction = if ppm > 0 { "fast" } else { "slow" };

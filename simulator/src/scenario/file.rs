@@ -23,8 +23,8 @@ use super::{
     LinkSpec, NetworkSpec, NotificationSpec, Partition, PartitionKind, Persistence, Replication,
     Scenario, ScenarioError, ServerSpec, Spoof, Step, TokenSource, Verdict,
 };
-use crate::clock::ClockModel;
 use crate::time::Nanos;
+use crate::time::clock::ClockModel;
 
 /// Parses and checks the text of a scenario file; `file` names it in errors.
 ///

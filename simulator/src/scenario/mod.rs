@@ -3,8 +3,10 @@
 //!
 //! A file is read in three steps, each in its own file: `raw.rs` mirrors the TOML format,
 //! `file.rs` translates it into a checked [`Scenario`], and `error.rs` points each error at
-//! its line, column and field.
+//! its line, column and field. The scenarios shipped with the crate are embedded in it
+//! ([`catalogue`]).
 
+pub mod catalogue;
 pub(crate) mod error;
 mod file;
 mod raw;
@@ -17,8 +19,8 @@ use std::time::Duration;
 use redlock_core::{KeepAlive, LockConfig, RestartPolicy};
 use serde::{Deserialize, Serialize};
 
-use crate::clock::ClockModel;
 use crate::time::Nanos;
+use crate::time::clock::ClockModel;
 
 pub use error::ScenarioError;
 pub use file::parse;
@@ -34,7 +36,7 @@ pub enum Endpoint {
     Resource,
 }
 
-/// A verdict of the checker: on mutual exclusion (`SAFE` or `VIOLATED`), or on one resource
+/// A verdict of the judge: on mutual exclusion (`SAFE` or `VIOLATED`), or on one resource
 /// mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Verdict {
@@ -548,15 +550,14 @@ pub struct Scenario {
 
 impl Scenario {
     /// Reads and checks a scenario file, or a scenario of the embedded catalogue named
-    /// `catalogue:FILE` ([`crate::catalogue`]).
+    /// `catalogue:FILE` ([`crate::scenario::catalogue`]).
     ///
     /// # Errors
     ///
     /// A [`ScenarioError`] naming the file, line, column and field.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        if let Some((file, text)) = crate::catalogue::name_of(path).and_then(crate::catalogue::find)
-        {
-            return parse(text, &format!("{}{file}", crate::catalogue::PREFIX));
+        if let Some((file, text)) = catalogue::name_of(path).and_then(catalogue::find) {
+            return parse(text, &format!("{}{file}", catalogue::PREFIX));
         }
         let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::io(path, &e))?;
         parse(&text, &path.display().to_string())

@@ -19,12 +19,12 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::client::{Client, Ctx, Outgoing, Timer};
-use crate::history::History;
-use crate::message::Msg;
+use crate::judge::history::History;
+use crate::judge::recording::{CLOCK_SAMPLES, MessageRecord, Recording};
 use crate::net::Network;
-use crate::recording::{CLOCK_SAMPLES, MessageRecord, Recording};
+use crate::net::message::Msg;
+use crate::node::server::{Effect, Server};
 use crate::scenario::{Endpoint, Scenario};
-use crate::server::{Effect, Server};
 use crate::time::{Nanos, fmt_ms};
 
 mod notify;
@@ -115,7 +115,7 @@ impl Ord for Scheduled {
     }
 }
 
-/// The result of a run: the history for the checker, and the trace when asked for.
+/// The result of a run: the history for the judge, and the trace when asked for.
 pub(crate) struct Outcome {
     /// What happened.
     pub(crate) history: History,
@@ -507,7 +507,7 @@ impl<'s> World<'s> {
 }
 
 /// A clock's readings from 0 to `end`: evenly spaced, and just before and at each step.
-fn clock_readings(clock: &crate::clock::ClockModel, end: Nanos) -> Vec<(Nanos, u64)> {
+fn clock_readings(clock: &crate::time::clock::ClockModel, end: Nanos) -> Vec<(Nanos, u64)> {
     let mut at: Vec<Nanos> = (0..=CLOCK_SAMPLES)
         .map(|i| (u128::from(end) * u128::from(i) / u128::from(CLOCK_SAMPLES)) as Nanos)
         .collect();

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rand::RngExt;
 
 use super::{Event, World};
-use crate::message::Msg;
+use crate::net::message::Msg;
 use crate::scenario::{Endpoint, SpoofPayload};
 
 impl World<'_> {

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use redlock_core::{NodeFailure, Reply};
 
 use super::{Event, World};
-use crate::message::{Msg, NodeOp, NodeReply, ServerId};
+use crate::net::message::{Msg, NodeOp, NodeReply, ServerId};
+use crate::node::server::Effect;
 use crate::scenario::Endpoint;
-use crate::server::Effect;
 use crate::time::{MS, Nanos, fmt_ms};
 
 impl World<'_> {

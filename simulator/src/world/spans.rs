@@ -1,7 +1,7 @@
 //! The lock keys' lifetimes on each server, recorded for the diagrams: a span opens when a
 //! server grants (or re-grants) the key to a token, moves its expiry on each extension, and
 //! closes when the key is released, deleted, forgotten in a crash, expires, or the run ends
-//! ([`History::keys`](crate::history::History::keys)).
+//! ([`History::keys`](crate::judge::history::History::keys)).
 //!
 //! The servers themselves keep only the current holder; the spans are the world's record of
 //! what each server held, in true time, and change nothing in the run.
@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use redlock_core::{Reply, Token};
 
 use super::World;
-use crate::history::{KeyEnd, KeySpan};
-use crate::message::{NodeOp, NodeReply};
+use crate::judge::history::{KeyEnd, KeySpan};
+use crate::net::message::{NodeOp, NodeReply};
 use crate::time::{MS, Nanos};
 
 /// A lock key held on a server since `.0`, expiring at `.1` (server-clock milliseconds).

@@ -1,5 +1,5 @@
 //! Each lease's windows, computed when the run ends: the true-time intervals during which
-//! its holder believed it held it ([`History::windows`](crate::history::History::windows)),
+//! its holder believed it held it ([`History::windows`](crate::judge::history::History::windows)),
 //! and when its holder's clock first read its deadline. The checker judges mutual exclusion
 //! from them; the timeline and the diagram show them.
 

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::checker::{Counts, Judgement};
+use crate::judge::judgement::{Counts, Judgement};
 use crate::scenario::{Cause, Expectation, ResourceMode, Scenario, Verdict};
 use crate::time::Nanos;
 

@@ -5,7 +5,8 @@
 
 use std::fmt::Write;
 
-use super::{Sweep, SweepError, SweepRun, SweepSpec, svg_linked};
+use super::sweep_chart::svg_linked;
+use crate::runs::sweep::{Sweep, SweepError, SweepRun, SweepSpec};
 use crate::scenario::{Scenario, Verdict};
 
 /// The pages of a sweep: the index, and each run's page by its file name under `runs/`.

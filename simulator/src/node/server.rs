@@ -3,10 +3,10 @@
 
 use redlock_core::Token;
 
-use crate::clock::ClockModel;
-use crate::message::{NodeOp, NodeReply, ServerId};
+use crate::net::message::{NodeOp, NodeReply, ServerId};
+pub(crate) use crate::node::store::{Effect, Store};
 use crate::scenario::{Persistence, ServerSpec};
-pub(crate) use crate::store::{Effect, Store};
+use crate::time::clock::ClockModel;
 use crate::time::{MS, Nanos};
 
 pub(crate) struct Server {
@@ -127,7 +127,7 @@ mod tests {
     use redlock_core::Reply;
 
     use super::*;
-    use crate::clock::ClockModel;
+    use crate::time::clock::ClockModel;
 
     fn server(persistence: Persistence, clock: ClockModel) -> Server {
         Server::new(

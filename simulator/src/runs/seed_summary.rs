@@ -4,7 +4,7 @@
 //! names repeated per seed), in which the few runs that matter were lost.
 
 use crate::Report;
-use crate::report::{
+use crate::judge::report::{
     COMPACT_WIDTH, aligned, compact_widths, push_compact_row, result_cell, short_tokens_cell,
     short_verdict, wrap,
 };

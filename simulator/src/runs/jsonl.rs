@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::Report;
-use crate::sweep::SweepRun;
+use crate::runs::sweep::SweepRun;
 
 /// The commit the simulator was built from (`git rev-parse --short=12 HEAD` at build time,
 /// `REDLOCK_SIM_COMMIT` when set, else `unknown`).

@@ -1,6 +1,9 @@
-//! True time: integer nanoseconds since the start of the run.
+//! True time: integer nanoseconds since the start of the run; and each process's view of
+//! it, its clock ([`clock`]: offset, rate error, steps and freezes).
 
-/// Nanoseconds of true time since the run began. Only the world and the checker see it;
+pub mod clock;
+
+/// Nanoseconds of true time since the run began. Only the world and the judge see it;
 /// every process sees its own clock instead.
 pub type Nanos = u64;
 

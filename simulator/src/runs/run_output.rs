@@ -5,9 +5,9 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use crate::Report;
-use crate::jsonl::RunLine;
-use crate::report::{COMPACT_LEGEND, compact_table, table};
-use crate::seed_summary::{has_several_seeds, summary_table};
+use crate::judge::report::{COMPACT_LEGEND, compact_table, table};
+use crate::runs::jsonl::RunLine;
+use crate::runs::seed_summary::{has_several_seeds, summary_table};
 
 /// How `run` prints its reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -44,7 +44,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::{AccessKind, History, KeyEnd};
+use crate::judge::history::{AccessKind, History, KeyEnd};
 use crate::scenario::{Cause, ResourceMode, Scenario, Verdict};
 use crate::time::Nanos;
 
@@ -273,7 +273,7 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
 
     // Token monotonicity across leases, in grant order (the epoch: leases with tokens from
     // Redis counters are recorded when their token is minted, which can be in another order).
-    let mut by_grant: Vec<&crate::history::LeaseRecord> = leases.iter().collect();
+    let mut by_grant: Vec<&crate::judge::history::LeaseRecord> = leases.iter().collect();
     by_grant.sort_by_key(|l| l.epoch);
     let mut highest = None;
     for (i, lease) in by_grant.iter().enumerate() {

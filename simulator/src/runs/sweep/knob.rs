@@ -3,8 +3,8 @@
 use std::str::FromStr;
 
 use super::SweepError;
-use crate::clock::ClockModel;
 use crate::scenario::{Delay, Endpoint, Persistence, Scenario, ServerSpec, Step};
+use crate::time::clock::ClockModel;
 use crate::time::{MS, Nanos, from_ms};
 
 /// A parameter to sweep.

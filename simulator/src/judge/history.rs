@@ -1,4 +1,4 @@
-//! What happened, in true time: the record the checker judges and the diagrams draw.
+//! What happened, in true time: the record that is judged and the diagrams draw.
 
 use redlock_core::Token;
 use serde::Serialize;

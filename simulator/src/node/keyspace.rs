@@ -15,9 +15,9 @@ use std::time::Duration;
 use redlock_core::{Command, NodeFailure, Reply};
 
 use crate::client::faults::{Faults, Keys};
-use crate::message::{NodeOp, NodeReply};
+use crate::net::message::{NodeOp, NodeReply};
+use crate::node::store::{Store, Value};
 use crate::scenario::{ExtendImpl, LossOrder, ReleaseImpl, TimingImpl};
-use crate::store::{Store, Value};
 
 /// One server's keys, driven by core commands.
 #[derive(Clone, Debug, Default)]

@@ -11,7 +11,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::{Sweep, SweepPoint};
+use crate::runs::sweep::{Sweep, SweepPoint};
 
 /// A value without trailing zeros (`8898`, `1.061`).
 fn trim(value: f64) -> String {
@@ -105,7 +105,7 @@ fn text_width(text: &str, size: u32) -> f64 {
 
 /// `text` cut at spaces into lines no wider than `width` pixels.
 fn wrap(text: &str, width: f64, size: u32) -> Vec<String> {
-    crate::text_fit::wrap(text, width, |line| text_width(line, size))
+    crate::explain::text_fit::wrap(text, width, |line| text_width(line, size))
 }
 
 fn px(v: f64) -> i32 {
@@ -293,7 +293,7 @@ fn draw(sweep: &Sweep) -> Result<(String, Markers), String> {
     let legend_rows = SERIES.len().div_ceil(2) + 1 + boundary.as_ref().map_or(0, |(_, l)| l.len());
     let legend_h = u32::try_from(legend_rows).unwrap_or(0) * 22 + 12;
     let height = title_h + PLOT_HEIGHT + legend_h;
-    let mut markers = Vec::new();
+    let markers;
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
@@ -331,22 +331,7 @@ fn draw(sweep: &Sweep) -> Result<(String, Markers), String> {
                 ))
                 .map_err(|e| fail(&e))?;
         }
-        // Every line first, then every marker: no line hides a marker.
-        for (series, points) in SERIES.iter().zip(&placed) {
-            line(
-                &root,
-                points.iter().map(|&(x, y)| (px(x), px(y))).collect(),
-                series.dash,
-                series.color.stroke_width(2),
-            )?;
-        }
-        for (i, (series, points)) in SERIES.iter().zip(&placed).enumerate() {
-            for (j, &(x, y)) in points.iter().enumerate() {
-                let point = (px(x + beside(sweep, j, i) * nudge_x), px(y));
-                marker(&root, series.shape, point, series.color)?;
-                markers.push((i, point));
-            }
-        }
+        markers = draw_series(&root, sweep, &placed, nudge_x)?;
         draw_legend(
             &legend_area,
             boundary.as_ref().map(|(_, lines)| lines.as_slice()),
@@ -354,6 +339,33 @@ fn draw(sweep: &Sweep) -> Result<(String, Markers), String> {
         root.present().map_err(|e| fail(&e))?;
     }
     Ok((out, markers))
+}
+
+/// Every series' line first, then every marker, so that no line hides a marker; returns
+/// where the markers went.
+fn draw_series<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    sweep: &Sweep,
+    placed: &[Vec<(f64, f64)>],
+    nudge_x: f64,
+) -> Result<Markers, String> {
+    for (series, points) in SERIES.iter().zip(placed) {
+        line(
+            root,
+            points.iter().map(|&(x, y)| (px(x), px(y))).collect(),
+            series.dash,
+            series.color.stroke_width(2),
+        )?;
+    }
+    let mut markers = Vec::new();
+    for (i, (series, points)) in SERIES.iter().zip(placed).enumerate() {
+        for (j, &(x, y)) in points.iter().enumerate() {
+            let point = (px(x + beside(sweep, j, i) * nudge_x), px(y));
+            marker(root, series.shape, point, series.color)?;
+            markers.push((i, point));
+        }
+    }
+    Ok(markers)
 }
 
 /// The title, centred, one wrapped line under the other.
@@ -475,7 +487,7 @@ fn draw_legend<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::svg_check::{near, render};
+    use crate::explain::svg_check::{near, render};
 
     fn point(value: f64, violated: f64, prevented: f64, acquired: f64) -> SweepPoint {
         SweepPoint {

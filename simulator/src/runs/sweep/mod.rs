@@ -4,19 +4,16 @@
 //! Runs are independent and deterministic, so they are spread over threads and collected by
 //! index: the results do not depend on the number of threads.
 
-mod chart;
 mod knob;
-pub mod pages;
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-pub use chart::{svg, svg_linked};
 pub use knob::{Knob, Target};
 
-use crate::shard::{Shard, sweep_key};
+use crate::runs::shard::{Shard, sweep_key};
 use knob::Resolved;
 
 use crate::scenario::{Cause, Scenario, Verdict};

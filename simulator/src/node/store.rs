@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use redlock_core::{NodeFailure, Reply, Token};
 
-use crate::message::{NodeOp, NodeReply};
+use crate::net::message::{NodeOp, NodeReply};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Value {

@@ -1,6 +1,11 @@
 //! The simulated network: latency, loss, duplication, spikes, scripted delays, partitions,
 //! and per-link FIFO order (links behave like TCP connections: a message never overtakes an
 //! earlier one on the same link).
+//!
+//! What travels on it is in [`message`]: the requests and replies between the simulated
+//! clients and nodes.
+
+pub(crate) mod message;
 
 use std::collections::BTreeMap;
 

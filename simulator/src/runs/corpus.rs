@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::jsonl::COMMIT;
+use crate::runs::jsonl::COMMIT;
 
 /// One failing run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

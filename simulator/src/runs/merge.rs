@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::jsonl::{self, Line, RunLine, SweepLine};
-use crate::sweep::Sweep;
+use crate::runs::jsonl::{self, Line, RunLine, SweepLine};
+use crate::runs::sweep::Sweep;
 
 /// The merged runs.
 #[derive(Debug)]
