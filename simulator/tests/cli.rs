@@ -504,3 +504,48 @@ fn the_catalogue_travels_with_the_binary() {
     assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
     assert!(text(&unknown).contains("no scenario `rl-99-nothing` in the catalogue"));
 }
+
+#[test]
+fn the_sweep_page_table_has_the_columns_of_the_text_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = sim(&[
+        "sweep",
+        "scenarios/rl-02-pause-15s.toml",
+        "--param",
+        "client-pause",
+        "--values",
+        "0,20000",
+        "--seeds",
+        "1",
+        "--html",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let out = text(&output);
+    let header = out
+        .lines()
+        .find(|line| line.trim_start().starts_with("value"))
+        .unwrap_or_else(|| panic!("no table header: {out}"));
+    let index = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
+    // The text table's columns, two words each except the first two and the last.
+    let words: Vec<&str> = header.split_whitespace().collect();
+    let mut columns: Vec<String> = words[..2].iter().map(ToString::to_string).collect();
+    columns.extend(
+        words[2..words.len() - 1]
+            .chunks(2)
+            .map(|pair| pair.join(" ")),
+    );
+    columns.push(words[words.len() - 1].to_owned());
+    for column in &columns {
+        assert!(
+            index.contains(&format!("<th>{column}</th>")),
+            "the page lacks `{column}`: {index}"
+        );
+    }
+    let row = index
+        .lines()
+        .find(|line| line.starts_with("<tr><td>"))
+        .unwrap();
+    // Each column, and the link to the run.
+    assert_eq!(row.matches("<td>").count(), columns.len() + 1, "{row}");
+}

@@ -74,13 +74,16 @@ pub fn pages(
         };
         let _ = writeln!(
             rows,
-            "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td>\
+             <td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{}</td></tr>",
             point.value,
             point.runs,
             point.exclusion_violated,
             point.violated[0],
             point.violated[1],
+            point.violated[2],
             point.prevented[1],
+            point.prevented[2],
             point.acquired,
             link.as_ref()
                 .map_or_else(String::new, |(file, title)| format!(
@@ -105,8 +108,8 @@ pub fn pages(
          <h1>{}</h1>\n<p>Each point of the chart (and each row) opens the page of one run at \
          that value: the first seed whose verdicts are not all SAFE, else the first seed.</p>\n\
          <div class=\"chart\">{chart}</div>\n<table>\n<tr><th>value</th><th>runs</th>\
-         <th>exclusion V</th><th>plain V</th><th>fenced V</th><th>fenced P</th>\
-         <th>acquired</th><th>run</th></tr>\n{rows}</table>\n</body>\n</html>\n",
+         <th>exclusion V</th><th>plain V</th><th>fenced V</th><th>strict V</th>\
+         <th>fenced P</th><th>strict P</th><th>acquired</th><th>run</th></tr>\n{rows}</table>\n</body>\n</html>\n",
         crate::explain::CSP,
         esc(&title),
         esc(&title)
