@@ -9,7 +9,7 @@
 //! passes; a read that fails or times out leaves its node's holder unknown, which costs the
 //! waiter an early wake-up, never safety.
 
-use super::acquire::AcquireEvent;
+use super::acquire_event::AcquireEvent;
 use super::command::RequestKind;
 use super::{
     Command, KeyValue, LockKey, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Timestamp,

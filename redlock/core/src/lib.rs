@@ -101,6 +101,7 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 
 mod acquire;
+mod acquire_event;
 mod command;
 mod config;
 mod eligibility;
@@ -126,7 +127,8 @@ mod waiting;
 #[cfg(test)]
 mod proptests;
 
-pub use acquire::{Acquire, AcquireEvent, AcquireFailure, Grant};
+pub use acquire::Acquire;
+pub use acquire_event::{AcquireEvent, AcquireFailure, Grant};
 pub use command::{
     Command, ConnectionId, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Transmit,
 };

@@ -368,7 +368,7 @@ impl RedlockBuilder {
             Some((NodeId::new(index), server))
         });
         let waiting = super::waiting::Waiting::default();
-        let background = super::flight::Background::default();
+        let background = super::background::Background::default();
         let nodes = Nodes::new(nodes, policy, clock, background.clone());
         nodes.remember(remembered);
         let notifications = super::notifications::Notifications::new(

@@ -64,6 +64,7 @@
 //! is the resource name, or the names of a multi-resource lease.
 
 mod acquire;
+mod background;
 mod builder;
 mod clock;
 mod connect;
@@ -103,8 +104,9 @@ pub use telemetry::Stats;
 pub use wire::send_command;
 
 use self::acquire::Wait;
+use self::background::Background;
 use self::clock::Clock;
-use self::flight::{Background, Flight};
+use self::flight::Flight;
 use self::lanes::{LaneRegistry, Lanes};
 use self::node::Nodes;
 use self::notifications::Notifications;

@@ -17,9 +17,9 @@ use redis::AsyncConnectionConfig;
 use redis::aio::MultiplexedConnection;
 use tokio::sync::OnceCell;
 
+use super::background::Background;
 use super::clock::Clock;
 use super::expiry::Expiry;
-use super::flight::Background;
 use super::identity;
 use super::lanes::Gate;
 use super::lock;

@@ -4,9 +4,9 @@
 
 use std::sync::{Mutex, PoisonError};
 
-use super::explore::{CHECK_EVERY, Search};
 use super::model::Action;
 use super::property::Property;
+use super::search::{CHECK_EVERY, Search};
 use super::state::CheckState;
 
 /// What the depth-first search found.

@@ -7,6 +7,7 @@
 //! lock, the clocks, the client's timing of work, the expectation.
 
 use std::ops::RangeInclusive;
+use std::path::Path;
 use std::time::Duration;
 
 use redlock_core::{DriftFactor, LockConfig, RestartPolicy, RetryPolicy};
@@ -337,5 +338,17 @@ impl RawClient {
             stop_ticks,
             work_stop,
         })
+    }
+}
+
+impl CheckSpec {
+    /// Reads and validates a check file.
+    ///
+    /// # Errors
+    ///
+    /// A [`ScenarioError`] naming the line, column and field of the first problem.
+    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::io(path, &e))?;
+        parse(&text, &path.display().to_string())
     }
 }

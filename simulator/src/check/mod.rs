@@ -22,7 +22,7 @@
 //! | `state.rs` | one state of the model, and its fingerprint (computed by the state) |
 //! | `model.rs` | the steps enabled in a state, and the state each leads to |
 //! | `client.rs`, `node.rs`, `rate.rs` | a client's driver of the core's machines; a node; how far a clock strays |
-//! | `explore.rs`, `depth_first.rs`, `visited.rs` | the explorer: breadth first, then depth first; the states seen |
+//! | `search.rs`, `explore.rs`, `depth_first.rs`, `visited.rs` | what the searches share (options, progress, the visited set, the stop flag); the explorer: breadth first, then depth first; the states seen |
 //! | `fingerprint.rs`, `memory.rs` | the 128-bit hash; the memory bound and the process's memory |
 //!
 //! # Example
@@ -54,17 +54,18 @@ mod node;
 mod property;
 mod rate;
 mod raw;
+mod search;
 mod spec;
 mod state;
 mod visited;
 
 use std::fmt::Write as _;
 
-pub use explore::{DEFAULT_BREADTH_FIRST_MEMORY, Exploration, Options, Progress, Stop};
 pub use file::parse;
 pub use fingerprint::collision_bound;
 pub use model::{Action, Link};
 pub use property::Property;
+pub use search::{DEFAULT_BREADTH_FIRST_MEMORY, Exploration, Options, Progress, Stop};
 pub use spec::{CheckSpec, Durability, Outcome, PauseKind, WorkStop};
 
 use model::Model;

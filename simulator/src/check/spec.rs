@@ -18,14 +18,12 @@
 //! mirrors the TOML format, `file.rs` translates it into a checked [`CheckSpec`]. Every
 //! error names the line, column and field, as a scenario file's do.
 
-use std::path::Path;
 use std::time::Duration;
 
 use redlock_core::{LockConfig, RestartPolicy};
 use serde::Deserialize;
 
-use super::file::parse;
-use crate::scenario::{ExtendImpl, LossOrder, ReleaseImpl, ScenarioError, TimingImpl};
+use crate::scenario::{ExtendImpl, LossOrder, ReleaseImpl, TimingImpl};
 
 /// What a check expects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize)]
@@ -175,15 +173,5 @@ impl CheckSpec {
     /// `ticks` of time.
     pub fn ticks(&self, ticks: u32) -> Duration {
         self.tick.saturating_mul(ticks)
-    }
-
-    /// Reads and validates a check file.
-    ///
-    /// # Errors
-    ///
-    /// A [`ScenarioError`] naming the line, column and field of the first problem.
-    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError::io(path, &e))?;
-        parse(&text, &path.display().to_string())
     }
 }

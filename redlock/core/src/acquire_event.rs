@@ -1,0 +1,82 @@
+//! What an acquisition produces: a [`Grant`], a [`Retry`](AcquireEvent::Retry) after a lost
+//! round, or an [`AcquireFailure`] once no round is left. Kept apart from the machine
+//! ([`Acquire`](super::Acquire)) so that what completes an event (the holder reads of
+//! `holder_reads.rs`) need not reach into the machine.
+
+use std::time::Duration;
+
+use super::{NodeStatus, RetryWindow, RoundFailure, Target, Timestamp, Token};
+
+/// A lease won by an acquisition.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Grant {
+    /// What the lease holds.
+    pub target: Target,
+    /// The token of the winning round, now stored on a quorum of nodes.
+    pub token: Token,
+    /// When the winning round started (validity is measured from here, not from the first
+    /// round).
+    pub started_at: Timestamp,
+    /// When the quorum was reached.
+    pub decided_at: Timestamp,
+    /// The end of validity on the client's clock: `started_at + ttl − drift`.
+    pub valid_until: Timestamp,
+    /// How many rounds it took, from 1.
+    pub attempts: u32,
+    /// What each node did in the winning round; nodes still in flight are `Pending`.
+    pub nodes: Vec<NodeStatus>,
+    /// The fencing token minted on the nodes, when [`LockConfig::with_fencing`](super::LockConfig::with_fencing) is set.
+    pub fence: Option<u64>,
+}
+
+impl Grant {
+    /// The validity left when the quorum was reached.
+    pub fn validity(&self) -> Duration {
+        self.valid_until.saturating_duration_since(self.decided_at)
+    }
+}
+
+/// An acquisition that ran out of rounds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct AcquireFailure {
+    /// How many rounds ran.
+    pub attempts: u32,
+    /// The last round.
+    pub last_round: RoundFailure,
+}
+
+/// What an [`Acquire`](super::Acquire) produces.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AcquireEvent {
+    /// A quorum agreed in time. The lease is the caller's until [`Grant::valid_until`].
+    Acquired(Grant),
+    /// The round failed and its cleanup releases were queued. Pick a start in `window` with
+    /// [`RetryWindow::pick`], wait until then and call [`Acquire::retry`](super::Acquire::retry). A driver that
+    /// hears of the holder's release earlier (the nodes' notifications) may start sooner
+    /// when a [`Waiting`](super::Waiting) fed the failure and the notifications says so:
+    /// the next round is an ordinary quorum round either way, so a notification that is
+    /// lost, late or wrong costs time, never safety.
+    Retry {
+        /// When the next round starts: the retry policy's window, ending no later than
+        /// `free_at` (there is no point in waiting longer than the holder's keys live) and no
+        /// later than the deadline of [`Acquire::waiting_until`](super::Acquire::waiting_until).
+        window: RetryWindow,
+        /// The round that failed.
+        failure: RoundFailure,
+        /// When, on the client's clock, enough of the other owners' keys expire for a quorum
+        /// to be possible again, if the round learnt it.
+        free_at: Option<Timestamp>,
+        /// Whether a release of another owner's keys is worth waking early for: the round
+        /// lost to others without winning a single node. A round that won some nodes lost
+        /// to a split vote; the other losers' cleanups would wake every one of them at once
+        /// into the same split, so it waits for its jittered start instead. (An input of
+        /// [`Waiting::round_lost`](super::Waiting::round_lost).)
+        wake_on_release: bool,
+    },
+    /// The last allowed round failed (or no round may start before the deadline of
+    /// [`Acquire::waiting_until`](super::Acquire::waiting_until)); its cleanup releases were queued.
+    Failed(AcquireFailure),
+}
