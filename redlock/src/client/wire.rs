@@ -7,9 +7,9 @@ use futures::future::BoxFuture;
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
-use redlock_core::{Command, KeyReading, KeyValue, LockKey, NodeFailure, Reply, Token};
 use crate::lua::LuaScript;
 use crate::lua::lock as scripts;
+use redlock_core::{Command, KeyReading, KeyValue, LockKey, NodeFailure, Reply, Token};
 
 /// Sends `command` on `connection` and reads the node's answer. A script goes by its hash
 /// when `by_hash` (the connection has loaded the lock scripts), whole otherwise.
