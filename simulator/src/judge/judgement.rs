@@ -44,7 +44,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::judge::history::{AccessKind, History, KeyEnd};
+use crate::judge::history::{AccessKind, History, KeyEnd, LeaseRecord};
 use crate::scenario::{Cause, ResourceMode, Scenario, Verdict};
 use crate::time::Nanos;
 
@@ -202,34 +202,72 @@ fn replay(history: &History, order: &[usize], mode: ResourceMode) -> Replay {
 
 /// Judges `history` from a run of `scenario`.
 pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
-    let leases = &history.leases;
-    let mut counts = Counts {
-        leases: leases.len(),
-        ..Counts::default()
-    };
-
-    // Arrival order at the resource (ties broken by sending order).
-    let mut order: Vec<usize> = (0..history.accesses.len())
-        .filter(|&i| history.accesses[i].arrived_at.is_some())
-        .collect();
-    order.sort_by_key(|&i| (history.accesses[i].arrived_at, i));
-    counts.accesses = order.len();
-
+    let order = arrival_order(history);
     let replays: Vec<Replay> = ResourceMode::ALL
         .iter()
         .map(|&m| replay(history, &order, m))
         .collect();
+    let overlaps = find_overlaps(scenario, history, &replays[0]);
+    let counts = count(history, &order, &replays, &overlaps);
+    let verdicts = resource_verdicts(&counts);
+    let exclusion = if overlaps.is_empty() {
+        Verdict::Safe
+    } else {
+        Verdict::Violated
+    };
+    let cause = run_cause(&overlaps, &verdicts);
+    let first_problem = first_problem(cause, &overlaps, &replays[0]);
+    Judgement {
+        fates: fates(history, &replays),
+        exclusion,
+        verdicts,
+        cause,
+        counts,
+        overlaps,
+        first_problem,
+    }
+}
+
+/// The accesses that reached the resource, in their arrival order (ties broken by sending
+/// order): the order every mode replays them in.
+fn arrival_order(history: &History) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..history.accesses.len())
+        .filter(|&i| history.accesses[i].arrived_at.is_some())
+        .collect();
+    order.sort_by_key(|&i| (history.accesses[i].arrived_at, i));
+    order
+}
+
+/// The counts behind the verdicts, from the replays (plain, fenced, strict) of the accesses
+/// in `order` and the overlaps found.
+fn count(history: &History, order: &[usize], replays: &[Replay], overlaps: &[Overlap]) -> Counts {
+    let mut counts = Counts {
+        leases: history.leases.len(),
+        accesses: order.len(),
+        overlaps: overlaps.len(),
+        used_overlaps: overlaps.iter().filter(|o| o.used).count(),
+        ..Counts::default()
+    };
     for (i, r) in replays.iter().enumerate() {
         counts.stale_applied[i] = r.stale_applied.len();
         counts.stale_rejected[i] = r.stale_rejected;
         counts.rejected[i] = r.rejected;
     }
+    let (regressions, repeats) = fence_regressions(&history.leases);
+    counts.fence_regressions = regressions;
+    counts.fence_repeats = repeats;
+    counts
+}
 
-    // Window overlaps, their causes, and whether both holders used them.
+/// Every pair of leases of different clients whose windows intersect, in order of the
+/// intersection's start, each with its cause and whether the plain resource (`plain`'s
+/// replay) applied accesses of both holders inside it.
+fn find_overlaps(scenario: &Scenario, history: &History, plain: &Replay) -> Vec<Overlap> {
+    let leases = &history.leases;
     let applied_in = |lease: usize, intervals: &[(Nanos, Nanos)]| {
         history.accesses.iter().enumerate().any(|(i, a)| {
             a.lease == lease
-                && replays[0].applied[i]
+                && plain.applied[i]
                 && a.arrived_at
                     .is_some_and(|t| intervals.iter().any(|&(f, u)| f <= t && t < u))
         })
@@ -261,33 +299,35 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
         }
     }
     overlaps.sort_by_key(|o| (o.from, o.first, o.second));
-    counts.overlaps = overlaps.len();
-    counts.used_overlaps = overlaps.iter().filter(|o| o.used).count();
-    let first_overlap = overlaps.first().map(|o| Problem::Overlap {
-        first: o.first,
-        second: o.second,
-        from: o.from,
-        until: o.until,
-        cause: o.cause,
-    });
+    overlaps
+}
 
-    // Token monotonicity across leases, in grant order (the epoch: leases with tokens from
-    // Redis counters are recorded when their token is minted, which can be in another order).
-    let mut by_grant: Vec<&crate::judge::history::LeaseRecord> = leases.iter().collect();
+/// The leases whose fencing token was not above every earlier lease's, and of those the ones
+/// that repeat an earlier token, in grant order (the epoch: leases with tokens from Redis
+/// counters are recorded when their token is minted, which can be in another order).
+fn fence_regressions(leases: &[LeaseRecord]) -> (usize, usize) {
+    let mut by_grant: Vec<&LeaseRecord> = leases.iter().collect();
     by_grant.sort_by_key(|l| l.epoch);
+    let (mut regressions, mut repeats) = (0, 0);
     let mut highest = None;
     for (i, lease) in by_grant.iter().enumerate() {
         if highest.is_some_and(|h| lease.fence <= h) {
-            counts.fence_regressions += 1;
+            regressions += 1;
             if by_grant[..i].iter().any(|l| l.fence == lease.fence) {
-                counts.fence_repeats += 1;
+                repeats += 1;
             }
         }
         highest = highest.max(Some(lease.fence));
     }
+    (regressions, repeats)
+}
 
+/// The verdict of each resource mode (plain, fenced, strict): a fenced mode that applied
+/// nothing stale gets the credit (`PREVENTED_BY_FENCING`) for what plain suffered or what it
+/// rejected itself.
+fn resource_verdicts(counts: &Counts) -> [Verdict; 3] {
     let plain_problem = counts.stale_applied[0] > 0 || counts.used_overlaps > 0;
-    let verdicts = [0, 1, 2].map(|i| {
+    [0, 1, 2].map(|i| {
         if i == 0 {
             if plain_problem {
                 Verdict::Violated
@@ -301,29 +341,44 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
         } else {
             Verdict::Safe
         }
-    });
-    let exclusion = if overlaps.is_empty() {
-        Verdict::Safe
-    } else {
-        Verdict::Violated
-    };
-    let cause = match overlaps.first() {
+    })
+}
+
+/// The run's cause: the first overlap's, or `B` when without an overlap a verdict is still
+/// not `SAFE` (a holder's access arrived after its validity).
+fn run_cause(overlaps: &[Overlap], verdicts: &[Verdict; 3]) -> Option<Cause> {
+    match overlaps.first() {
         Some(overlap) => Some(overlap.cause),
         None => verdicts
             .iter()
             .any(|v| *v != Verdict::Safe)
             .then_some(Cause::B),
-    };
-    let first_stale = replays[0]
+    }
+}
+
+/// The problem the timeline and the diagram lead with: what the cause is about, the overlap
+/// for A and C, the stale access (that the plain resource applied) for B.
+fn first_problem(cause: Option<Cause>, overlaps: &[Overlap], plain: &Replay) -> Option<Problem> {
+    let first_overlap = overlaps.first().map(|o| Problem::Overlap {
+        first: o.first,
+        second: o.second,
+        from: o.from,
+        until: o.until,
+        cause: o.cause,
+    });
+    let first_stale = plain
         .first_stale
         .map(|(access, after)| Problem::StaleAccess { access, after });
-    // Lead with what the cause is about: the overlap for A and C, the stale access for B.
-    let first_problem = if matches!(cause, Some(Cause::A | Cause::C)) {
+    if matches!(cause, Some(Cause::A | Cause::C)) {
         first_overlap.or(first_stale)
     } else {
         first_stale.or(first_overlap)
-    };
-    let fates = (0..history.accesses.len())
+    }
+}
+
+/// What each mode's replay did with each access.
+fn fates(history: &History, replays: &[Replay]) -> Vec<[Fate; 3]> {
+    (0..history.accesses.len())
         .map(|i| {
             [0, 1, 2].map(|m| {
                 let r = &replays[m];
@@ -338,16 +393,7 @@ pub fn judge(scenario: &Scenario, history: &History) -> Judgement {
                 }
             })
         })
-        .collect();
-    Judgement {
-        fates,
-        exclusion,
-        verdicts,
-        cause,
-        counts,
-        overlaps,
-        first_problem,
-    }
+        .collect()
 }
 
 /// The intersection of two sorted lists of disjoint intervals.

@@ -57,157 +57,227 @@ impl Store {
     /// Performs the key operation `op` when the server's clock reads `now` milliseconds: the
     /// reply, and the change to replicate if any. (`PING` and `INFO` are the server's.)
     pub(crate) fn execute(&mut self, op: &NodeOp, now: u64) -> (NodeReply, Option<Effect>) {
-        let set = |key: &Arc<str>, value: Value, ttl_ms: Option<u64>| {
-            let entry = Entry {
-                value,
-                expire_at_ms: ttl_ms.map(|ttl| now + ttl),
-            };
-            (key.clone(), entry)
-        };
         let (reply, effect) = match op {
-            NodeOp::SetNx { key, token, ttl_ms } => {
-                if let Some(entry) = self.live(key, now) {
-                    // `SET … NX GET`: the holder's value comes back with the refusal.
-                    let reply = match entry.value {
-                        Value::Token(holder) => Reply::TakenBy {
-                            holder,
-                            remaining: None,
-                        },
-                        Value::Counter(_) => Reply::Taken,
-                    };
-                    (reply, None)
-                } else {
-                    let (k, entry) = set(key, Value::Token(*token), Some(*ttl_ms));
-                    self.keys.insert(k.clone(), entry.clone());
-                    (Reply::Acquired, Some(Effect::Set { key: k, entry }))
-                }
-            }
+            NodeOp::SetNx { key, token, ttl_ms } => self.set_nx(key, *token, *ttl_ms, now),
             NodeOp::SetNxReportHolder { key, token, ttl_ms } => {
-                let (reply, effect) = self.execute(
-                    &NodeOp::SetNx {
-                        key: key.clone(),
-                        token: *token,
-                        ttl_ms: *ttl_ms,
-                    },
-                    now,
-                );
-                let mut remaining = || {
-                    self.live(key, now)
-                        .and_then(|entry| entry.expire_at_ms)
-                        .map_or(std::time::Duration::MAX, |at| {
-                            std::time::Duration::from_millis(at.saturating_sub(now))
-                        })
-                };
-                let reply = match reply {
-                    NodeReply::Core(Reply::TakenBy { holder, .. }) => {
-                        NodeReply::Core(Reply::TakenBy {
-                            holder,
-                            remaining: Some(remaining()),
-                        })
-                    }
-                    NodeReply::Core(Reply::Taken) => NodeReply::Core(Reply::TakenFor {
-                        remaining: remaining(),
-                    }),
-                    other => other,
-                };
-                return (reply, effect);
+                self.set_nx_report_holder(key, *token, *ttl_ms, now)
             }
             NodeOp::SetNxReadFence {
                 key,
                 fence_key,
                 token,
                 ttl_ms,
-            } => {
-                let counter = self.counter(fence_key, now);
-                let (reply, effect) = self.execute(
-                    &NodeOp::SetNx {
-                        key: key.clone(),
-                        token: *token,
-                        ttl_ms: *ttl_ms,
-                    },
-                    now,
-                );
-                let reply = match reply {
-                    NodeReply::Core(Reply::Acquired) => Reply::AcquiredWithFence { counter },
-                    _ => Reply::TakenWithFence { counter },
-                };
-                return (NodeReply::Core(reply), effect);
-            }
+            } => self.set_nx_read_fence(key, fence_key, *token, *ttl_ms, now),
             NodeOp::RaiseFence {
                 key,
                 fence_key,
                 token,
                 fence,
-            } => {
-                match self.owned_by(key, *token, now) {
-                    None => return (NodeReply::Core(Reply::NotHeld), None),
-                    Some(false) => return (NodeReply::Core(Reply::HeldByOther), None),
-                    Some(true) => {}
-                }
-                let current = self.counter(fence_key, now);
-                if *fence <= current {
-                    (Reply::FenceRaised { counter: current }, None)
-                } else {
-                    let value = Value::Counter(i64::try_from(*fence).unwrap_or(i64::MAX));
-                    let (k, entry) = set(fence_key, value, None);
-                    self.keys.insert(k.clone(), entry.clone());
-                    (
-                        Reply::FenceRaised { counter: *fence },
-                        Some(Effect::Set { key: k, entry }),
-                    )
-                }
+            } => self.raise_fence(key, fence_key, *token, *fence, now),
+            NodeOp::ReleaseIfOwner { key, token } => self.release_if_owner(key, *token, now),
+            NodeOp::ExtendIfOwner { key, token, ttl_ms } => {
+                self.extend_if_owner(key, *token, *ttl_ms, now)
             }
-            NodeOp::ReleaseIfOwner { key, token } => match self.owned_by(key, *token, now) {
-                None => (Reply::NotHeld, None),
-                Some(false) => (Reply::HeldByOther, None),
-                Some(true) => {
-                    self.keys.remove(key);
-                    (Reply::Released, Some(Effect::Del { key: key.clone() }))
-                }
-            },
-            NodeOp::ExtendIfOwner { key, token, ttl_ms } => match self.owned_by(key, *token, now) {
-                None => (Reply::NotHeld, None),
-                Some(false) => (Reply::HeldByOther, None),
-                Some(true) => self.pexpire(key, now + ttl_ms),
-            },
-            NodeOp::Del { key } => {
-                if self.live(key, now).is_some() {
-                    self.keys.remove(key);
-                    (Reply::Released, Some(Effect::Del { key: key.clone() }))
-                } else {
-                    (Reply::NotHeld, None)
-                }
+            NodeOp::Del { key } => self.del(key, now),
+            NodeOp::SetOrExtend { key, token, ttl_ms } => {
+                self.set_or_extend(key, *token, *ttl_ms, now)
             }
-            NodeOp::SetOrExtend { key, token, ttl_ms } => match self.owned_by(key, *token, now) {
-                Some(false) => (Reply::HeldByOther, None),
-                Some(true) => self.pexpire(key, now + ttl_ms),
-                None => {
-                    let (k, entry) = set(key, Value::Token(*token), Some(*ttl_ms));
-                    self.keys.insert(k.clone(), entry.clone());
-                    (Reply::Extended, Some(Effect::Set { key: k, entry }))
-                }
-            },
             NodeOp::Ping | NodeOp::Identify => {
                 let failure = NodeFailure::Protocol("not a key operation".into());
                 return (NodeReply::Failure(failure), None);
             }
+            // The only operation whose reply is not a lock reply.
             NodeOp::Incr { key } => {
-                let next = match self.live(key, now) {
-                    Some(Entry {
-                        value: Value::Counter(n),
-                        ..
-                    }) => *n + 1,
-                    _ => 1,
-                };
-                let (k, entry) = set(key, Value::Counter(next), None);
-                self.keys.insert(k.clone(), entry.clone());
-                return (
-                    NodeReply::Counter(next),
-                    Some(Effect::Set { key: k, entry }),
-                );
+                let (next, effect) = self.incr(key, now);
+                return (NodeReply::Counter(next), Some(effect));
             }
         };
         (NodeReply::Core(reply), effect)
+    }
+
+    /// Stores `value` under `key`, expiring at `expire_at_ms` (never when `None`), and returns
+    /// the change to replicate.
+    fn insert(&mut self, key: &Arc<str>, value: Value, expire_at_ms: Option<u64>) -> Effect {
+        let entry = Entry {
+            value,
+            expire_at_ms,
+        };
+        self.keys.insert(key.clone(), entry.clone());
+        Effect::Set {
+            key: key.clone(),
+            entry,
+        }
+    }
+
+    /// `SET key token NX GET PX ttl`: the holder's value comes back with a refusal.
+    fn set_nx(
+        &mut self,
+        key: &Arc<str>,
+        token: Token,
+        ttl_ms: u64,
+        now: u64,
+    ) -> (Reply, Option<Effect>) {
+        if let Some(entry) = self.live(key, now) {
+            let reply = match entry.value {
+                Value::Token(holder) => Reply::TakenBy {
+                    holder,
+                    remaining: None,
+                },
+                Value::Counter(_) => Reply::Taken,
+            };
+            (reply, None)
+        } else {
+            let effect = self.insert(key, Value::Token(token), Some(now + ttl_ms));
+            (Reply::Acquired, Some(effect))
+        }
+    }
+
+    /// `SET NX GET PX` followed by `PTTL key`: a refusal also says how long the key has left
+    /// (`Duration::MAX` for a key without expiry), which a waiter's rounds need.
+    fn set_nx_report_holder(
+        &mut self,
+        key: &Arc<str>,
+        token: Token,
+        ttl_ms: u64,
+        now: u64,
+    ) -> (Reply, Option<Effect>) {
+        let (reply, effect) = self.set_nx(key, token, ttl_ms, now);
+        let mut remaining = || {
+            self.live(key, now)
+                .and_then(|entry| entry.expire_at_ms)
+                .map_or(std::time::Duration::MAX, |at| {
+                    std::time::Duration::from_millis(at.saturating_sub(now))
+                })
+        };
+        let reply = match reply {
+            Reply::TakenBy { holder, .. } => Reply::TakenBy {
+                holder,
+                remaining: Some(remaining()),
+            },
+            Reply::Taken => Reply::TakenFor {
+                remaining: remaining(),
+            },
+            other => other,
+        };
+        (reply, effect)
+    }
+
+    /// The fenced acquisition script: the fence counter as it was before the `SET NX`, with
+    /// either outcome.
+    fn set_nx_read_fence(
+        &mut self,
+        key: &Arc<str>,
+        fence_key: &Arc<str>,
+        token: Token,
+        ttl_ms: u64,
+        now: u64,
+    ) -> (Reply, Option<Effect>) {
+        let counter = self.counter(fence_key, now);
+        let (reply, effect) = self.set_nx(key, token, ttl_ms, now);
+        let reply = match reply {
+            Reply::Acquired => Reply::AcquiredWithFence { counter },
+            _ => Reply::TakenWithFence { counter },
+        };
+        (reply, effect)
+    }
+
+    /// The fence-raising script: `counter = max(counter, fence)`, only while `key` holds
+    /// `token`; a counter already at or above `fence` is left as it is (nothing to replicate).
+    fn raise_fence(
+        &mut self,
+        key: &Arc<str>,
+        fence_key: &Arc<str>,
+        token: Token,
+        fence: u64,
+        now: u64,
+    ) -> (Reply, Option<Effect>) {
+        match self.owned_by(key, token, now) {
+            None => return (Reply::NotHeld, None),
+            Some(false) => return (Reply::HeldByOther, None),
+            Some(true) => {}
+        }
+        let current = self.counter(fence_key, now);
+        if fence <= current {
+            (Reply::FenceRaised { counter: current }, None)
+        } else {
+            let value = Value::Counter(i64::try_from(fence).unwrap_or(i64::MAX));
+            let effect = self.insert(fence_key, value, None);
+            (Reply::FenceRaised { counter: fence }, Some(effect))
+        }
+    }
+
+    /// The release script: deletes `key` only while it holds `token`.
+    fn release_if_owner(
+        &mut self,
+        key: &Arc<str>,
+        token: Token,
+        now: u64,
+    ) -> (Reply, Option<Effect>) {
+        match self.owned_by(key, token, now) {
+            None => (Reply::NotHeld, None),
+            Some(false) => (Reply::HeldByOther, None),
+            Some(true) => {
+                self.keys.remove(key);
+                (Reply::Released, Some(Effect::Del { key: key.clone() }))
+            }
+        }
+    }
+
+    /// The extension script: a new expiry `ttl_ms` from now, only while `key` holds `token`.
+    fn extend_if_owner(
+        &mut self,
+        key: &Arc<str>,
+        token: Token,
+        ttl_ms: u64,
+        now: u64,
+    ) -> (Reply, Option<Effect>) {
+        match self.owned_by(key, token, now) {
+            None => (Reply::NotHeld, None),
+            Some(false) => (Reply::HeldByOther, None),
+            Some(true) => self.pexpire(key, now + ttl_ms),
+        }
+    }
+
+    /// A plain `DEL`, whoever holds the key.
+    fn del(&mut self, key: &Arc<str>, now: u64) -> (Reply, Option<Effect>) {
+        if self.live(key, now).is_some() {
+            self.keys.remove(key);
+            (Reply::Released, Some(Effect::Del { key: key.clone() }))
+        } else {
+            (Reply::NotHeld, None)
+        }
+    }
+
+    /// An extension that re-creates a missing key (an implementation fault the simulator
+    /// can inject): refused only when another token holds the key.
+    fn set_or_extend(
+        &mut self,
+        key: &Arc<str>,
+        token: Token,
+        ttl_ms: u64,
+        now: u64,
+    ) -> (Reply, Option<Effect>) {
+        match self.owned_by(key, token, now) {
+            Some(false) => (Reply::HeldByOther, None),
+            Some(true) => self.pexpire(key, now + ttl_ms),
+            None => {
+                let effect = self.insert(key, Value::Token(token), Some(now + ttl_ms));
+                (Reply::Extended, Some(effect))
+            }
+        }
+    }
+
+    /// `INCR key`: the new value (a missing key, or one that holds a token, counts from 0),
+    /// stored without expiry.
+    fn incr(&mut self, key: &Arc<str>, now: u64) -> (i64, Effect) {
+        let next = match self.live(key, now) {
+            Some(Entry {
+                value: Value::Counter(n),
+                ..
+            }) => *n + 1,
+            _ => 1,
+        };
+        (next, self.insert(key, Value::Counter(next), None))
     }
 
     /// The counter under `key` (0 when absent), as the fencing scripts read it.
