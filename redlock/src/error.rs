@@ -29,7 +29,9 @@ pub enum Error {
     ///
     /// When a node read the token of a lease of this same client, the message says so:
     /// leases are not re-entrant, so a second acquisition of a resource by the client that
-    /// holds it loses like anyone else's ([`NodeReport::held_by_this_client`]).
+    /// holds it loses like anyone else's ([`NodeReport::held_by_this_client`]). Servers
+    /// before Redis 7.0 do not name the holder in a refusal, and a last round reads none, so
+    /// there the message says another owner.
     #[error("{}", taken_message(resource, *attempts, nodes))]
     Taken {
         /// The resource.
