@@ -125,3 +125,36 @@ async fn a_known_name_that_reaches_another_long_running_server_waits_a_whole_qua
     fleet.vacate(&[1], &key).unwrap();
     assert_no_lock_keys(&fleet).await;
 }
+
+/// A server that refuses `INFO` cannot say who it is, so its `run_id` cannot tell two of
+/// its names apart. Its addresses can: `localhost` and `127.0.0.1` resolve to the same
+/// socket address, and one server must not vote twice (here it would make a quorum of
+/// three on its own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_unidentifiable_server_under_two_names_votes_once() {
+    let mut fleet = fleet(2);
+    acl_on_every_node(&fleet, &["SETUSER", "default", "-info"]);
+    let urls = [
+        fleet.url(0),
+        format!("redis://localhost:{}", fleet.port(0)),
+        fleet.url(1),
+    ];
+    let redlock = fresh(redlock::Redlock::builder())
+        .nodes(urls)
+        .retry_count(0)
+        .build()
+        .unwrap();
+    let report = redlock.connect().await;
+    assert!(
+        report
+            .nodes
+            .iter()
+            .any(|(_, status)| matches!(status, Err(NodeFailure::Duplicate { .. }))),
+        "one name of node 0 must be refused: {report}"
+    );
+    // With the second server down, node 0 alone is one vote of three: no lease.
+    fleet.kill(1).unwrap();
+    let err = redlock.acquire("twice").await.unwrap_err();
+    assert!(matches!(err, Error::NoQuorum { .. }), "{err}");
+    assert_no_lock_keys(&fleet).await;
+}

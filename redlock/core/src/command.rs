@@ -473,8 +473,9 @@ pub enum NodeFailure {
         /// How much of the quarantine was left.
         remaining: Duration,
     },
-    /// The node is the same server (the same `run_id`) as another node in the list,
-    /// identified before it; it would vote twice, so it is refused.
+    /// The node is the same server as another node in the list, met before it: the same
+    /// `run_id`, or a name that resolves to the same socket address (`localhost` and
+    /// `127.0.0.1`); it would vote twice, so it is refused.
     Duplicate {
         /// The node it duplicates.
         of: NodeId,
@@ -513,7 +514,7 @@ impl fmt::Display for NodeFailure {
             }
             Self::Duplicate { of } => write!(
                 f,
-                "the same server as {of} (same run_id); one server must not vote twice"
+                "the same server as {of} (same run_id, or same address under another name); one server must not vote twice"
             ),
             Self::Unresponsive => f.write_str(
                 "an earlier request timed out unanswered; no new lock is written there until it answers a probe",

@@ -30,7 +30,11 @@
 //!   `core/responsive.rs`);
 //! - two configured nodes that turn out to be **the same server** (one `run_id` under two
 //!   names) would vote twice: the name identified later is refused for good (the one
-//!   identified first may already have voted);
+//!   identified first may already have voted). Names that resolve to a common socket
+//!   address (`localhost` and `127.0.0.1`) are the same server too, and this needs no
+//!   identity: a driver hands the core each new connection's resolved addresses
+//!   ([`Eligibility::resolved`]) before its identity, so it holds for servers whose `INFO`
+//!   is refused, which would otherwise be counted under each name;
 //! - nodes declared [`Persistent`](RestartPolicy::Persistent) (every write fsynced before it
 //!   is acknowledged) lose nothing in a restart and are never quarantined.
 //!
@@ -40,6 +44,7 @@
 //! than the quarantine is reported ([`Eligibility::other_leases`]), once per node.
 
 use std::fmt;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::responsive::{Responsiveness, WriteGate};
@@ -356,6 +361,8 @@ struct NodeState {
     eviction_reported: bool,
     outlives_reported: bool,
     duplicate_of: Option<NodeId>,
+    /// The socket addresses the node's name resolved to for its latest connection.
+    addresses: Vec<SocketAddr>,
     responsive: Responsiveness,
 }
 
@@ -480,6 +487,50 @@ impl Eligibility {
     pub fn probed(&mut self, node: NodeId, connection: ConnectionId, answered: bool) {
         if let Some(state) = self.nodes.get_mut(node.index()) {
             state.responsive.probed(connection, answered);
+        }
+    }
+
+    /// Records the socket addresses `node`'s name resolved to for a new connection, and
+    /// refuses it for good when one of them is an address of another node met before: one
+    /// server under two names (`localhost` and `127.0.0.1`, or two DNS names of one host)
+    /// must not vote twice. A driver calls it before the connection's
+    /// [`identified`](Self::identified), which every lock write waits for, so the name
+    /// resolved first keeps the vote and the other has sent nothing yet. It needs no
+    /// identity, so it also holds for servers that refuse `INFO`. Returns the
+    /// [`EligibilityEvent::Duplicate`] when it refuses.
+    ///
+    /// ```
+    /// use redlock_core::*;
+    ///
+    /// let mut nodes = Eligibility::new(2, RestartPolicy::Persistent);
+    /// let loopback = "127.0.0.1:6379".parse().unwrap();
+    /// nodes.resolved(NodeId::new(0), &[loopback]);
+    /// // `localhost` resolves to the IPv6 and the IPv4 loopback: one is node 0's.
+    /// let events = nodes.resolved(NodeId::new(1), &["[::1]:6379".parse().unwrap(), loopback]);
+    /// assert_eq!(events, [EligibilityEvent::Duplicate { node: NodeId::new(1), of: NodeId::new(0) }]);
+    /// assert_eq!(nodes.duplicate_of(NodeId::new(1)), Some(NodeId::new(0)));
+    /// ```
+    pub fn resolved(&mut self, node: NodeId, addresses: &[SocketAddr]) -> Vec<EligibilityEvent> {
+        let shared = self
+            .nodes
+            .iter()
+            .enumerate()
+            .find(|(index, other)| {
+                *index != node.index()
+                    && other.duplicate_of.is_none()
+                    && other.addresses.iter().any(|a| addresses.contains(a))
+            })
+            .map(|(index, _)| NodeId::new(index));
+        let Some(state) = self.nodes.get_mut(node.index()) else {
+            return Vec::new();
+        };
+        state.addresses = addresses.to_vec();
+        match shared {
+            Some(of) if state.duplicate_of.is_none() => {
+                state.duplicate_of = Some(of);
+                vec![EligibilityEvent::Duplicate { node, of }]
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -1143,6 +1194,42 @@ mod tests {
             nodes.admit(n0(), ConnectionId(1), &set(), at(0)),
             Admission::Send
         );
+    }
+
+    #[test]
+    fn names_that_resolve_to_one_address_vote_once_without_an_identity() {
+        let mut nodes = Eligibility::new(3, RestartPolicy::Persistent);
+        let (n1, n2) = (NodeId::new(1), NodeId::new(2));
+        let address = |text: &str| text.parse::<SocketAddr>().unwrap();
+        assert!(
+            nodes
+                .resolved(n0(), &[address("127.0.0.1:7000")])
+                .is_empty()
+        );
+        // Another port of the same host is another server.
+        assert!(nodes.resolved(n2, &[address("127.0.0.1:7001")]).is_empty());
+        let events = nodes.resolved(n1, &[address("[::1]:7000"), address("127.0.0.1:7000")]);
+        assert_eq!(events, [EligibilityEvent::Duplicate { node: n1, of: n0() }]);
+        // Neither server can say who it is (INFO refused): the addresses alone decide.
+        for node in [n0(), n1, n2] {
+            nodes.identified(node, ConnectionId(1), Err("NOPERM".to_owned()), at(0));
+        }
+        assert_eq!(
+            nodes.admit(n1, ConnectionId(1), &set(), at(0)),
+            Admission::Refuse(NodeFailure::Duplicate { of: n0() })
+        );
+        assert_eq!(
+            nodes.admit(n0(), ConnectionId(1), &set(), at(0)),
+            Admission::Send
+        );
+        assert_eq!(
+            nodes.admit(n2, ConnectionId(1), &set(), at(0)),
+            Admission::Send
+        );
+        // A duplicate is refused for good: resolving again does not bring it back, and a
+        // later name of the same address is refused as the duplicate of the one that votes.
+        assert!(nodes.resolved(n1, &[address("127.0.0.1:7000")]).is_empty());
+        assert_eq!(nodes.duplicate_of(n1), Some(n0()));
     }
 
     #[test]

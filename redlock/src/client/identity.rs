@@ -1,9 +1,13 @@
 //! What a new connection asks first: the server's identity (`run_id`, uptime, eviction
 //! policy) and version from `INFO`, and, in the same round trip, `SCRIPT LOAD` of the lock scripts so
-//! that the connection can call them by hash.
+//! that the connection can call them by hash. Before that, the socket addresses its name
+//! resolves to, which tell two names of one server apart even when `INFO` is refused.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
-use redis::{RedisResult, Value};
+use redis::{ConnectionAddr, RedisResult, Value};
 
 use super::wire::classify;
 use crate::lua::lock::LOADED;
@@ -21,6 +25,28 @@ pub(crate) struct Greeting {
     /// Which form of the lock request the server takes (from `INFO`'s `redis_version`; a
     /// server whose `INFO` cannot be read is taken to be Redis 7).
     pub(crate) generation: ServerGeneration,
+}
+
+/// The socket addresses a TCP node's host name resolves to now (an IP address is its own),
+/// looked up within `within`. Empty for a Unix socket, and when the lookup fails or takes
+/// longer: the `run_id` then is what tells two names of one server apart.
+pub(crate) async fn resolve(addr: &ConnectionAddr, within: Duration) -> Vec<SocketAddr> {
+    let (host, port) = match addr {
+        ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+            (host.as_str(), *port)
+        }
+        _ => return Vec::new(),
+    };
+    // A bracketed IPv6 literal is written without its brackets by the URL parser, but
+    // accept both.
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        return vec![SocketAddr::new(ip, port)];
+    }
+    match tokio::time::timeout(within, tokio::net::lookup_host((bare, port))).await {
+        Ok(Ok(found)) => found.collect(),
+        Ok(Err(_)) | Err(_) => Vec::new(),
+    }
 }
 
 /// Sends `INFO` and the `SCRIPT LOAD`s as one pipeline and reads the answers; `Err` only

@@ -54,7 +54,7 @@
 //! | `cannot read the node's identity (INFO); …` (once per node) | warn | `node`, `error` |
 //! | `the node may evict keys (maxmemory-policy); …` (once per node) | warn | `node`, `policy` |
 //! | `another client's lease outlives this client's restart quarantine: …` (once per node, in the `acquire` span of the resource where a lost round saw it) | warn | `node`, `remaining_ms`, `quarantine_ms` |
-//! | `two configured nodes are the same server (same run_id); …` | error | `node`, `of` |
+//! | `two configured nodes are the same server (same run_id, or names that resolve to the same address); …` | error | `node`, `of` |
 //! | `lease dropped without release(); releasing it in the background` | warn | `resource` |
 //! | `lease dropped without release() outside a tokio runtime; …` | warn | `resource` |
 //! | `no tokio runtime to finish in-flight lock requests; …` | warn | `requests` |

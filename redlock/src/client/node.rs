@@ -363,6 +363,17 @@ impl Nodes {
             .state
             .identified
             .get_or_try_init(|| async {
+                // Before the identity: the name resolved first keeps the vote, and no lock
+                // write goes out on this connection before its identification is done.
+                let addresses = identity::resolve(
+                    node.client.get_connection_info().addr(),
+                    node.connect_timeout,
+                )
+                .await;
+                let events = lock(&self.eligibility).resolved(node.id, &addresses);
+                for event in events {
+                    self.report(event);
+                }
                 let mut multiplexed = connection.multiplexed.clone();
                 let greeting = match identity::read(&mut multiplexed).await {
                     Ok(greeting) => greeting,
@@ -435,7 +446,7 @@ impl Nodes {
             EligibilityEvent::Duplicate { node, of } => tracing::error!(
                 node = address(node),
                 of = address(of),
-                "two configured nodes are the same server (same run_id); the name identified second is refused"
+                "two configured nodes are the same server (same run_id, or names that resolve to the same address); the one met second is refused"
             ),
             other => tracing::debug!(event = ?other, "node eligibility"),
         }
