@@ -24,6 +24,7 @@
 //! | `client.rs`, `node.rs`, `rate.rs` | a client's driver of the core's machines; a node; how far a clock strays |
 //! | `search.rs`, `explore.rs`, `depth_first.rs`, `visited.rs` | what the searches share (options, progress, the visited set, the stop flag); the explorer: breadth first, then depth first; the states seen |
 //! | `fingerprint.rs`, `memory.rs` | the 128-bit hash; the memory bound and the process's memory |
+//! | `steps.rs` | the model stepped from outside, for another explorer ([`ModelSteps`]) |
 //!
 //! # Example
 //!
@@ -57,6 +58,7 @@ mod raw;
 mod search;
 mod spec;
 mod state;
+mod steps;
 mod visited;
 
 use std::fmt::Write as _;
@@ -67,6 +69,7 @@ pub use model::{Action, Link};
 pub use property::Property;
 pub use search::{DEFAULT_BREADTH_FIRST_MEMORY, Exploration, Options, Progress, Stop};
 pub use spec::{CheckSpec, Durability, Outcome, PauseKind, WorkStop};
+pub use steps::{ModelState, ModelSteps};
 
 use model::Model;
 
