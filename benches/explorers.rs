@@ -12,7 +12,9 @@
 //! ```
 //!
 //! It prints one table row per (check, explorer, threads): states generated, distinct
-//! states, seconds, states per second, peak memory and bytes per distinct state.
+//! states, wall seconds, the child's CPU seconds (user and system, which a loaded machine
+//! does not inflate as it does wall time), states per CPU second, peak memory and bytes per
+//! distinct state.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -56,6 +58,7 @@ struct Run {
     states: u64,
     distinct: u64,
     seconds: f64,
+    cpu_seconds: f64,
     peak_bytes: u64,
     violation: bool,
 }
@@ -81,10 +84,19 @@ fn peak_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// The CPU time (user and system) this process has used, in seconds.
+fn cpu_seconds() -> f64 {
+    use nix::sys::resource::{UsageWho, getrusage};
+    let usage = getrusage(UsageWho::RUSAGE_SELF).expect("getrusage");
+    let seconds = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    seconds(usage.user_time()) + seconds(usage.system_time())
+}
+
 /// In the child: runs `explorer` on the check at `path` and prints one `RESULT` line.
 fn child(explorer: &str, threads: usize, path: &Path) {
     let spec = CheckSpec::load(path).unwrap_or_else(|e| panic!("{e}"));
     let started = Instant::now();
+    let cpu_before = cpu_seconds();
     let (states, distinct, violation) = match explorer {
         "ours" => {
             let options = Options {
@@ -116,7 +128,8 @@ fn child(explorer: &str, threads: usize, path: &Path) {
     };
     let seconds = started.elapsed().as_secs_f64();
     println!(
-        "RESULT {states} {distinct} {seconds} {} {}",
+        "RESULT {states} {distinct} {seconds} {} {} {}",
+        cpu_seconds() - cpu_before,
         peak_bytes(),
         u8::from(violation)
     );
@@ -148,8 +161,9 @@ fn run(explorer: &str, threads: usize, path: &Path) -> Run {
         states: number(0) as u64,
         distinct: number(1) as u64,
         seconds: number(2),
-        peak_bytes: number(3) as u64,
-        violation: f[4] == "1",
+        cpu_seconds: number(3),
+        peak_bytes: number(4) as u64,
+        violation: f[5] == "1",
     }
 }
 
@@ -165,9 +179,9 @@ fn main() {
         .map(|t| t.parse().expect("EXPLORERS_THREADS: thread counts"))
         .collect();
     println!(
-        "| check | explorer | threads | states | distinct | s | states/s | peak MiB | bytes/distinct |"
+        "| check | explorer | threads | states | distinct | wall s | CPU s | states per CPU s | peak MiB | bytes/distinct |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for name in list("EXPLORERS_CHECKS", DEFAULT_CHECKS) {
         let path = checks_dir().join(format!("{name}.toml"));
         let mut distinct = None;
@@ -175,11 +189,12 @@ fn main() {
             for explorer in ["ours", "stateright"] {
                 let r = run(explorer, t, &path);
                 println!(
-                    "| {name} | {explorer} | {t} | {} | {} | {:.1} | {:.0} | {:.0} | {:.0} |",
+                    "| {name} | {explorer} | {t} | {} | {} | {:.1} | {:.1} | {:.0} | {:.0} | {:.0} |",
                     r.states,
                     r.distinct,
                     r.seconds,
-                    r.states as f64 / r.seconds,
+                    r.cpu_seconds,
+                    r.states as f64 / r.cpu_seconds,
                     r.peak_bytes as f64 / f64::from(1 << 20),
                     r.peak_bytes as f64 / r.distinct as f64,
                 );
