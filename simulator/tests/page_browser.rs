@@ -249,7 +249,7 @@ fn a_stale_write_after_a_pause_without_an_overlap() {
         overlap: false,
         words: &[
             "Cause B",
-            "c1 pauses for 15000",
+            "c1 pauses for 15.0 s",
             "c1's write #2 of epoch 1 (fence 1)",
             "the resource applied it stale",
         ],
