@@ -67,6 +67,15 @@
       return t + " " + units[u][1];
     }
   }
+  // Milliseconds with a thousands separator and up to three decimals, as the axis and the
+  // clock readings write them (by hand: the browser's locale formatting costs tens of ms to
+  // start).
+  function grouped(ns) {
+    const [whole, part] = (Math.round(ns / 1e3) / 1e3).toFixed(3).split(".");
+    const digits = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+    const decimals = part.replace(/0+$/, "");
+    return decimals ? digits + "." + decimals : digits;
+  }
   // A generous estimate of a label's width (an average glyph is about 0.55 em).
   const textWidth = (s, px) => s.length * px * 0.7;
   // The width is read once per drawing: reading it after each new shape would make the
@@ -103,7 +112,10 @@
   function outside(x0, y0, x1, y1) {
     let parts = [[0, 1]];
     const dx = x1 - x0, dy = y1 - y0;
+    const left = Math.min(x0, x1), right = Math.max(x0, x1);
+    const top = Math.min(y0, y1), bottom = Math.max(y0, y1);
     for (const b of clear) {
+      if (b[0] > right || b[2] < left || b[1] > bottom || b[3] < top) continue;
       let t0 = 0, t1 = 1;
       for (const [p, q] of [[-dx, x0 - b[0]], [dx, b[2] - x0], [-dy, y0 - b[1]], [dy, b[3] - y0]]) {
         if (p === 0) { if (q < 0) { t0 = 1; t1 = 0; } continue; }
@@ -170,7 +182,7 @@
     const grid = el("g", { class: "grid" }, root);
     for (const t of ticks()) {
       el("line", { x1: x(t), y1: TOP - 6, x2: x(t), y2: height - 10, class: "tick" }, grid);
-      text((t / 1e6).toLocaleString("en", { maximumFractionDigits: 3 }) + " ms",
+      text(grouped(t) + " ms",
         { x: x(t), y: TOP - 10, class: "tick-label" }, grid);
     }
   }
@@ -193,7 +205,7 @@
         const r = reading(samples, t);
         if (r === null) continue;
         const off = Math.abs(r - t) >= 1e6;
-        const words = (r / 1e6).toLocaleString("en", { maximumFractionDigits: 3 });
+        const words = grouped(r);
         text(words, { x: x(t), y: cy + 11, "text-anchor": "middle",
           class: "clock-reading" + (off ? " off" : "") }, c,
           lane.name + "'s clock reads " + ms(r) + " at " + ms(t) + " true time" +
@@ -331,7 +343,7 @@
     for (const m of messages) {
       const [from, to, sent, arrived] = m;
       if (!visible(sent, arrived === null ? sent : arrived)) continue;
-      const key = Math.min(from, to) + ":" + Math.floor((x(sent) - LEFT) / BUNDLE_PX);
+      const key = Math.min(from, to) * 1e6 + Math.floor((x(sent) - LEFT) / BUNDLE_PX);
       const list = columns.get(key);
       if (list) list.push(m); else columns.set(key, [m]);
     }
@@ -343,7 +355,7 @@
           (arrived === null ? ", lost" : ", arrives " + ms(arrived)));
         continue;
       }
-      const upper = Number(key.split(":")[0]);
+      const upper = Math.floor(key / 1e6);
       let far = upper, first = Infinity, last = 0;
       for (const [from, to, sent, arrived] of list) {
         far = Math.max(far, from, to);
@@ -427,15 +439,20 @@
   }
   const ALIGN = { start: "left", middle: "center", end: "right" };
   let hits = [];
+  // The style last set on the context: the next shape of the same style sets nothing.
+  let current = null;
   function paint(node, ctx) {
     for (const r of node.kids) {
       if (r.kids) { paint(r, ctx); continue; }
       const a = r.attrs, s = styleOf(r.name, a);
-      ctx.globalAlpha = s.opacity;
-      ctx.lineWidth = s.width;
-      ctx.setLineDash(s.dash);
-      ctx.fillStyle = s.fill;
-      ctx.strokeStyle = s.stroke;
+      if (s !== current) {
+        ctx.globalAlpha = s.opacity;
+        ctx.lineWidth = s.width;
+        ctx.setLineDash(s.dash);
+        if (s.fill !== "none") ctx.fillStyle = s.fill;
+        if (s.stroke !== "none") ctx.strokeStyle = s.stroke;
+        current = s;
+      }
       let box = null;
       if (r.name === "rect") {
         if (s.fill !== "none") ctx.fillRect(a.x, a.y, a.width, a.height);
@@ -505,6 +522,7 @@
       ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
       ctx.clearRect(0, 0, canvas, height);
       hits = [];
+      current = null;
       paint(root, ctx);
       document.body.dataset.shapes = String(count(root));
     } else {
