@@ -209,7 +209,7 @@
         text(words, { x: x(t), y: cy + 11, "text-anchor": "middle",
           class: "clock-reading" + (off ? " off" : "") }, c,
           lane.name + "'s clock reads " + ms(r) + " at " + ms(t) + " true time" +
-          (off ? " (" + ((r - t) / 1e6).toFixed(3) + " ms off)" : ""));
+          (off ? " (" + (r > t ? "+" : "-") + duration(Math.abs(r - t)) + " off)" : ""));
         const half = textWidth(words, 10) / 2 + 2;
         clear.push([x(t) - half, cy, x(t) + half, cy + CLOCK]);
       }
