@@ -1,5 +1,5 @@
-//! `explain`'s files: the run's page, and the trace in Chrome's Trace Event format; and the
-//! size of every catalogue scenario's page.
+//! `explain`'s files: the run's page, the trace in Chrome's Trace Event format and in
+//! Perfetto's protobuf format; and the size of every catalogue scenario's page.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::Path;
@@ -88,4 +88,48 @@ fn pages_stay_under_a_megabyte() {
             assert!(messages > 20_000, "{messages}");
         }
     }
+}
+
+/// `explain --perfetto` on the 30 s run of tests/fixtures/ (24,486 messages): the file
+/// decodes as a Perfetto trace with a track per lane, and every message that arrived is a
+/// flow that starts once and ends once.
+#[test]
+fn explain_writes_a_perfetto_trace_with_a_flow_per_message() {
+    use prost::Message as _;
+    use redlock_sim::explain::perfetto::Trace;
+    let dir = std::env::temp_dir().join(format!("redlock-sim-perfetto-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("run.pftrace");
+    let output = sim(&[
+        "explain",
+        "tests/fixtures/thirty-seconds-of-contention.toml",
+        "--perfetto",
+        file.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let trace = Trace::decode(std::fs::read(&file).unwrap().as_slice()).unwrap();
+    let tracks: Vec<String> = trace
+        .packet
+        .iter()
+        .filter_map(|p| p.track_descriptor.as_ref()?.name.clone())
+        .collect();
+    for lane in ["c1", "c2", "n0", "n1", "n2", "n3", "n4", "resource"] {
+        assert!(tracks.iter().any(|t| t == lane), "{lane}: {tracks:?}");
+    }
+    let events = trace.packet.iter().filter_map(|p| p.track_event.as_ref());
+    let (mut starts, mut ends) = (
+        std::collections::BTreeSet::new(),
+        std::collections::BTreeSet::new(),
+    );
+    for event in events {
+        for &flow in &event.flow_ids {
+            assert!(starts.insert(flow), "flow {flow} starts twice");
+        }
+        for &flow in &event.terminating_flow_ids {
+            assert!(ends.insert(flow), "flow {flow} ends twice");
+        }
+    }
+    assert!(starts.len() > 20_000, "{} flows", starts.len());
+    assert_eq!(starts, ends);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -99,8 +99,14 @@ fn page_requests(net_log: &Path) -> Vec<String> {
 
 /// The page of `scenario` written by `explain --html`, and what `explain` printed.
 fn explain(scenario: &str, page: &Path) -> String {
+    explain_file(&format!("scenarios/{scenario}.toml"), page)
+}
+
+/// The page of the scenario file `file` (relative to the package) written by `explain
+/// --html`, and what `explain` printed.
+fn explain_file(file: &str, page: &Path) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
-        .args(["explain", &format!("scenarios/{scenario}.toml"), "--html"])
+        .args(["explain", file, "--html"])
         .arg(page)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
@@ -249,7 +255,7 @@ fn a_stale_write_after_a_pause_without_an_overlap() {
         overlap: false,
         words: &[
             "Cause B",
-            "c1 pauses for 15000",
+            "c1 pauses for 15.0 s",
             "c1's write #2 of epoch 1 (fence 1)",
             "the resource applied it stale",
         ],
@@ -336,4 +342,184 @@ fn a_sweep_index_links_each_point_to_a_run_page() {
         links[4]
     );
     assert!(page_requests(&net_log).is_empty());
+}
+
+/// What `probe` (a script's body, with `page` in scope: the lanes' drawing element, and
+/// `report(value)`) found in the page of `file` once its own script had drawn it: the page
+/// is copied with the probe appended, loaded headless, and the probe's report read back from
+/// the dumped DOM.
+fn probe(file: &str, name: &str, probe: &str) -> Value {
+    let dir = out_dir();
+    let page = dir.join(format!("{name}.html"));
+    explain_file(file, &page);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let script = format!(
+        "<script>(function () {{\n\
+         const page = document.body.dataset.drawing === \"canvas\" ?\n\
+           document.querySelector(\"canvas\") : document.getElementById(\"lanes\");\n\
+         const report = (value) => {{ const pre = document.createElement(\"pre\");\n\
+           pre.id = \"probe\"; pre.textContent = JSON.stringify(value);\n\
+           document.body.appendChild(pre); }};\n{probe}\n}})();</script>\n</body>"
+    );
+    let probed = dir.join(format!("{name}.probe.html"));
+    std::fs::write(&probed, html.replace("</body>", &script)).unwrap();
+    let dumped = headless(
+        &probed,
+        "--dump-dom",
+        &dir.join(format!("{name}.probe.netlog.json")),
+    );
+    assert!(dumped.status.success(), "{}", text(&dumped));
+    let dom = String::from_utf8(dumped.stdout).unwrap();
+    let report = dom
+        .split("<pre id=\"probe\">")
+        .nth(1)
+        .and_then(|rest| rest.split("</pre>").next())
+        .unwrap_or_else(|| panic!("{name}: the probe reported nothing"));
+    let report = report
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    serde_json::from_str(&report).unwrap()
+}
+
+/// RL-02's c2 retries for 10 s (about 2,500 messages, 174 rounds): drawn one line each,
+/// they made a solid grey wall over the servers' lock keys. Messages between the same lane
+/// and the lanes below it, sent within one column a few pixels wide, are one bundle, and
+/// hovering a bundle lists its messages.
+#[test]
+fn dense_messages_are_bundled_not_a_wall() {
+    let found = probe(
+        "scenarios/rl-02-pause-15s.toml",
+        "bundles-rl-02",
+        r#"
+        const group = page.querySelector("g.messages");
+        let drawn = 0;
+        for (const shape of group.children) {
+          if (shape.tagName === "line") drawn += 1;
+          if (shape.tagName === "path") drawn += (shape.getAttribute("d").match(/M/g) || []).length;
+        }
+        let tip = "";
+        for (const bundle of group.querySelectorAll(".bundle")) {
+          bundle.dispatchEvent(new MouseEvent("mousemove", { bubbles: true, clientX: 10, clientY: 10 }));
+          tip = document.getElementById("tip").textContent;
+          if (tip.includes("between c2")) break;
+        }
+        report({ drawn: drawn, tip: tip });
+        "#,
+    );
+    let drawn = found["drawn"].as_u64().unwrap();
+    // One bundle per client and column of 12 px (c2's 10 s of retries span about 740 px at
+    // this window's width), some cut in two around a clock reading.
+    assert!(drawn > 10 && drawn <= 100, "{drawn} message lines drawn");
+    let tip = found["tip"].as_str().unwrap();
+    assert!(
+        tip.contains(" messages between c2 and ") && tip.contains("SET NX"),
+        "the bundle's hover: {tip:?}"
+    );
+}
+
+/// The probe that finds labels crossed by lines: every clock reading against every message
+/// and access line, and the overlap markers and labels against the time axis's labels.
+const LABELS_CLEAR: &str = r#"
+    const box = (e) => { const b = e.getBBox(); return [b.x, b.y, b.x + b.width, b.y + b.height]; };
+    const meets = (a, b) => a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3];
+    // Whether the segment crosses the box (Liang-Barsky clipping).
+    function crosses([x0, y0, x2, y2], b) {
+      const dx = x2 - x0, dy = y2 - y0;
+      let t0 = 0, t1 = 1;
+      for (const [p, q] of [[-dx, x0 - b[0]], [dx, b[2] - x0], [-dy, y0 - b[1]], [dy, b[3] - y0]]) {
+        if (p === 0) { if (q < 0) return false; continue; }
+        const r = q / p;
+        if (p < 0) t0 = Math.max(t0, r); else t1 = Math.min(t1, r);
+      }
+      return t0 < t1;
+    }
+    const readings = [...page.querySelectorAll(".clock-reading")];
+    // Each line, and each straight piece of a path (M x y L x y).
+    const lines = [...page.querySelectorAll("g.messages line, g.accesses line")]
+      .map((l) => ["x1", "y1", "x2", "y2"].map((k) => +l.getAttribute(k)));
+    for (const p of page.querySelectorAll("g.messages path, g.accesses path")) {
+      for (const m of p.getAttribute("d").matchAll(/M([\d.-]+) ([\d.-]+)L([\d.-]+) ([\d.-]+)/g)) {
+        lines.push([+m[1], +m[2], +m[3], +m[4]]);
+      }
+    }
+    const crossed = [];
+    for (const r of readings) {
+      const b = box(r);
+      for (const l of lines) if (crosses(l, b)) crossed.push(r.textContent + " at " + b[0].toFixed(0));
+    }
+    const ticks = [...page.querySelectorAll(".tick-label")].map(box);
+    const flags = [...page.querySelectorAll(".overlaps .overlap-marker, .overlaps .overlap-label")];
+    const onAxis = flags.filter((f) => ticks.some((t) => meets(box(f), t))).map((f) => f.outerHTML);
+    report({ readings: readings.length, lines: lines.length, flags: flags.length,
+      crossed: crossed, onAxis: onAxis });
+"#;
+
+/// Labels clear of lines: on RL-02 the retries crossed c2's clock readings; on RL-05 and
+/// RL-09 the overlap's flag sat on the time axis's labels. Read from the boxes Chromium laid
+/// out.
+#[test]
+fn labels_stay_clear_of_lines() {
+    for (file, flags) in [
+        ("rl-02-pause-15s", false),
+        ("rl-05-crash-no-persistence", true),
+        ("rl-09-client-clock-slow-2pc", true),
+    ] {
+        let found = probe(
+            &format!("scenarios/{file}.toml"),
+            &format!("labels-{file}"),
+            LABELS_CLEAR,
+        );
+        assert!(found["readings"].as_u64().unwrap() > 4, "{file}: {found}");
+        assert!(found["lines"].as_u64().unwrap() > 4, "{file}: {found}");
+        assert_eq!(
+            found["flags"].as_u64().unwrap() > 0,
+            flags,
+            "{file}: {found}"
+        );
+        assert_eq!(found["crossed"], Value::Array(vec![]), "{file}: crossed");
+        assert_eq!(found["onAxis"], Value::Array(vec![]), "{file}: on the axis");
+    }
+}
+
+/// The 30 s run (tests/fixtures/) has thousands of shapes: its lanes are drawn on a canvas,
+/// and hovering still finds what lies under the pointer: c1's first lease, found along the
+/// top half of its lane, where its validities are drawn and no message line reaches (they
+/// leave from the lane's middle). RL-02's page, small, keeps its SVG.
+#[test]
+fn a_large_run_is_drawn_on_a_canvas_with_hover() {
+    let found = probe(
+        "tests/fixtures/thirty-seconds-of-contention.toml",
+        "canvas-30s",
+        r#"
+        const rows = JSON.parse(page.dataset.rows);
+        const box = page.getBoundingClientRect();
+        const y = box.top + rows[0][0] + 8;
+        let tip = "";
+        for (let x = box.left; x < box.right && !tip.startsWith("c1, epoch "); x += 1) {
+          page.dispatchEvent(new MouseEvent("mousemove", { bubbles: true, clientX: x, clientY: y }));
+          const shown = document.getElementById("tip");
+          tip = shown.hidden ? "" : shown.textContent;
+        }
+        report({ drawing: document.body.dataset.drawing, tag: page.tagName,
+          shapes: Number(document.body.dataset.shapes),
+          svgChildren: document.getElementById("lanes").childElementCount, tip: tip });
+        "#,
+    );
+    assert_eq!(found["drawing"], "canvas", "{found}");
+    assert_eq!(found["tag"], "CANVAS", "{found}");
+    assert_eq!(found["svgChildren"], 0, "{found}");
+    assert!(found["shapes"].as_u64().unwrap() > 2_000, "{found}");
+    let tip = found["tip"].as_str().unwrap();
+    assert!(
+        tip.starts_with("c1, epoch 1 (fence 1") && tip.contains("validity it computed: until"),
+        "{tip:?}"
+    );
+    let small = probe(
+        "scenarios/rl-02-pause-15s.toml",
+        "svg-rl-02",
+        "report({ drawing: document.body.dataset.drawing, tag: page.tagName });",
+    );
+    assert_eq!(small["drawing"], "svg", "{small}");
 }

@@ -95,6 +95,11 @@ pub(crate) struct PageArgs {
     /// The format of --trace-file.
     #[arg(long, value_enum, default_value = "text", requires = "trace_file")]
     trace_format: TraceFormat,
+    /// Write the run here in Perfetto's protobuf trace format (ui.perfetto.dev opens it): a
+    /// track per lane, windows, keys and accesses as slices, each message a flow from its
+    /// send to its arrival. For runs too long for the Chrome JSON.
+    #[arg(long)]
+    perfetto: Option<PathBuf>,
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -103,10 +108,11 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 
 impl PageArgs {
     /// Each option of the page and trace file, and whether it was given.
-    pub(crate) fn asked(&self) -> [(&'static str, bool); 2] {
+    pub(crate) fn asked(&self) -> [(&'static str, bool); 3] {
         [
             ("--html", self.html.is_some()),
             ("--trace-file", self.trace_file.is_some()),
+            ("--perfetto", self.perfetto.is_some()),
         ]
     }
 
@@ -123,6 +129,11 @@ impl PageArgs {
             };
             write(path, &text)?;
             println!("trace written to {}", path.display());
+        }
+        if let Some(path) = &self.perfetto {
+            std::fs::write(path, redlock_sim::explain::perfetto::trace(scenario, run))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            println!("Perfetto trace written to {}", path.display());
         }
         Ok(())
     }

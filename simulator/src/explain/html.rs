@@ -1,7 +1,8 @@
 //! The run as one self-contained HTML page (`explain --html`): the verdict in words, then
 //! lanes per client (with its clock's readings beside it), per server and for the resource
-//! on true time, with validity and believed windows, their overlaps, lock keys, messages,
-//! accesses and faults; zoom, pan and hover details.
+//! on true time, with validity and believed windows, their overlaps, lock keys, messages
+//! (bundled where dense), accesses and faults; zoom, pan and hover details; SVG for a run of
+//! up to a few thousand shapes, a canvas above (page.js).
 //!
 //! Everything is inline — style, script and the run's data as JSON — and the page's
 //! Content-Security-Policy forbids every fetch, so it opens from a CI artefact or an e-mail
@@ -349,7 +350,9 @@ pub fn html(scenario: &Scenario, run: &Run) -> String {
          dashed outline = the validity it computed, until its clock read the deadline; red band \
          = two windows overlap; brown = paused; thin red line = a fault; on a server lane, \
          the lock key; arrows = messages (grey) and accesses (green applied, red stale, black \
-         rejected). Beside each client, its clock's reading at each tick.</p>\
+         rejected); a thick grey line = a bundle of the messages between a lane and the lanes \
+         below it sent within 12 pixels (hover lists them, zooming in separates them). Beside \
+         each client, its clock's reading at each tick.</p>\
          <p>replay: <code>redlock-sim explain {} --seed {}</code></p></footer>",
         esc(&scenario.source),
         report.seed

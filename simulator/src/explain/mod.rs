@@ -3,7 +3,8 @@
 //! client, server and the resource ([`svg()`], in `svg.rs`); the verdict in words
 //! ([`verdict_words()`], in `words.rs`), printed by both the timeline and the run's page; a
 //! self-contained interactive page ([`html()`], in `html.rs`); and a trace in Chrome's Trace
-//! Event format for Perfetto ([`chrome_trace()`], in `chrome_trace.rs`).
+//! Event format ([`chrome_trace()`], in `chrome_trace.rs`) and in Perfetto's own protobuf
+//! format, with a flow per message ([`perfetto::trace()`], in `perfetto.rs`).
 //!
 //! Every picture of the simulator is drawn here, a sweep's too: its chart
 //! ([`sweep_chart`]) and its pages ([`sweep_pages`]). The views depend on the engine
@@ -15,6 +16,7 @@
 //! | `svg.rs` | a run's space-time diagram, one function per layer |
 //! | `html.rs`, `page.js`, `page.css` | a run's self-contained interactive page |
 //! | `chrome_trace.rs` | a run as Chrome Trace Event JSON |
+//! | `perfetto.rs` | a run as a Perfetto protobuf trace, messages as flows |
 //! | `derived.rs` | what the views share, derived once from a run: lanes, windows, validity, keys' leases, fates |
 //! | `words.rs` | the verdict in words, for the timeline and the page |
 //! | `sweep_chart.rs` | a sweep's chart: each verdict's rate against the parameter |
@@ -25,6 +27,7 @@
 mod chrome_trace;
 mod derived;
 mod html;
+pub mod perfetto;
 mod svg;
 #[cfg(test)]
 mod svg_check;

@@ -13,7 +13,7 @@ use super::fate_word;
 use crate::Run;
 use crate::judge::judgement::{Fate, Problem};
 use crate::scenario::Scenario;
-use crate::time::{MS, Nanos, fmt_ms};
+use crate::time::{MS, Nanos, fmt_duration, fmt_ms};
 
 const PALETTE: [&str; 8] = [
     "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#e15759",
@@ -340,8 +340,8 @@ fn overlap(s: &mut String, f: &Frame, run: &Run) {
         x1 - x0
     );
     let label = format!(
-        "first overlap: {} ms ({}–{} ms)",
-        short_ms(until.saturating_sub(*from)),
+        "first overlap: {} ({}–{} ms)",
+        fmt_duration(until.saturating_sub(*from)),
         short_ms(*from),
         short_ms(*until)
     );
@@ -585,7 +585,7 @@ mod tests {
         let Some(Problem::Overlap { from, until, .. }) = &run.judgement.first_problem else {
             panic!("RL-04's first problem is its overlap");
         };
-        let written = format!("first overlap: {} ms", short_ms(until - from));
+        let written = format!("first overlap: {}", fmt_duration(until - from));
         assert!(until - from < 3 * MS && svg.contains(&written), "{written}");
         picture.assert_inside_canvas();
         picture.assert_labels_readable();

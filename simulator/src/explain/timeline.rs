@@ -10,7 +10,7 @@ use crate::Run;
 use crate::judge::history::{AccessKind, History, LeaseRecord};
 use crate::judge::judgement::Problem;
 use crate::scenario::{Cause, ResourceMode, Scenario};
-use crate::time::{Nanos, fmt_ms};
+use crate::time::{Nanos, fmt_duration, fmt_ms};
 
 /// The run as a timeline in true time: verdicts, the first problem, then every grant,
 /// release, access, pause and fault in order.
@@ -112,14 +112,14 @@ fn first_problem(out: &mut String, scenario: &Scenario, run: &Run) {
             };
             let _ = writeln!(
                 out,
-                "first problem: the windows of {} (epoch {}) and {} (epoch {}) overlap from {}ms to {}ms ({}ms): both believed they held the lease (cause {cause}: {why})",
+                "first problem: the windows of {} (epoch {}) and {} (epoch {}) overlap from {}ms to {}ms ({}): both believed they held the lease (cause {cause}: {why})",
                 name(scenario, a.client),
                 a.epoch,
                 name(scenario, b.client),
                 b.epoch,
                 fmt_ms(*from),
                 fmt_ms(*until),
-                fmt_ms(until - from)
+                fmt_duration(until - from)
             );
         }
         Some(Problem::StaleAccess { access, after }) => {

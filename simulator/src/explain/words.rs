@@ -6,7 +6,7 @@ use crate::Run;
 use crate::judge::history::{AccessKind, History, Note};
 use crate::judge::judgement::{Fate, Overlap};
 use crate::scenario::{Cause, Scenario, Verdict};
-use crate::time::{Nanos, fmt_ms};
+use crate::time::{Nanos, fmt_duration, fmt_ms};
 
 /// How many overlaps are spelled out; the rest are counted.
 const OVERLAPS_SPELLED: usize = 3;
@@ -155,14 +155,14 @@ fn overlap_words(scenario: &Scenario, history: &History, overlap: &Overlap) -> S
     );
     format!(
         "{} (epoch {}) and {} (epoch {}) both believed they held the lease from {}ms to {}ms \
-         in true time ({}ms){}.",
+         in true time ({}){}.",
         scenario.clients[a.client].name,
         a.epoch,
         scenario.clients[b.client].name,
         b.epoch,
         fmt_ms(overlap.from),
         fmt_ms(overlap.until),
-        fmt_ms(overlap.until - overlap.from),
+        fmt_duration(overlap.until - overlap.from),
         if overlap.used {
             ", and both used the resource inside it"
         } else {
@@ -266,4 +266,36 @@ fn first_stale(history: &History, fates: &[[Fate; 3]]) -> Option<(usize, usize)>
         })
         .max_by_key(|&j| (history.accesses[j].epoch, history.accesses[j].arrived_at))?;
     Some((access, after))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(file: &str) -> Vec<String> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("scenarios")
+            .join(file);
+        let scenario = Scenario::load(&path).expect("the scenario loads");
+        let run = crate::run(&scenario, scenario.seed, false).expect("the run ends");
+        verdict_words(&scenario, &run)
+    }
+
+    /// Durations in the sentences have three significant digits: the 15 s pause of RL-02
+    /// reads `15.0 s`, not `15000.000000ms`; RL-04's overlap of about 2 ms reads in ms.
+    #[test]
+    fn durations_in_words_have_three_significant_digits() {
+        let rl02 = words("rl-02-pause-15s.toml").join(" ");
+        assert!(rl02.contains("c1 pauses for 15.0 s (at "), "{rl02}");
+        assert!(!rl02.contains("000000ms"), "{rl02}");
+        let rl04 = words("rl-04-node-clock-jump-bare-majority.toml").join(" ");
+        let duration = rl04
+            .split("in true time (")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .unwrap_or_default();
+        let (number, unit) = duration.split_once(' ').unwrap_or_default();
+        let digits = number.chars().filter(char::is_ascii_digit).count();
+        assert!(unit == "ms" && digits == 3, "{duration}: {rl04}");
+    }
 }

@@ -25,7 +25,7 @@ use crate::net::Network;
 use crate::net::message::Msg;
 use crate::node::server::{Effect, Server};
 use crate::scenario::{Endpoint, Scenario};
-use crate::time::{Nanos, fmt_ms};
+use crate::time::{Nanos, fmt_duration, fmt_ms};
 
 mod notify;
 mod script;
@@ -309,7 +309,7 @@ impl<'s> World<'s> {
         };
         self.note(
             &name,
-            format!("pauses for {}ms{frozen}", fmt_ms(until - self.now)),
+            format!("pauses for {}{frozen}", fmt_duration(until - self.now)),
         );
         self.at(until, Event::ClientResume(client));
     }

@@ -9,7 +9,7 @@
 
 use super::{Event, World};
 use crate::scenario::{ClockKind, PartitionKind, Persistence, Scenario};
-use crate::time::{MS, Nanos, fmt_ms};
+use crate::time::{MS, Nanos, fmt_duration};
 
 impl World<'_> {
     /// Everything the scenario scripts in advance.
@@ -56,7 +56,7 @@ impl World<'_> {
                 ClockKind::Wall => "the client reads it",
                 ClockKind::Monotonic => "the client's monotonic clock is unaffected",
             };
-            let what = format!("host wall clock steps {:+}ms ({seen})", by / MS as i64);
+            let what = format!("host wall clock steps {} ({seen})", signed_duration(by));
             self.note_at(at, &client.name, what);
         }
     }
@@ -84,7 +84,7 @@ impl World<'_> {
             self.at(promote, Event::FailoverPromote(s));
         }
         for &(at, by) in server.clock.steps() {
-            let what = format!("clock steps {:+}ms", by / MS as i64);
+            let what = format!("clock steps {}", signed_duration(by));
             self.note_at(at, &server.name, what);
         }
         if server.clock.rate_ppm() != 0 {
@@ -106,10 +106,10 @@ impl World<'_> {
         }
         for delay in &scenario.network.delays {
             let what = format!(
-                "messages {}->{} delayed by {}ms",
+                "messages {}->{} delayed by {}",
                 scenario.endpoint_name(delay.from),
                 scenario.endpoint_name(delay.to),
-                fmt_ms(delay.extra)
+                fmt_duration(delay.extra)
             );
             self.note_at(delay.start, "network", what);
         }
@@ -145,4 +145,10 @@ fn partition_words(scenario: &Scenario, kind: &PartitionKind) -> String {
                 .join(", ")
         ),
     }
+}
+
+/// A clock step in words: its direction's sign, then its size (`+10.0 s`, `-500 ms`).
+fn signed_duration(by: i64) -> String {
+    let sign = if by < 0 { '-' } else { '+' };
+    format!("{sign}{}", fmt_duration(by.unsigned_abs()))
 }

@@ -11,7 +11,7 @@ use super::{Event, World};
 use crate::net::message::{Msg, NodeOp, NodeReply, ServerId};
 use crate::node::server::Effect;
 use crate::scenario::Endpoint;
-use crate::time::{MS, Nanos, fmt_ms};
+use crate::time::{MS, Nanos, fmt_duration};
 
 impl World<'_> {
     /// Server `s` takes a request that came over a connection `bound` to a server instance
@@ -81,7 +81,7 @@ impl World<'_> {
     pub(super) fn crash_server(&mut self, server: usize, restart_after: Option<Nanos>) {
         let name = self.servers[server].name.clone();
         let text = match restart_after {
-            Some(after) => format!("crashes; restarts after {}ms", fmt_ms(after)),
+            Some(after) => format!("crashes; restarts after {}", fmt_duration(after)),
             None => "crashes for good".into(),
         };
         self.note(&name, text);
