@@ -23,6 +23,7 @@ use super::expiry::Expiry;
 use super::identity;
 use super::lanes::Gate;
 use super::lock;
+use super::pipe::{Closer, Pipe};
 use super::wire::{self, classify, connection_lost};
 use redlock_core::{
     Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId,
@@ -73,9 +74,12 @@ struct Connection {
     state: Arc<ConnectionState>,
 }
 
-/// What is learned about a connection once, on its first command that needs it.
-#[derive(Default)]
+/// What is learned about a connection once, on its first command that needs it, and the
+/// queue its one-call requests share (`pipe.rs`).
 struct ConnectionState {
+    pipe: Pipe,
+    /// Ends the queue's driver when the connection's last handle is gone.
+    _closer: Closer,
     identified: OnceCell<()>,
     /// Whether the lock scripts were loaded with the identification: the connection then
     /// calls them by hash. Until then (a release before the identification, a node whose
@@ -224,11 +228,16 @@ impl Nodes {
             let command = command.for_server(generation.unwrap_or_default());
             let by_hash = connection.state.scripts_loaded.load(Ordering::Acquire);
             let result = if by_hash && command.is_release() {
-                let release =
-                    release_slot.insert(wire::release_by_hash(command, connection.multiplexed));
+                let pipe = connection.state.pipe.clone();
+                let release = release_slot.insert(wire::release_by_hash(
+                    command,
+                    connection.multiplexed,
+                    pipe,
+                ));
                 release.await
             } else {
-                wire::run(&command, &mut connection.multiplexed, by_hash).await
+                let pipe = Some(&connection.state.pipe);
+                wire::run(&command, &mut connection.multiplexed, pipe, by_hash).await
             };
             if let Err(failure) = &result
                 && connection_lost(failure)
@@ -508,10 +517,17 @@ impl Node {
             .get_multiplexed_async_connection_with_config(&self.config)
             .await
             .map_err(classify)?;
+        let (pipe, closer) = Pipe::start(multiplexed.clone());
         let connection = Connection {
             id: ConnectionId(self.opened.fetch_add(1, Ordering::Relaxed) + 1),
             multiplexed,
-            state: Arc::default(),
+            state: Arc::new(ConnectionState {
+                pipe,
+                _closer: closer,
+                identified: OnceCell::new(),
+                scripts_loaded: AtomicBool::new(false),
+                generation: OnceLock::new(),
+            }),
         };
         *lock(&self.current) = Some(connection.clone());
         Ok(connection)
