@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::time::Instant;
 
 use redis::AsyncConnectionConfig;
@@ -72,6 +73,28 @@ struct Connection {
     multiplexed: MultiplexedConnection,
     /// Shared by every clone of the connection (one per request): one `Arc` to count.
     state: Arc<ConnectionState>,
+}
+
+/// A release by hash, which can outlive its request (see [`Nodes::execute`]).
+type ReleaseCall = BoxFuture<'static, Result<Reply, NodeFailure>>;
+
+impl Connection {
+    /// Sends `command` on the connection, through its queue where it is one call; a release
+    /// by hash goes into `release`, which owns it, so that it can finish in the background.
+    async fn send(
+        self,
+        command: Command,
+        by_hash: bool,
+        release: &mut Option<ReleaseCall>,
+    ) -> Result<Reply, NodeFailure> {
+        let pipe = &self.state.pipe;
+        if by_hash && command.is_release() {
+            let call = wire::release_by_hash(command, self.multiplexed, pipe.clone());
+            return release.insert(call).await;
+        }
+        let mut multiplexed = self.multiplexed;
+        wire::run(&command, &mut multiplexed, Some(pipe), by_hash).await
+    }
 }
 
 /// What is learned about a connection once, on its first command that needs it, and the
@@ -209,7 +232,6 @@ impl Nodes {
                 (ready, None)
             }
         };
-        let mut connection = connection;
         let deadline = release_budget.map_or(deadline, |budget| deadline.max(after(budget)));
         // The connection the command went out on, once it has.
         let mut sent_on = None;
@@ -227,18 +249,7 @@ impl Nodes {
             // The form of the request this server takes: the core's decision.
             let command = command.for_server(generation.unwrap_or_default());
             let by_hash = connection.state.scripts_loaded.load(Ordering::Acquire);
-            let result = if by_hash && command.is_release() {
-                let pipe = connection.state.pipe.clone();
-                let release = release_slot.insert(wire::release_by_hash(
-                    command,
-                    connection.multiplexed,
-                    pipe,
-                ));
-                release.await
-            } else {
-                let pipe = Some(&connection.state.pipe);
-                wire::run(&command, &mut connection.multiplexed, pipe, by_hash).await
-            };
+            let result = connection.send(command, by_hash, release_slot).await;
             if let Err(failure) = &result
                 && connection_lost(failure)
             {
