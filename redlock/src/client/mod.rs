@@ -83,6 +83,7 @@ mod notifications;
 // Per-call acquisition options (`acquire_with`).
 mod options;
 mod own_leases;
+mod pipe;
 mod redact;
 mod registry;
 mod telemetry;

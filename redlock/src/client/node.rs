@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::time::Instant;
 
 use redis::AsyncConnectionConfig;
@@ -23,6 +24,7 @@ use super::expiry::Expiry;
 use super::identity;
 use super::lanes::Gate;
 use super::lock;
+use super::pipe::{Closer, Pipe};
 use super::wire::{self, classify, connection_lost};
 use redlock_core::{
     Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId,
@@ -73,9 +75,34 @@ struct Connection {
     state: Arc<ConnectionState>,
 }
 
-/// What is learned about a connection once, on its first command that needs it.
-#[derive(Default)]
+/// A release by hash, which can outlive its request (see [`Nodes::execute`]).
+type ReleaseCall = BoxFuture<'static, Result<Reply, NodeFailure>>;
+
+impl Connection {
+    /// Sends `command` on the connection, through its queue where it is one call; a release
+    /// by hash goes into `release`, which owns it, so that it can finish in the background.
+    async fn send(
+        self,
+        command: Command,
+        by_hash: bool,
+        release: &mut Option<ReleaseCall>,
+    ) -> Result<Reply, NodeFailure> {
+        let pipe = &self.state.pipe;
+        if by_hash && command.is_release() {
+            let call = wire::release_by_hash(command, self.multiplexed, pipe.clone());
+            return release.insert(call).await;
+        }
+        let mut multiplexed = self.multiplexed;
+        wire::run(&command, &mut multiplexed, Some(pipe), by_hash).await
+    }
+}
+
+/// What is learned about a connection once, on its first command that needs it, and the
+/// queue its one-call requests share (`pipe.rs`).
 struct ConnectionState {
+    pipe: Pipe,
+    /// Ends the queue's driver when the connection's last handle is gone.
+    _closer: Closer,
     identified: OnceCell<()>,
     /// Whether the lock scripts were loaded with the identification: the connection then
     /// calls them by hash. Until then (a release before the identification, a node whose
@@ -205,7 +232,6 @@ impl Nodes {
                 (ready, None)
             }
         };
-        let mut connection = connection;
         let deadline = release_budget.map_or(deadline, |budget| deadline.max(after(budget)));
         // The connection the command went out on, once it has.
         let mut sent_on = None;
@@ -223,13 +249,7 @@ impl Nodes {
             // The form of the request this server takes: the core's decision.
             let command = command.for_server(generation.unwrap_or_default());
             let by_hash = connection.state.scripts_loaded.load(Ordering::Acquire);
-            let result = if by_hash && command.is_release() {
-                let release =
-                    release_slot.insert(wire::release_by_hash(command, connection.multiplexed));
-                release.await
-            } else {
-                wire::run(&command, &mut connection.multiplexed, by_hash).await
-            };
+            let result = connection.send(command, by_hash, release_slot).await;
             if let Err(failure) = &result
                 && connection_lost(failure)
             {
@@ -519,10 +539,17 @@ impl Node {
             .get_multiplexed_async_connection_with_config(&self.config)
             .await
             .map_err(classify)?;
+        let (pipe, closer) = Pipe::start(multiplexed.clone());
         let connection = Connection {
             id: ConnectionId(self.opened.fetch_add(1, Ordering::Relaxed) + 1),
             multiplexed,
-            state: Arc::default(),
+            state: Arc::new(ConnectionState {
+                pipe,
+                _closer: closer,
+                identified: OnceCell::new(),
+                scripts_loaded: AtomicBool::new(false),
+                generation: OnceLock::new(),
+            }),
         };
         *lock(&self.current) = Some(connection.clone());
         Ok(connection)

@@ -7,21 +7,26 @@ use futures::future::BoxFuture;
 use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
+use super::pipe::Pipe;
 use crate::lua::LuaScript;
 use crate::lua::lock as scripts;
 use redlock_core::{Command, KeyReading, KeyValue, LockKey, NodeFailure, Reply, Token};
 
 /// Sends `command` on `connection` and reads the node's answer. A script goes by its hash
-/// when `by_hash` (the connection has loaded the lock scripts), whole otherwise.
+/// when `by_hash` (the connection has loaded the lock scripts), whole otherwise. With a
+/// `pipe`, a command that is one Redis call goes with the connection's next batch
+/// ([`Pipe`]); the requests of several calls go straight to the connection, in one message.
 pub(crate) async fn run(
     command: &Command,
     connection: &mut MultiplexedConnection,
+    pipe: Option<&Pipe>,
     by_hash: bool,
 ) -> Result<Reply, NodeFailure> {
+    let link = &mut Link { connection, pipe };
     match command {
         Command::SetIfAbsent { key, token, ttl } => {
-            let value: Value = set_if_absent(key, token, *ttl)
-                .query_async(connection)
+            let value = link
+                .query(set_if_absent(key, token, *ttl))
                 .await
                 .map_err(classify)?;
             Ok(match taken_by(value)? {
@@ -34,11 +39,11 @@ pub(crate) async fn run(
             })
         }
         Command::SetIfAbsentReportHolder { key, token, ttl } => {
-            set_then_report_holder(key, token, *ttl, connection).await
+            set_then_report_holder(key, token, *ttl, link.connection).await
         }
         Command::SetIfAbsentNoGet { key, token, ttl } => {
-            let value: Value = set_if_absent_no_get(key, token, *ttl)
-                .query_async(connection)
+            let value = link
+                .query(set_if_absent_no_get(key, token, *ttl))
                 .await
                 .map_err(classify)?;
             match value {
@@ -48,27 +53,27 @@ pub(crate) async fn run(
             }
         }
         Command::SetIfAbsentThenReadHolder { key, token, ttl } => {
-            set_then_read_holder(key, token, *ttl, connection).await
+            set_then_read_holder(key, token, *ttl, link.connection).await
         }
         Command::SetIfAbsentReadFence { key, token, ttl } => {
-            acquire_fenced(key, token, *ttl, connection, by_hash).await
+            acquire_fenced(key, token, *ttl, link, by_hash).await
         }
         Command::RaiseFence { key, token, fence } => {
-            raise_fence(key, token, *fence, connection, by_hash).await
+            raise_fence(key, token, *fence, link, by_hash).await
         }
         Command::ReleaseIfOwner { key, token } => {
             let script = Owned::new(&scripts::RELEASE, token, None);
-            let value = script.call(connection, &[key.as_str()], by_hash).await?;
+            let value = script.call(link, &[key.as_str()], by_hash).await?;
             owner_reply(value, Reply::Released, "release")
         }
         Command::ExtendIfOwner { key, token, ttl } => {
             let script = Owned::new(&scripts::EXTEND, token, Some(*ttl));
-            let value = script.call(connection, &[key.as_str()], by_hash).await?;
+            let value = script.call(link, &[key.as_str()], by_hash).await?;
             owner_reply(value, Reply::Extended, "extend")
         }
         Command::SetAllIfAbsent { keys, token, ttl } => {
             let script = Owned::new(&scripts::ACQUIRE_ALL, token, Some(*ttl));
-            match script.call_all(connection, keys, by_hash).await? {
+            match script.call_all(link, keys, by_hash).await? {
                 Value::Int(1) => Ok(Reply::Acquired),
                 Value::Int(0) => Ok(Reply::Taken),
                 other => Err(unexpected("the multi-key SET NX", &other)),
@@ -76,19 +81,35 @@ pub(crate) async fn run(
         }
         Command::ReleaseAllIfOwner { keys, token } => {
             let script = Owned::new(&scripts::RELEASE_ALL, token, None);
-            let value = script.call_all(connection, keys, by_hash).await?;
+            let value = script.call_all(link, keys, by_hash).await?;
             owner_reply(value, Reply::Released, "multi-key release")
         }
         Command::ExtendAllIfOwner { keys, token, ttl } => {
             let script = Owned::new(&scripts::EXTEND_ALL, token, Some(*ttl));
-            let value = script.call_all(connection, keys, by_hash).await?;
+            let value = script.call_all(link, keys, by_hash).await?;
             owner_reply(value, Reply::Extended, "multi-key extend")
         }
-        Command::ReadHolder { key } => read_holder(key, connection).await,
+        Command::ReadHolder { key } => read_holder(key, link.connection).await,
         // The core is its own package: a command added there needs its wire form here.
         other => Err(NodeFailure::Protocol(format!(
             "this client does not know how to send {other:?}"
         ))),
+    }
+}
+
+/// A connection, and its queue when its one-call requests go in batches.
+struct Link<'a> {
+    connection: &'a mut MultiplexedConnection,
+    pipe: Option<&'a Pipe>,
+}
+
+impl Link<'_> {
+    /// Sends `cmd` (one Redis call) and reads its answer, a server error as an error.
+    async fn query(&mut self, cmd: redis::Cmd) -> RedisResult<Value> {
+        match self.pipe {
+            Some(pipe) => pipe.send(cmd, self.connection).await,
+            None => cmd.query_async(self.connection).await,
+        }
     }
 }
 
@@ -108,7 +129,7 @@ impl<'a> Owned<'a> {
     /// Runs the script on `keys` (see [`call`]).
     async fn call(
         &self,
-        connection: &mut MultiplexedConnection,
+        link: &mut Link<'_>,
         keys: &[&str],
         by_hash: bool,
     ) -> Result<Value, NodeFailure> {
@@ -118,18 +139,18 @@ impl<'a> Owned<'a> {
                 cmd.arg(Command::px(ttl));
             }
         };
-        call(connection, self.script, keys, args, by_hash).await
+        call(link, self.script, keys, args, by_hash).await
     }
 
     /// Runs the script on every key of a multi-key command.
     async fn call_all(
         &self,
-        connection: &mut MultiplexedConnection,
+        link: &mut Link<'_>,
         keys: &[LockKey],
         by_hash: bool,
     ) -> Result<Value, NodeFailure> {
         let keys: Vec<&str> = keys.iter().map(LockKey::as_str).collect();
-        self.call(connection, &keys, by_hash).await
+        self.call(link, &keys, by_hash).await
     }
 }
 
@@ -161,12 +182,12 @@ async fn acquire_fenced(
     key: &LockKey,
     token: &Token,
     ttl: Duration,
-    connection: &mut MultiplexedConnection,
+    link: &mut Link<'_>,
     by_hash: bool,
 ) -> Result<Reply, NodeFailure> {
     let script = Owned::new(&scripts::ACQUIRE_FENCED, token, Some(ttl));
     let keys = [key.as_str(), &key.fence_key()];
-    match script.call(connection, &keys, by_hash).await? {
+    match script.call(link, &keys, by_hash).await? {
         Value::Array(items) => match items.as_slice() {
             [Value::Int(taken), Value::Int(counter)] if *counter >= 0 => {
                 let counter = counter.unsigned_abs();
@@ -187,7 +208,7 @@ async fn raise_fence(
     key: &LockKey,
     token: &Token,
     fence: u64,
-    connection: &mut MultiplexedConnection,
+    link: &mut Link<'_>,
     by_hash: bool,
 ) -> Result<Reply, NodeFailure> {
     let keys = [key.as_str(), &key.fence_key()];
@@ -195,7 +216,7 @@ async fn raise_fence(
         cmd.arg(&token.to_hex()[..]);
         cmd.arg(fence);
     };
-    match call(connection, &scripts::RAISE_FENCE, &keys, args, by_hash).await? {
+    match call(link, &scripts::RAISE_FENCE, &keys, args, by_hash).await? {
         Value::Int(-1) => Ok(Reply::HeldByOther),
         Value::Int(-2) => Ok(Reply::NotHeld),
         Value::Int(counter) if counter >= 0 => Ok(Reply::FenceRaised {
@@ -219,16 +240,16 @@ pub async fn send_command(
     connection: &mut MultiplexedConnection,
     command: &Command,
 ) -> Result<Reply, NodeFailure> {
-    run(command, connection, false).await
+    run(command, connection, None, false).await
 }
 
 /// Runs `script` on `keys` with the arguments `args` appends: by its hash when `by_hash`,
 /// and whole (`EVAL`) otherwise or when the node answers that it does not have it
 /// (`NOSCRIPT`: its cache was emptied under this connection) or refuses `EVALSHA` to this
-/// user. The `EVAL` then goes out in the same poll that read the answer: nothing can cut
-/// the call between the two.
+/// user. The `EVAL` then goes out (or joins the connection's queue) in the same poll that read
+/// the answer: nothing can cut the call between the two.
 async fn call(
-    connection: &mut MultiplexedConnection,
+    link: &mut Link<'_>,
     script: &LuaScript,
     keys: &[&str],
     args: impl Fn(&mut redis::Cmd),
@@ -237,7 +258,7 @@ async fn call(
     if by_hash {
         let mut cmd = script.evalsha(keys);
         args(&mut cmd);
-        match cmd.query_async::<Value>(connection).await {
+        match link.query(cmd).await {
             Err(error)
                 if matches!(
                     error.kind(),
@@ -248,7 +269,7 @@ async fn call(
     }
     let mut cmd = script.eval(keys);
     args(&mut cmd);
-    cmd.query_async(connection).await.map_err(classify)
+    link.query(cmd).await.map_err(classify)
 }
 
 /// A release that goes by hash, as a request that owns what it needs: cut by its deadline,
@@ -257,8 +278,9 @@ async fn call(
 pub(crate) fn release_by_hash(
     command: Command,
     mut connection: MultiplexedConnection,
+    pipe: Pipe,
 ) -> BoxFuture<'static, Result<Reply, NodeFailure>> {
-    Box::pin(async move { run(&command, &mut connection, true).await })
+    Box::pin(async move { run(&command, &mut connection, Some(&pipe), true).await })
 }
 
 /// `GET key`, `PTTL key` and `GET` of the fence counter in one `MULTI`, so that the three

@@ -1,0 +1,226 @@
+//! One writer per node connection: the single-command requests of every operation queued on
+//! a connection go out together, as one pipeline, and their answers come back by position.
+//!
+//! redis-rs' multiplexed connection costs each request a message to the connection's task and
+//! a reply channel, and writes what is queued when its task runs: with many operations on two
+//! worker threads, the commands of different operations mostly reach a node one at a time.
+//! Here a connection's requests are queued ([`Pipe::send`]), and the connection's driver task
+//! takes everything queued, sends it as one pipeline (`send_packed_commands`: one message,
+//! one write, one reply channel for the whole batch) and hands each answer to its request.
+//! Before it takes a batch the driver lets every other ready task run once (`yield_now`), so
+//! under load the commands of a pass of every task travel, and are read by Redis, as one
+//! pipeline; a lone command goes out after that one pass of the runtime, as a batch of one.
+//! Batches do not wait for each other's answers: a slow node delays no command by more than
+//! its own round trip.
+//!
+//! Order: a connection's commands are written in the order they were queued, and Redis
+//! answers in that order; the lanes (`lanes.rs`) see to the order of one resource's commands
+//! on a node, as before. A command once queued is always written, even if its request gave
+//! up meanwhile (its answer is then dropped): for the core that is a request cut after it was
+//! sent, which it already expects of a node that left one unanswered (`Eligibility`).
+
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+
+use futures::StreamExt;
+use futures::stream::FuturesOrdered;
+use futures::task::AtomicWaker;
+use redis::aio::MultiplexedConnection;
+use redis::{RedisError, RedisResult, Value};
+use tokio::sync::oneshot;
+
+use super::lock;
+
+/// The queue of one connection, shared by its requests and its driver task.
+#[derive(Clone)]
+pub(crate) struct Pipe(Arc<Shared>);
+
+struct Shared {
+    queue: Mutex<Queue>,
+    /// The driver task, waiting for work.
+    driver: AtomicWaker,
+}
+
+#[derive(Default)]
+struct Queue {
+    pipeline: redis::Pipeline,
+    answers: Vec<Answer>,
+    /// The driver waits for work, its waker registered: the next request wakes it. Only
+    /// then: waking it while it waits for a batch's answers would poll it for nothing.
+    idle: bool,
+    /// No driver takes from this queue any more: requests go straight to the connection.
+    closed: bool,
+}
+
+/// Stops the connection's driver once the last handle on the connection is gone (it sends
+/// what is queued first).
+pub(crate) struct Closer(Pipe);
+
+impl Drop for Closer {
+    fn drop(&mut self) {
+        lock(&(self.0).0.queue).closed = true;
+        (self.0).0.driver.wake();
+    }
+}
+
+/// Marks the queue closed if the driver task ends or is dropped (a runtime shut down), and
+/// fails what it still holds: the senders dropped here end their requests with an error.
+struct Stopped(Arc<Shared>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let mut queue = lock(&self.0.queue);
+        queue.closed = true;
+        queue.answers.clear();
+        queue.pipeline.clear();
+    }
+}
+
+impl Pipe {
+    /// A queue for `connection`, with its driver task spawned on the current runtime; the
+    /// driver ends when the returned [`Closer`] is dropped.
+    pub(crate) fn start(connection: MultiplexedConnection) -> (Self, Closer) {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            driver: AtomicWaker::new(),
+        });
+        tokio::spawn(drive(Arc::clone(&shared), connection));
+        let pipe = Self(shared);
+        (pipe.clone(), Closer(pipe))
+    }
+
+    /// Sends `cmd` with the next batch and returns its answer, server errors as errors (as
+    /// `query_async` gives them). On a queue whose driver has stopped, `cmd` goes straight
+    /// to `connection`.
+    pub(crate) async fn send(
+        &self,
+        cmd: redis::Cmd,
+        connection: &mut MultiplexedConnection,
+    ) -> RedisResult<Value> {
+        let (answer, answered) = oneshot::channel();
+        let (refused, wake) = {
+            let mut queue = lock(&self.0.queue);
+            if queue.closed {
+                (Some(cmd), false)
+            } else {
+                queue.pipeline.add_command(cmd);
+                queue.answers.push(answer);
+                (None, std::mem::take(&mut queue.idle))
+            }
+        };
+        if let Some(cmd) = refused {
+            return cmd.query_async(connection).await;
+        }
+        if wake {
+            self.0.driver.wake();
+        }
+        match answered.await {
+            Ok(answer) => answer.and_then(Value::extract_error),
+            Err(_) => Err(stopped()),
+        }
+    }
+}
+
+/// The error of a request whose driver stopped before its answer came.
+fn stopped() -> RedisError {
+    std::io::Error::new(
+        std::io::ErrorKind::BrokenPipe,
+        "the connection's driver stopped",
+    )
+    .into()
+}
+
+/// What a batch holds: its commands, and where each one's answer goes.
+type Batch = (redis::Pipeline, Vec<Answer>);
+
+/// Where one request's answer goes.
+type Answer = oneshot::Sender<RedisResult<Value>>;
+
+/// What the driver does next.
+enum Step {
+    /// Requests are queued: gather, then send them.
+    Send,
+    /// A batch was answered.
+    Answered(RedisResult<Vec<Value>>, Batch),
+    /// The queue is closed, empty, and nothing is on the wire.
+    Stop,
+}
+
+/// The driver: once requests are queued, lets every task that is ready run first (one
+/// `yield_now`: what they queue meanwhile joins the batch), takes everything queued, sends it
+/// as one pipeline, and hands out the answers in order. Batches are written in the order
+/// they were taken: each one's send starts (its first poll hands it to the connection's
+/// task) before the next is taken. Ends once the queue is closed, empty and answered.
+async fn drive(shared: Arc<Shared>, connection: MultiplexedConnection) {
+    let stopped = Stopped(Arc::clone(&shared));
+    let mut on_wire = FuturesOrdered::new();
+    // An answered batch's buffers, emptied, for the next one.
+    let mut spare: Batch = (redis::Pipeline::new(), Vec::new());
+    loop {
+        let step = std::future::poll_fn(|cx| {
+            if let Poll::Ready(Some((result, batch))) = on_wire.poll_next_unpin(cx) {
+                return Poll::Ready(Step::Answered(result, batch));
+            }
+            let mut queue = lock(&shared.queue);
+            if !queue.answers.is_empty() {
+                return Poll::Ready(Step::Send);
+            }
+            if queue.closed && on_wire.is_empty() {
+                return Poll::Ready(Step::Stop);
+            }
+            // Registered under the lock: a request queued after it sees `idle` and wakes it.
+            shared.driver.register(cx.waker());
+            queue.idle = true;
+            Poll::Pending
+        })
+        .await;
+        match step {
+            Step::Stop => break,
+            Step::Answered(result, (mut pipeline, mut answers)) => {
+                hand_out(result, &mut answers);
+                pipeline.clear();
+                spare = (pipeline, answers);
+            }
+            Step::Send => {
+                tokio::task::yield_now().await;
+                let (pipeline, answers) = {
+                    let mut queue = lock(&shared.queue);
+                    let pipeline =
+                        std::mem::replace(&mut queue.pipeline, std::mem::take(&mut spare.0));
+                    let answers =
+                        std::mem::replace(&mut queue.answers, std::mem::take(&mut spare.1));
+                    (pipeline, answers)
+                };
+                let mut connection = connection.clone();
+                on_wire.push_back(async move {
+                    let count = answers.len();
+                    let result = connection.send_packed_commands(&pipeline, 0, count).await;
+                    (result, (pipeline, answers))
+                });
+            }
+        }
+    }
+    drop(stopped);
+}
+
+/// Hands each request its answer, by position; a batch that failed as a whole (the
+/// connection broke) fails each of its requests with the same error.
+fn hand_out(result: RedisResult<Vec<Value>>, answers: &mut Vec<Answer>) {
+    let error = match result {
+        Ok(values) if values.len() == answers.len() => {
+            for (answer, value) in answers.drain(..).zip(values) {
+                let _ = answer.send(Ok(value));
+            }
+            return;
+        }
+        Ok(values) => RedisError::from((
+            redis::ErrorKind::Parse,
+            "a pipeline's answers do not match its commands",
+            format!("{} answers to {} commands", values.len(), answers.len()),
+        )),
+        Err(error) => error,
+    };
+    for answer in answers.drain(..) {
+        let _ = answer.send(Err(error.clone()));
+    }
+}
