@@ -2,9 +2,10 @@
 //! stateright's (0.31, a model checker made for this), through an adapter that implements
 //! stateright's `Model` for a check's model ([`ModelSteps`]). Each explorer runs on each
 //! check in a child process of its own, so that the peak memory it reports (`VmHWM`) is
-//! its own; both explore every state (no client symmetry on either side, which stateright
-//! would take as a `Representative`), so their distinct-state counts must agree, and the
-//! run fails if they do not.
+//! its own; both explore every state and every interleaving (no client symmetry, which
+//! stateright would take as a `Representative`, and no sleep sets on this side), so their
+//! counts of states and distinct states must agree, and the run fails if the distinct
+//! counts do not.
 //!
 //! ```text
 //! cargo bench -p redlock-benches --bench explorers
@@ -99,9 +100,11 @@ fn child(explorer: &str, threads: usize, path: &Path) {
     let cpu_before = cpu_seconds();
     let (states, distinct, violation) = match explorer {
         "ours" => {
+            // Every interleaving, as stateright takes them: no sleep sets, no symmetry.
             let options = Options {
                 threads,
                 symmetry: false,
+                reduction: false,
                 ..Options::default()
             };
             let report = check::check(spec, options);

@@ -270,3 +270,54 @@ fn a_work_that_stops_late_or_unconfirmed_is_released_only_once_the_keys_expired(
         report.text()
     );
 }
+
+/// Every CI check, explored with and without the partial-order reduction, ends alike: the
+/// same outcome, the same violated property (whose path, found with the reduction,
+/// replays), and, in a complete search without a violation, the same distinct states (sleep
+/// sets prune steps, never states) from no more states generated. The counts are printed
+/// (`-- --nocapture`).
+#[test]
+fn the_reduction_changes_no_outcome_and_no_state_reached() {
+    let mut compared = 0;
+    for file in check_files() {
+        let spec = CheckSpec::load(&file).unwrap();
+        if !spec.ci {
+            continue;
+        }
+        let run = |reduction| {
+            let options = Options {
+                reduction,
+                ..options()
+            };
+            check::check(spec.clone(), options)
+        };
+        let (with, without) = (run(true), run(false));
+        let (a, b) = (&with.exploration, &without.exploration);
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        eprintln!(
+            "{name}: without {} states, {} distinct, {:.2} s; with {} states, {} distinct, \
+             {:.2} s; {}",
+            b.states,
+            b.distinct,
+            b.elapsed.as_secs_f64(),
+            a.states,
+            a.distinct,
+            a.elapsed.as_secs_f64(),
+            with.outcome().name()
+        );
+        let property = |e: &check::Exploration| e.violation.as_ref().map(|(p, _)| *p);
+        assert_eq!(with.outcome(), without.outcome(), "{name}");
+        assert_eq!(property(a), property(b), "{name}");
+        assert_eq!(a.complete, b.complete, "{name}");
+        if a.complete && a.violation.is_none() {
+            assert_eq!(a.distinct, b.distinct, "{name}");
+            assert!(a.states <= b.states, "{name}");
+        }
+        if let Some(counterexample) = with.counterexample_file(&catalogue_text(&name)) {
+            let replay = check::replay(check::parse(&counterexample, &name).unwrap()).unwrap();
+            assert_eq!(replay.violation, property(a), "{name}");
+        }
+        compared += 1;
+    }
+    assert!(compared >= 8, "{compared} checks compared");
+}

@@ -1,7 +1,8 @@
 //! The explorer's search strategies and bounds: breadth first, depth first and both on
-//! several threads visit exactly the states the explorer visited before any of them (the
-//! counts below were taken with the breadth-first explorer that kept whole states in its
-//! visited map); a depth-first counterexample replays; the memory bound stops a check with
+//! several threads, with the partial-order reduction and without, visit exactly the states
+//! the explorer visited before any of them (the counts below were taken with the
+//! breadth-first explorer that kept whole states in its visited map); a depth-first
+//! counterexample replays, with the reduction and without; the memory bound stops a check with
 //! an incomplete result and a hint, never a kill.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
@@ -60,6 +61,7 @@ outcome = "no-violation"
 fn searches() -> Vec<(&'static str, Options)> {
     let base = Options {
         max_memory: u64::MAX,
+        reduction: false,
         ..Options::default()
     };
     vec![
@@ -98,25 +100,34 @@ fn searches() -> Vec<(&'static str, Options)> {
 
 #[test]
 fn every_search_visits_the_states_the_first_explorer_visited() {
-    // (check, symmetry, states generated, distinct, depth) as the explorer of the first
-    // release counted them.
+    // (check, symmetry, states generated without the reduction, with it (breadth first on
+    // one thread), distinct, depth). Without the reduction, these are the counts of the
+    // explorer of the first release, less the states told apart only by which client acted
+    // last where no pause can follow (no longer kept: 50,033 states and 18,116 distinct
+    // for the first case then).
     let cases = [
-        (SMALL, true, 50_033, 18_116, 32),
-        (SMALL, false, 50_785, 18_575, 32),
-        (SMALL_DROP, true, 191_707, 91_259, 45),
-        (SMALL_DROP, false, 302_755, 144_895, 45),
-        (DRIFT, true, 382_421, 139_992, 39),
+        (SMALL, true, 33_623, 33_208, 12_414, 32),
+        (SMALL, false, 34_153, 33_738, 12_737, 32),
+        (SMALL_DROP, true, 135_403, 120_188, 64_481, 45),
+        (SMALL_DROP, false, 214_131, 189_068, 102_547, 45),
+        (DRIFT, true, 261_125, 257_478, 97_739, 39),
     ];
-    for (text, symmetry, states, distinct, depth) in cases {
+    for (text, symmetry, states, reduced_states, distinct, depth) in cases {
         let spec = check::parse(text, "inline").unwrap();
-        for (search, options) in searches() {
+        for ((search, options), reduction) in
+            searches().into_iter().flat_map(|s| [(s, false), (s, true)])
+        {
             let options = Options {
                 symmetry,
+                reduction,
                 ..options
             };
             let report = check::check(spec.clone(), options);
             let e = &report.exploration;
-            let what = format!("{} ({search}, symmetry {symmetry})", spec.name);
+            let what = format!(
+                "{} ({search}, symmetry {symmetry}, reduction {reduction})",
+                spec.name
+            );
             // The outcome, not `matches()`: these small models need not reach every
             // *sometimes* property, which only the catalogue's checks must.
             assert!(
@@ -124,7 +135,15 @@ fn every_search_visits_the_states_the_first_explorer_visited() {
                 "{what}: {}",
                 report.text()
             );
-            assert_eq!((e.states, e.distinct), (states, distinct), "{what}");
+            // Sleep sets reach every state; which steps sleep depends on the order states
+            // are reached in, which on several threads is not fixed.
+            assert_eq!(e.distinct, distinct, "{what}");
+            if !reduction {
+                assert_eq!(e.states, states, "{what}");
+            } else if search == "breadth first" {
+                assert_eq!(e.states, reduced_states, "{what}");
+            }
+            assert!(e.states <= states, "{what}: {}", e.states);
             if options.breadth_first_memory == 0 {
                 assert_eq!(e.depth_first_from, Some(0), "{what}");
                 // Depth first, a state may be reached first along a longer path.
@@ -140,7 +159,13 @@ fn every_search_visits_the_states_the_first_explorer_visited() {
 fn a_counterexample_found_depth_first_replays() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("checks/no-restart-quarantine.toml");
     let text = std::fs::read_to_string(&file).unwrap();
-    for (search, options) in searches() {
+    for ((search, options), reduction) in
+        searches().into_iter().flat_map(|s| [(s, false), (s, true)])
+    {
+        let options = Options {
+            reduction,
+            ..options
+        };
         let report = check::check(CheckSpec::load(&file).unwrap(), options);
         assert!(report.matches(), "{search}: {}", report.text());
         let (property, path) = report.exploration.violation.clone().unwrap();
@@ -168,7 +193,7 @@ fn the_memory_bound_stops_with_an_incomplete_result_and_says_what_to_lower() {
     let e = &report.exploration;
     assert_eq!(e.stopped, Some(Stop::MaxMemory(1 << 20)));
     assert!(!e.complete && !report.matches(), "{}", report.text());
-    assert!(e.distinct < 91_259, "{}", report.text());
+    assert!(e.distinct < 64_481, "{}", report.text());
     // From the command line: an exit with the hint, not a kill.
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("checks/shipped-crash.toml");
     let out = common::sim(&["check", file.to_str().unwrap(), "--max-memory", "1MiB"]);

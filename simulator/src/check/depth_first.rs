@@ -4,9 +4,11 @@
 
 use std::sync::{Mutex, PoisonError};
 
+use super::explore::Entry;
 use super::model::Action;
 use super::property::Property;
 use super::search::{CHECK_EVERY, Search};
+use super::sleep::{Next, Pending, Sleep};
 use super::state::CheckState;
 
 /// What the depth-first search found.
@@ -26,12 +28,14 @@ struct Frame {
     state: CheckState,
     actions: Vec<Action>,
     next: usize,
+    /// The steps asleep here and those already taken from here.
+    asleep: Sleep,
     /// The step that led here from the frame below (none for a root).
     via: Option<Action>,
 }
 
 /// Explores below every root (a trail index and a state at depth `depth`), on the threads.
-pub(super) fn explore(search: &Search<'_>, roots: Vec<(u32, CheckState)>, depth: u32) -> Found {
+pub(super) fn explore(search: &Search<'_>, roots: Vec<Entry>, depth: u32) -> Found {
     let threads = search.options.threads.max(1);
     let roots = Mutex::new(roots);
     let violation = Mutex::new(None);
@@ -65,11 +69,11 @@ type FirstViolation = Mutex<Option<(Property, u32, Vec<Action>)>>;
 
 fn worker(
     search: &Search<'_>,
-    roots: &Mutex<Vec<(u32, CheckState)>>,
+    roots: &Mutex<Vec<Entry>>,
     root_depth: u32,
     violation: &FirstViolation,
 ) -> Found {
-    let (model, symmetry) = (search.model, search.options.symmetry);
+    let symmetry = search.options.symmetry;
     let mut found = Found::default();
     let mut stack: Vec<Frame> = Vec::new();
     let mut unreported = 0;
@@ -78,12 +82,12 @@ fn worker(
             break;
         }
         let root = roots.lock().unwrap_or_else(PoisonError::into_inner).pop();
-        let Some((root_index, root)) = root else {
+        let Some((root_index, root, pending)) = root else {
             break;
         };
         // Frames above `height` are kept for their allocations, not their contents.
         let mut height = 0;
-        push(&mut stack, &mut height, root, None, search);
+        push(&mut stack, &mut height, (root, pending), None, search);
         while height > 0 {
             let top = &mut stack[height - 1];
             let Some(&action) = top.actions.get(top.next) else {
@@ -91,7 +95,10 @@ fn worker(
                 continue;
             };
             top.next += 1;
-            let (next, reached) = model.successor(&top.state, action);
+            let (next, reached, sleep) =
+                search
+                    .reduction
+                    .successor(&top.state, action, &mut top.asleep);
             found.states += 1;
             found.reached |= reached;
             unreported += 1;
@@ -102,12 +109,18 @@ fn worker(
                     break;
                 }
             }
-            if !search.visited.insert(next.fingerprint(symmetry)) {
-                continue;
-            }
+            let (pending, new) =
+                match search
+                    .reduction
+                    .visit(&search.visited, &next, sleep, symmetry)
+                {
+                    Next::Seen => continue,
+                    Next::Again(pending) => (pending, false),
+                    Next::New(pending) => (pending, true),
+                };
             let depth = root_depth + height as u32;
             found.depth = found.depth.max(depth);
-            if let Some(property) = next.violation {
+            if let Some(property) = next.violation.filter(|_| new) {
                 let mut path: Vec<Action> = stack[1..height].iter().filter_map(|f| f.via).collect();
                 path.push(action);
                 violation
@@ -123,7 +136,13 @@ fn worker(
             if unreported == 0 {
                 search.reached_depth(depth);
             }
-            push(&mut stack, &mut height, next, Some(action), search);
+            push(
+                &mut stack,
+                &mut height,
+                (next, pending),
+                Some(action),
+                search,
+            );
         }
     }
     search.look(unreported);
@@ -134,7 +153,7 @@ fn worker(
 fn push(
     stack: &mut Vec<Frame>,
     height: &mut usize,
-    state: CheckState,
+    (state, pending): (CheckState, Pending),
     via: Option<Action>,
     search: &Search<'_>,
 ) {
@@ -143,15 +162,18 @@ fn push(
             state,
             actions: Vec::new(),
             next: 0,
+            asleep: pending.sleep,
             via,
         });
     } else {
         let frame = &mut stack[*height];
         frame.state = state;
         frame.next = 0;
+        frame.asleep = pending.sleep;
         frame.via = via;
     }
     let frame = &mut stack[*height];
     search.model.actions(&frame.state, &mut frame.actions);
+    search.reduction.select(&mut frame.actions, &pending);
     *height += 1;
 }

@@ -22,15 +22,20 @@ use super::memory;
 use super::model::{Action, Model};
 use super::property::Property;
 use super::search::{CHECK_EVERY, Exploration, MAX_STATES, Options, Search, Trail};
+use super::sleep::{Next, Pending};
 use super::state::CheckState;
+
+/// A state to expand: its trail index, the state, and what it is to take.
+pub(super) type Entry = (u32, CheckState, Pending);
 
 /// What one worker found in its part of a level.
 #[derive(Default)]
 struct Level {
     states: u64,
     reached: u8,
-    /// The new states: the parent's trail index, the step, the state.
-    next: Vec<(u32, Action, CheckState)>,
+    /// The states to expand next: the parent's trail index, the step, the state, what it
+    /// is to take.
+    next: Vec<(u32, Action, CheckState, Pending)>,
     /// The first violating state it found: the property, the parent, the step.
     violation: Option<(Property, u32, Action)>,
 }
@@ -40,7 +45,12 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
     let search = Search::new(model, options);
     let baseline = memory::resident();
     let initial = model.initial();
-    search.visited.insert(initial.fingerprint(options.symmetry));
+    let _ = search.reduction.visit(
+        &search.visited,
+        &initial,
+        Default::default(),
+        options.symmetry,
+    );
     let mut result = Exploration {
         states: 1,
         distinct: 1,
@@ -57,7 +67,7 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
         result.violation = Some((property, Vec::new()));
     }
     let mut trail = Trail::new();
-    let mut frontier = vec![(0u32, initial)];
+    let mut frontier: Vec<Entry> = vec![(0u32, initial, Pending::default())];
     let mut growth = 0.0;
     let budget = options.breadth_first_memory.min(options.max_memory / 4);
     while !frontier.is_empty() && result.violation.is_none() {
@@ -93,8 +103,8 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
                 path.push(action);
                 result.violation = Some((property, path));
             }
-            for (parent, action, state) in level.next {
-                frontier.push((trail.push(parent, action), state));
+            for (parent, action, state, pending) in level.next {
+                frontier.push((trail.push(parent, action), state, pending));
             }
         }
         if !frontier.is_empty() || result.violation.is_some() {
@@ -128,7 +138,7 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
 }
 
 /// One breadth-first level: each state's successors, on the threads, each its part.
-fn breadth_first_level(search: &Search<'_>, frontier: &[(u32, CheckState)]) -> Vec<Level> {
+fn breadth_first_level(search: &Search<'_>, frontier: &[Entry]) -> Vec<Level> {
     let threads = search.options.threads.max(1);
     let chunk = frontier.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
@@ -146,18 +156,21 @@ fn breadth_first_level(search: &Search<'_>, frontier: &[(u32, CheckState)]) -> V
     })
 }
 
-fn expand(search: &Search<'_>, part: &[(u32, CheckState)]) -> Level {
+fn expand(search: &Search<'_>, part: &[Entry]) -> Level {
     let (model, symmetry) = (search.model, search.options.symmetry);
+    let reduction = &search.reduction;
     let mut actions = Vec::new();
     let mut level = Level::default();
     let mut unreported = 0;
-    for (index, state) in part {
+    for (index, state, pending) in part {
         if search.stopped() {
             break;
         }
         model.actions(state, &mut actions);
+        reduction.select(&mut actions, pending);
+        let mut asleep = pending.sleep;
         for &action in &actions {
-            let (next, reached) = model.successor(state, action);
+            let (next, reached, sleep) = reduction.successor(state, action, &mut asleep);
             level.states += 1;
             level.reached |= reached;
             unreported += 1;
@@ -165,15 +178,18 @@ fn expand(search: &Search<'_>, part: &[(u32, CheckState)]) -> Level {
                 search.look(unreported);
                 unreported = 0;
             }
-            if !search.visited.insert(next.fingerprint(symmetry)) {
-                continue;
-            }
-            match next.violation {
-                Some(property) => {
-                    level.violation.get_or_insert((property, *index, action));
+            let pending = match reduction.visit(&search.visited, &next, sleep, symmetry) {
+                Next::Seen => continue,
+                Next::Again(pending) => pending,
+                Next::New(pending) => {
+                    if let Some(property) = next.violation {
+                        level.violation.get_or_insert((property, *index, action));
+                        continue;
+                    }
+                    pending
                 }
-                None => level.next.push((*index, action, next)),
-            }
+            };
+            level.next.push((*index, action, next, pending));
         }
     }
     search.look(unreported);

@@ -23,6 +23,7 @@
 //! | `model.rs` | the steps enabled in a state, and the state each leads to |
 //! | `client.rs`, `node.rs`, `rate.rs` | a client's driver of the core's machines; a node; how far a clock strays |
 //! | `search.rs`, `explore.rs`, `depth_first.rs`, `visited.rs` | what the searches share (options, progress, the visited set, the stop flag); the explorer: breadth first, then depth first; the states seen |
+//! | `sleep.rs` | the partial-order reduction: sleep sets over independent steps, and what a state reached again is still to take |
 //! | `fingerprint.rs`, `memory.rs` | the 128-bit hash; the memory bound and the process's memory |
 //! | `steps.rs` | the model stepped from outside, for another explorer ([`ModelSteps`]) |
 //!
@@ -56,6 +57,7 @@ mod property;
 mod rate;
 mod raw;
 mod search;
+mod sleep;
 mod spec;
 mod state;
 mod steps;
@@ -82,6 +84,8 @@ pub struct CheckReport {
     pub exploration: Exploration,
     /// Whether client symmetry was used.
     pub symmetry: bool,
+    /// Whether the partial-order reduction was used.
+    pub reduction: bool,
 }
 
 /// Explores `spec` exhaustively within its bounds.
@@ -92,6 +96,7 @@ pub fn check(spec: CheckSpec, options: Options) -> CheckReport {
         spec: model.spec,
         exploration,
         symmetry: options.symmetry,
+        reduction: options.reduction,
     }
 }
 
@@ -198,7 +203,7 @@ impl CheckReport {
         let _ = writeln!(out, "{}", self.spec.name);
         let _ = writeln!(
             out,
-            "  {} states, {} distinct, depth {}, {:.2} s, {:.0} states/s{}, {}",
+            "  {} states, {} distinct, depth {}, {:.2} s, {:.0} states/s{}{}, {}",
             e.states,
             e.distinct,
             e.depth,
@@ -209,6 +214,7 @@ impl CheckReport {
             } else {
                 ""
             },
+            if self.reduction { ", sleep sets" } else { "" },
             self.ending(),
         );
         let _ = writeln!(
@@ -284,6 +290,7 @@ impl CheckReport {
             "peak_memory_bytes": e.peak_memory,
             "depth_first_from": e.depth_first_from,
             "symmetry": self.symmetry,
+            "reduction": self.reduction,
             "outcome": self.outcome().name(),
             "expected": self.spec.expect.name(),
             "matches": self.matches(),

@@ -159,7 +159,7 @@ impl fmt::Display for Action {
 
 impl Action {
     /// The client whose step it is, if one's.
-    fn client(self) -> Option<usize> {
+    pub(super) fn client(self) -> Option<usize> {
         match self {
             Self::Start(c)
             | Self::Fire(c)
@@ -491,7 +491,11 @@ impl Model {
             Action::Resume(_) | Action::Start(_) => state.tick_fresh,
             _ => false,
         };
-        let actor = action.client();
+        // Which client acted last matters only to a pause that may still follow (see
+        // `actions`): elsewhere it is not kept, so that states told apart by it alone are one.
+        let actor = action
+            .client()
+            .filter(|_| spec.pause != PauseKind::None && next.faults_used < spec.fault_budget);
         for (c, client) in next.clients.iter_mut().enumerate() {
             client.acted = actor == Some(c);
             Self::forget_delays_of_empty_links(client, spec.nodes);
@@ -540,9 +544,19 @@ impl Model {
     /// [`Property::bit`](super::Property::bit)), and the first *always* one it breaks recorded
     /// in it.
     pub(crate) fn successor(&self, state: &CheckState, action: Action) -> (CheckState, u8) {
+        let (next, reached, _) = self.successor_happened(state, action);
+        (next, reached)
+    }
+
+    /// [`Self::successor`], with what the step did.
+    pub(super) fn successor_happened(
+        &self,
+        state: &CheckState,
+        action: Action,
+    ) -> (CheckState, u8, Happened) {
         let (mut next, happened) = self.step(state, action);
         let reached = judge(&self.spec, &mut next, happened);
-        (next, reached)
+        (next, reached, happened)
     }
 
     /// A command arrives at its node: performed there, and its reply (or the close of a

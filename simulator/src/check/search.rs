@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use super::memory;
 use super::model::{Action, Model};
 use super::property::Property;
+use super::sleep::Reduction;
 use super::visited::Visited;
 
 /// How many breadth-first levels' worth of memory, at most, by default: beyond this share
@@ -33,6 +34,9 @@ pub struct Options {
     pub breadth_first_memory: u64,
     /// Count states equal up to a renaming of the clients once.
     pub symmetry: bool,
+    /// The partial-order reduction: sleep sets over independent steps (fewer successors
+    /// computed, the same states reached; docs/simulator.md states the relation).
+    pub reduction: bool,
     /// Report progress about once a second through this callback.
     pub progress: Option<fn(&Progress)>,
 }
@@ -45,6 +49,7 @@ impl Default for Options {
             max_memory: memory::default_bound(),
             breadth_first_memory: DEFAULT_BREADTH_FIRST_MEMORY,
             symmetry: true,
+            reduction: true,
             progress: None,
         }
     }
@@ -147,6 +152,7 @@ pub(super) struct Search<'a> {
     pub(super) model: &'a Model,
     pub(super) options: Options,
     pub(super) visited: Visited,
+    pub(super) reduction: Reduction<'a>,
     stop: AtomicU8,
     /// States generated, as the workers last told.
     states: AtomicU64,
@@ -167,7 +173,8 @@ impl<'a> Search<'a> {
         Self {
             model,
             options,
-            visited: Visited::new(),
+            visited: Visited::new(options.reduction),
+            reduction: Reduction::new(model, options.reduction),
             stop: AtomicU8::new(GOING),
             states: AtomicU64::new(0),
             peak_memory: AtomicU64::new(memory::resident()),

@@ -11,7 +11,10 @@ use super::property::Property;
 
 /// The most clients whose fingerprints the symmetric fingerprint sorts on the stack (the
 /// check file allows no more).
-const MAX_CLIENTS: usize = 8;
+pub(crate) const MAX_CLIENTS: usize = 8;
+
+/// Each client's place in a fingerprint's order of the clients.
+pub(crate) type Ranks = [u8; MAX_CLIENTS];
 
 /// One state of the model: true time, every node and client with the messages in flight,
 /// and the world's counters.
@@ -39,25 +42,46 @@ impl CheckState {
     /// nothing in a state names a client except its own position (tokens are numbered by
     /// the world, not by the client).
     pub(crate) fn fingerprint(&self, symmetry: bool) -> Fingerprint {
-        if !symmetry || self.clients.len() > MAX_CLIENTS {
+        self.fingerprint_ranked(symmetry).0
+    }
+
+    /// Its fingerprint, and where each client stands in the order the fingerprint took
+    /// them: `ranks[c]` is client `c`'s place (the identity without symmetry), or `None`
+    /// when two clients hash alike, so that no one order is the fingerprint's. The
+    /// partial-order reduction names the steps of states that share a fingerprint by
+    /// these places.
+    pub(crate) fn fingerprint_ranked(&self, symmetry: bool) -> (Fingerprint, Option<Ranks>) {
+        let count = self.clients.len();
+        let mut ranks = [0u8; MAX_CLIENTS];
+        for (c, rank) in ranks.iter_mut().enumerate().take(count) {
+            *rank = c as u8;
+        }
+        if !symmetry || count > MAX_CLIENTS {
             let mut h = Hasher128::default();
             self.hash(&mut h);
-            return h.finish128();
+            return (h.finish128(), (count <= MAX_CLIENTS).then_some(ranks));
         }
-        let mut clients = [0u128; MAX_CLIENTS];
-        let count = self.clients.len();
-        for (slot, client) in clients.iter_mut().zip(&self.clients) {
+        let mut clients = [(0u128, 0u8); MAX_CLIENTS];
+        for (c, (slot, client)) in clients.iter_mut().zip(&self.clients).enumerate() {
             let mut h = Hasher128::default();
             client.hash(&mut h);
-            *slot = h.finish128();
+            *slot = (h.finish128(), c as u8);
         }
         clients[..count].sort_unstable();
         let mut h = Hasher128::default();
         self.time.hash(&mut h);
         self.nodes.hash(&mut h);
-        clients[..count].hash(&mut h);
+        let mut sorted = [0u128; MAX_CLIENTS];
+        for (slot, (fp, _)) in sorted.iter_mut().zip(&clients[..count]) {
+            *slot = *fp;
+        }
+        sorted[..count].hash(&mut h);
         self.hash_globals(&mut h);
-        h.finish128()
+        let tied = clients[..count].windows(2).any(|w| w[0].0 == w[1].0);
+        for (rank, (_, c)) in clients[..count].iter().enumerate() {
+            ranks[usize::from(*c)] = rank as u8;
+        }
+        (h.finish128(), (!tied).then_some(ranks))
     }
 
     /// Hashes everything but the time, the nodes and the clients (the symmetric
