@@ -10,23 +10,28 @@ use std::time::{Duration, Instant};
 use common::*;
 use redlock::Error;
 use redlock::core::{NodeFailure, NodeId};
+use redlock_tests::RedisFleet;
 use redlock_tests::proxy::FaultProxy;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_same_server_under_two_names_votes_once() {
-    let mut fleet = fleet(2);
-    // Node 0 twice: by IP and by name. The address strings differ, so the builder's own
-    // duplicate check lets them through.
+/// A client of three names: node 0 by IP and by `localhost`, then node 1. The address
+/// strings differ, so the builder's own duplicate check lets them through.
+fn node_0_under_two_names(fleet: &RedisFleet) -> redlock::Redlock {
     let urls = [
         fleet.url(0),
         format!("redis://localhost:{}", fleet.port(0)),
         fleet.url(1),
     ];
-    let redlock = fresh(redlock::Redlock::builder())
+    fresh(redlock::Redlock::builder())
         .nodes(urls)
         .retry_count(0)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_server_under_two_names_votes_once() {
+    let mut fleet = fleet(2);
+    let redlock = node_0_under_two_names(&fleet);
     let report = redlock.connect().await;
     // The two names are identified in parallel; the one identified second is refused.
     let twin = match (&report.nodes[0].1, &report.nodes[1].1) {
@@ -134,16 +139,7 @@ async fn a_known_name_that_reaches_another_long_running_server_waits_a_whole_qua
 async fn the_same_unidentifiable_server_under_two_names_votes_once() {
     let mut fleet = fleet(2);
     acl_on_every_node(&fleet, &["SETUSER", "default", "-info"]);
-    let urls = [
-        fleet.url(0),
-        format!("redis://localhost:{}", fleet.port(0)),
-        fleet.url(1),
-    ];
-    let redlock = fresh(redlock::Redlock::builder())
-        .nodes(urls)
-        .retry_count(0)
-        .build()
-        .unwrap();
+    let redlock = node_0_under_two_names(&fleet);
     let report = redlock.connect().await;
     assert!(
         report

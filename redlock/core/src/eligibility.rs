@@ -511,27 +511,44 @@ impl Eligibility {
     /// assert_eq!(nodes.duplicate_of(NodeId::new(1)), Some(NodeId::new(0)));
     /// ```
     pub fn resolved(&mut self, node: NodeId, addresses: &[SocketAddr]) -> Vec<EligibilityEvent> {
-        let shared = self
-            .nodes
-            .iter()
-            .enumerate()
-            .find(|(index, other)| {
-                *index != node.index()
-                    && other.duplicate_of.is_none()
-                    && other.addresses.iter().any(|a| addresses.contains(a))
-            })
-            .map(|(index, _)| NodeId::new(index));
+        let shared = self.counted_twin(node, |other| {
+            other.addresses.iter().any(|a| addresses.contains(a))
+        });
         let Some(state) = self.nodes.get_mut(node.index()) else {
             return Vec::new();
         };
         state.addresses = addresses.to_vec();
-        match shared {
-            Some(of) if state.duplicate_of.is_none() => {
-                state.duplicate_of = Some(of);
-                vec![EligibilityEvent::Duplicate { node, of }]
-            }
-            _ => Vec::new(),
+        shared
+            .and_then(|of| self.refuse_as_duplicate(node, of))
+            .into_iter()
+            .collect()
+    }
+
+    /// Another node, not itself refused as a duplicate, that `same_server` says reaches the
+    /// server `node` reaches.
+    fn counted_twin(
+        &self,
+        node: NodeId,
+        same_server: impl Fn(&NodeState) -> bool,
+    ) -> Option<NodeId> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .find(|(index, other)| {
+                *index != node.index() && other.duplicate_of.is_none() && same_server(other)
+            })
+            .map(|(index, _)| NodeId::new(index))
+    }
+
+    /// Refuses `node` for good as another name of `of`, unless it already is one; the event
+    /// to report when it is refused now.
+    fn refuse_as_duplicate(&mut self, node: NodeId, of: NodeId) -> Option<EligibilityEvent> {
+        let state = self.nodes.get_mut(node.index())?;
+        if state.duplicate_of.is_some() {
+            return None;
         }
+        state.duplicate_of = Some(of);
+        Some(EligibilityEvent::Duplicate { node, of })
     }
 
     /// Records what `connection` to `node` said about its server at `now`: its identity, or
@@ -562,26 +579,14 @@ impl Eligibility {
         let mut events = Vec::new();
         // Another name of the same server, identified before and counted.
         let kept = identity.as_ref().ok().and_then(|identity| {
-            self.nodes
-                .iter()
-                .enumerate()
-                .find(|(index, other)| {
-                    *index != node.index()
-                        && other.duplicate_of.is_none()
-                        && other.run_id.as_deref() == Some(&identity.run_id)
-                })
-                .map(|(index, _)| NodeId::new(index))
+            self.counted_twin(node, |other| {
+                other.run_id.as_deref() == Some(&identity.run_id)
+            })
         });
-        if let Some(kept) = kept
-            && let Some(state) = self.nodes.get_mut(node.index())
-            && state.duplicate_of.is_none()
-        {
-            // The name identified first keeps the vote: its SETs may have counted already,
-            // while this one's have not gone out (a SET waits for its connection's identity).
-            // Refusing the first instead could let one round count the server twice.
-            state.duplicate_of = Some(kept);
-            events.push(EligibilityEvent::Duplicate { node, of: kept });
-        }
+        // The name identified first keeps the vote: its SETs may have counted already,
+        // while this one's have not gone out (a SET waits for its connection's identity).
+        // Refusing the first instead could let one round count the server twice.
+        events.extend(kept.and_then(|kept| self.refuse_as_duplicate(node, kept)));
         let policy = self.policy;
         let Some(state) = self.nodes.get_mut(node.index()) else {
             return events;

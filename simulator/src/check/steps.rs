@@ -40,11 +40,6 @@ impl ModelSteps {
         }
     }
 
-    /// The check this model explores.
-    pub fn spec(&self) -> &CheckSpec {
-        &self.model.spec
-    }
-
     /// The one initial state.
     pub fn initial(&self) -> ModelState {
         ModelState(self.model.initial())
@@ -66,10 +61,5 @@ impl ModelState {
     /// The *always* property this state breaks, if any.
     pub fn violation(&self) -> Option<Property> {
         self.0.violation
-    }
-
-    /// True time in ticks.
-    pub fn time(&self) -> u32 {
-        self.0.time
     }
 }
