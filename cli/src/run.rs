@@ -652,9 +652,15 @@ async fn supervise(
     let margin = plan.keep_alive().margin(redlock.config());
     let mut supervisor = Supervisor::new(plan.kill_after, margin, signal.deadline());
     let mut ending = None;
+    // A stop whose SIGKILL was announced with its SIGTERM ("SIGKILL at once").
+    let mut kill_announced = false;
     loop {
         while let Some(action) = supervisor.poll_action() {
-            act(redlock, child, &signal, plan, ending.is_some(), action);
+            if let SupervisorAction::Terminate { kill_at, .. } = &action {
+                kill_announced = *kill_at <= redlock.now();
+            }
+            let say_kill = ending.is_none() && !kill_announced;
+            act(redlock, child, &signal, plan, say_kill, action);
         }
         if let Some(ending) = ending {
             let status = child.kill_and_reap().map_err(failed)?;
@@ -697,7 +703,7 @@ fn act(
     child: &Child,
     signal: &LeaseSignal,
     plan: &Plan,
-    ended: bool,
+    say_kill: bool,
     action: SupervisorAction,
 ) {
     match action {
@@ -719,7 +725,7 @@ fn act(
             child.signal(Signal::SIGTERM);
         }
         SupervisorAction::Kill => {
-            if !ended {
+            if say_kill {
                 eprintln!(
                     "redlock: the command did not stop before the lease's end: sending SIGKILL \
                      to its process group"

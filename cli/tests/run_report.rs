@@ -144,8 +144,17 @@ fn a_lease_lost_while_the_command_ran_reports_why() {
     assert_eq!(json["exit_code"], 74, "{json}");
     assert_eq!(json["outcome"], "stopped", "{json}");
     assert_eq!(json["stop"], "lost", "{json}");
-    // The shell died of the SIGTERM.
-    assert_eq!(json["command"]["signal"], 15, "{json}");
+    // A lease known lost is past saving: SIGTERM and SIGKILL go out back to back, and which
+    // one the shell dies of is a race (a shell that has its signals blocked while it waits
+    // for its `sleep` takes the SIGKILL first, as the kernel delivers it regardless).
+    let signal = &json["command"]["signal"];
+    assert!(signal == 15 || signal == 9, "{json}");
+    assert!(
+        done.stderr
+            .contains("sending SIGTERM to the command, SIGKILL at once"),
+        "{}",
+        done.text()
+    );
     let message = json["message"].as_str().unwrap();
     assert!(
         message.starts_with("the command was terminated") && done.stderr.contains(message),

@@ -205,7 +205,8 @@ impl Supervisor {
         if self.ended {
             return;
         }
-        self.stop(StopCause::Lost(reason), now);
+        // Past saving: the SIGKILL follows the SIGTERM at once, and the SIGTERM says so.
+        self.stop_by(StopCause::Lost(reason), now, now.min(self.kill_at()));
         self.kill();
     }
 
@@ -227,10 +228,14 @@ impl Supervisor {
 
     /// Starts stopping at `now` for `cause`: `SIGTERM` now, `SIGKILL` at the kill instant.
     fn stop(&mut self, cause: StopCause, now: Timestamp) {
+        self.stop_by(cause, now, self.kill_at());
+    }
+
+    /// Starts stopping at `now` for `cause`, with `SIGKILL` at `kill_at`.
+    fn stop_by(&mut self, cause: StopCause, now: Timestamp, kill_at: Timestamp) {
         if self.stopping.is_some() {
             return;
         }
-        let kill_at = self.kill_at();
         self.actions.push_back(SupervisorAction::Terminate {
             cause: cause.clone(),
             kill_at,
@@ -367,6 +372,23 @@ mod tests {
             s.poll_action(),
             Some(SupervisorAction::Terminate { .. })
         ));
+        assert_eq!(s.poll_action(), Some(SupervisorAction::Kill));
+        assert_eq!(s.poll_action(), None);
+    }
+
+    #[test]
+    fn a_loss_long_before_the_kill_instant_announces_the_kill_at_once() {
+        let mut s = Supervisor::new(Duration::from_secs(1), Duration::from_millis(50), at(4_000));
+        s.lost(LeaseLost::Expired { last_failure: None }, at(3_000));
+        let Some(SupervisorAction::Terminate { kill_at, .. }) = s.poll_action() else {
+            panic!("a loss terminates first");
+        };
+        assert_eq!(
+            kill_at,
+            at(3_000),
+            "the SIGKILL follows at once, not at the lease's end"
+        );
+        assert_eq!(s.kill_at(), at(3_000));
         assert_eq!(s.poll_action(), Some(SupervisorAction::Kill));
         assert_eq!(s.poll_action(), None);
     }
