@@ -110,7 +110,10 @@ async fn stats_and_metrics_count_the_same_events() {
 
     let stats = redlock.stats();
     assert_eq!(stats.acquisitions, 2, "{stats:?}");
-    assert_eq!(stats.rounds, 4, "{stats:?}");
+    // Four rounds at least: one per lease and two against the held one. On a loaded
+    // machine a lease's round can lose replies to the node timeout and be retried (seen
+    // once: 5 rounds, an acquisition of 88 ms); the metrics must count it all the same.
+    assert!(stats.rounds >= 4, "{stats:?}");
     assert_eq!(stats.contention, 2, "{stats:?}");
     assert_eq!(stats.acquire_failures, 1, "{stats:?}");
     assert_eq!(stats.no_quorum, 0, "{stats:?}");
