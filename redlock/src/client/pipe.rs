@@ -9,13 +9,18 @@
 //! one write, one reply channel for the whole batch) and hands each answer to its request.
 //! Before it takes a batch the driver lets every other ready task run once (`yield_now`), so
 //! under load the commands of a pass of every task travel, and are read by Redis, as one
-//! pipeline; a lone command goes out after that one pass of the runtime, as a batch of one.
-//! Batches do not wait for each other's answers: a slow node delays no command by more than
-//! its own round trip.
+//! pipeline. Batches do not wait for each other's answers: a slow node delays no command by
+//! more than its own round trip.
 //!
-//! Order: a connection's commands are written in the order they were queued, and Redis
-//! answers in that order; the lanes (`lanes.rs`) see to the order of one resource's commands
-//! on a node, as before. A command once queued is always written, even if its request gave
+//! A command sent while the connection has nothing else queued or unanswered goes straight to
+//! the connection, as before the queue: with one operation at a time there is nothing to
+//! coalesce, and the driver's hops (a wake-up, a pass of the runtime, a reply channel) would
+//! only add to its cost. The commands that follow it while it is out are queued.
+//!
+//! Order: the lanes (`lanes.rs`) see to the order of one resource's commands on a node (a
+//! command starts only once the previous one of its resource has its answer), so the order
+//! between a straight command and a batch does not matter; batches are written in the order
+//! they were queued. A command once queued is always written, even if its request gave
 //! up meanwhile (its answer is then dropped): for the core that is a request cut after it was
 //! sent, which it already expects of a node that left one unanswered (`Eligibility`).
 
@@ -50,6 +55,9 @@ struct Queue {
     idle: bool,
     /// No driver takes from this queue any more: requests go straight to the connection.
     closed: bool,
+    /// Requests sent and not yet answered (or given up), queued, in a batch or straight:
+    /// a request that finds none goes straight to the connection.
+    unanswered: usize,
 }
 
 /// Stops the connection's driver once the last handle on the connection is gone (it sends
@@ -71,6 +79,8 @@ impl Drop for Stopped {
     fn drop(&mut self) {
         let mut queue = lock(&self.0.queue);
         queue.closed = true;
+        let dropped = queue.answers.len();
+        queue.unanswered -= dropped;
         queue.answers.clear();
         queue.pipeline.clear();
     }
@@ -89,28 +99,33 @@ impl Pipe {
         (pipe.clone(), Closer(pipe))
     }
 
-    /// Sends `cmd` with the next batch and returns its answer, server errors as errors (as
-    /// `query_async` gives them). On a queue whose driver has stopped, `cmd` goes straight
-    /// to `connection`.
+    /// Sends `cmd` and returns its answer, server errors as errors (as `query_async` gives
+    /// them): straight to `connection` when nothing else is unanswered on it (or its driver
+    /// has stopped), else with the next batch.
     pub(crate) async fn send(
         &self,
         cmd: redis::Cmd,
         connection: &mut MultiplexedConnection,
     ) -> RedisResult<Value> {
-        let (answer, answered) = oneshot::channel();
-        let (refused, wake) = {
+        let queued = {
             let mut queue = lock(&self.0.queue);
-            if queue.closed {
-                (Some(cmd), false)
+            queue.unanswered += 1;
+            if queue.closed || queue.unanswered == 1 {
+                Err(cmd)
             } else {
+                let (answer, answered) = oneshot::channel();
                 queue.pipeline.add_command(cmd);
                 queue.answers.push(answer);
-                (None, std::mem::take(&mut queue.idle))
+                Ok((answered, std::mem::take(&mut queue.idle)))
             }
         };
-        if let Some(cmd) = refused {
-            return cmd.query_async(connection).await;
-        }
+        let (answered, wake) = match queued {
+            Ok(queued) => queued,
+            Err(cmd) => {
+                let _answered = Straight(&self.0);
+                return cmd.query_async(connection).await;
+            }
+        };
         if wake {
             self.0.driver.wake();
         }
@@ -118,6 +133,15 @@ impl Pipe {
             Ok(answer) => answer.and_then(Value::extract_error),
             Err(_) => Err(stopped()),
         }
+    }
+}
+
+/// Counts a straight request answered when it ends, answered or given up.
+struct Straight<'a>(&'a Shared);
+
+impl Drop for Straight<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.queue).unanswered -= 1;
     }
 }
 
@@ -177,6 +201,7 @@ async fn drive(shared: Arc<Shared>, connection: MultiplexedConnection) {
         match step {
             Step::Stop => break,
             Step::Answered(result, (mut pipeline, mut answers)) => {
+                lock(&shared.queue).unanswered -= answers.len();
                 hand_out(result, &mut answers);
                 pipeline.clear();
                 spare = (pipeline, answers);
