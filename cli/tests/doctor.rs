@@ -494,6 +494,49 @@ fn one_server_under_two_names_is_found() {
     );
 }
 
+#[test]
+fn one_server_under_two_names_is_found_without_info() {
+    // INFO refused: no run_id tells the two names apart, their address does (as the client
+    // refuses the second name, `tests/identity.rs`).
+    let fleet = persistent_fleet(3);
+    for index in 0..fleet.len() {
+        on_node(
+            &fleet,
+            index,
+            redis::cmd("ACL").arg(&["SETUSER", "default", "-info"]),
+        );
+    }
+    let mut urls = fleet.urls();
+    urls.push(format!("redis://localhost:{}", fleet.port(0)));
+    let (code, report) = doctor(&urls, &PERSISTENT);
+    assert_eq!(code, 1, "{report:#}");
+    let twice = format!("localhost:{}", fleet.port(0));
+    let error = finding(&report, &twice, "same-server");
+    assert_eq!(error["level"], "error", "{error:#}");
+    assert!(
+        error["summary"].as_str().unwrap().contains(&format!(
+            "the same server as {} (both names reach 127.0.0.1:{})",
+            address(&fleet.url(0)),
+            fleet.port(0)
+        )),
+        "{error:#}"
+    );
+    // Three servers behind four names: three voters, not four.
+    let quorum = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "quorum")
+        .unwrap();
+    assert!(
+        quorum["summary"]
+            .as_str()
+            .unwrap()
+            .contains("3 independent masters"),
+        "{quorum:#}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_40ms_away_is_warned_about() {
     let fleet = persistent_fleet(3);

@@ -7,6 +7,7 @@
 //! scratch keys. For a node on this host (a loopback address or a Unix socket), also the
 //! age of its process as `/proc` gives it, right after `INFO`.
 
+use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::future::join_all;
@@ -61,6 +62,7 @@ async fn observe(target: &Target, limits: &Limits, origin: Instant) -> NodeObser
         Err(why) => return NodeObservation::unreachable(address, why),
     };
     let mut node = NodeObservation {
+        socket_addresses: resolve(&address).await,
         address,
         ..NodeObservation::default()
     };
@@ -89,6 +91,18 @@ async fn observe(target: &Target, limits: &Limits, origin: Instant) -> NodeObser
     node.clock = Some(sample_clock(&mut connection, limits.clock_window, origin, &mut node).await);
     node.probe = Some(probe(&target.url, limits, &mut connection).await);
     node
+}
+
+/// The socket addresses `host:port` resolves to, as the client resolves a node's name (an IP
+/// literal is its own); none for a socket path or a lookup that fails or takes too long.
+async fn resolve(address: &str) -> Vec<SocketAddr> {
+    if let Ok(literal) = address.parse::<SocketAddr>() {
+        return vec![literal];
+    }
+    match tokio::time::timeout(REPLY_DEADLINE, tokio::net::lookup_host(address)).await {
+        Ok(Ok(found)) => found.collect(),
+        Ok(Err(_)) | Err(_) => Vec::new(),
+    }
 }
 
 async fn connect(url: &str) -> Result<MultiplexedConnection, String> {

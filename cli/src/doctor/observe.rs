@@ -1,6 +1,7 @@
 //! What the collector saw on each node, as plain data: the judgement (`judge`) reads only
 //! these, so every rule can be tested without a server.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use redlock_core::{NodeIdentity, info_field};
@@ -34,6 +35,10 @@ pub(crate) struct Limits {
 pub(crate) struct NodeObservation {
     /// `host:port` or socket path, never with a password.
     pub(crate) address: String,
+    /// The socket addresses the name resolves to (an IP literal is its own; none for a Unix
+    /// socket or a failed lookup): two names that share one are one server, as the client
+    /// counts them, even where `INFO` is refused and no `run_id` says so.
+    pub(crate) socket_addresses: Vec<SocketAddr>,
     /// `Err` with the reason when no connection answered `PING`.
     pub(crate) reached: Result<(), String>,
     /// The round trips of every `PING` and `TIME` sent.
@@ -56,6 +61,7 @@ impl Default for NodeObservation {
     fn default() -> Self {
         Self {
             address: String::new(),
+            socket_addresses: Vec::new(),
             reached: Ok(()),
             round_trips: Vec::new(),
             info: None,

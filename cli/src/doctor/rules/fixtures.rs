@@ -57,6 +57,7 @@ pub(crate) fn clock(rate: f64) -> Vec<TimeSample> {
 pub(crate) fn healthy(address: &str, run_id: &str) -> NodeObservation {
     NodeObservation {
         address: address.into(),
+        socket_addresses: Vec::new(),
         reached: Ok(()),
         round_trips: vec![Duration::from_micros(200); 26],
         info: Some(Ok(server(run_id))),

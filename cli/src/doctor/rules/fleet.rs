@@ -11,6 +11,8 @@ use crate::doctor::finding::{Check, Finding, Level};
 use crate::doctor::observe::{Limits, NodeObservation, Role};
 use crate::duration::show;
 
+use super::SameServer;
+
 /// The library's warnings about the configuration, then the doctor's own: a restart
 /// quarantine shorter than the TTL.
 pub(super) fn judge_configuration(
@@ -53,6 +55,7 @@ pub(super) fn judge_configuration(
 pub(super) fn judge_fleet(
     limits: &Limits,
     observations: &[NodeObservation],
+    duplicates: &[Option<SameServer<'_>>],
     reachable: usize,
 ) -> Vec<Finding> {
     if reachable < limits.quorum {
@@ -70,7 +73,7 @@ pub(super) fn judge_fleet(
             .shown_by(catalogue::RL13A_MINORITY),
         ];
     }
-    let servers = voters(observations);
+    let servers = voters(observations, duplicates);
     let voters = servers.len();
     if voters < limits.quorum {
         return vec![
@@ -100,11 +103,19 @@ pub(super) fn judge_fleet(
     )]
 }
 
-/// The nodes that can vote at all: reachable masters, each server counted once (by run id),
-/// with its uptime.
-fn voters(observations: &[NodeObservation]) -> BTreeMap<String, Duration> {
+/// The nodes that can vote at all: reachable masters, each server counted once (by run id,
+/// or by address where `INFO` is refused), with its uptime.
+fn voters(
+    observations: &[NodeObservation],
+    duplicates: &[Option<SameServer<'_>>],
+) -> BTreeMap<String, Duration> {
     let mut servers = BTreeMap::new();
-    for node in observations.iter().filter(|o| o.is_reachable()) {
+    let named_once = observations
+        .iter()
+        .zip(duplicates)
+        .filter(|(_, duplicate)| duplicate.is_none())
+        .map(|(node, _)| node);
+    for node in named_once.filter(|o| o.is_reachable()) {
         match node.server() {
             Some(server) if matches!(server.role, Role::Master { .. }) => {
                 servers

@@ -28,6 +28,7 @@ mod server;
 mod uptime;
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 
 use super::catalogue::Condition;
 use super::clock::ClockEstimate;
@@ -43,29 +44,25 @@ pub(crate) fn judge(
     config_warnings: &[(Condition, String)],
 ) -> Report {
     let mut findings = fleet::judge_configuration(limits, config_warnings);
-    let mut first_of_server: BTreeMap<&str, &str> = BTreeMap::new();
+    let duplicates = same_servers(observations);
     let mut nodes = Vec::with_capacity(observations.len());
-    for observation in observations {
-        let duplicate_of = observation.server().and_then(|server| {
-            match first_of_server.get(server.run_id.as_str()) {
-                Some(first) => Some(*first),
-                None => {
-                    first_of_server.insert(&server.run_id, &observation.address);
-                    None
-                }
-            }
-        });
+    for (observation, duplicate_of) in observations.iter().zip(&duplicates) {
         let estimate = estimate_clock(limits, observation);
         findings.extend(node::judge_node(
             limits,
             observation,
-            duplicate_of,
+            *duplicate_of,
             estimate.as_ref(),
         ));
         nodes.push(NodeSummary::of(limits, observation, estimate));
     }
     let reachable = observations.iter().filter(|o| o.is_reachable()).count();
-    findings.extend(fleet::judge_fleet(limits, observations, reachable));
+    findings.extend(fleet::judge_fleet(
+        limits,
+        observations,
+        &duplicates,
+        reachable,
+    ));
 
     let verdict = if reachable < limits.quorum {
         Verdict::Unchecked
@@ -81,6 +78,64 @@ pub(crate) fn judge(
         nodes,
         findings,
     }
+}
+
+/// A name of a server already listed under another name: the first name, and what shows
+/// that the two are one server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct SameServer<'a> {
+    pub(super) first: &'a str,
+    pub(super) by: SameBy<'a>,
+}
+
+/// What shows that two names are one server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SameBy<'a> {
+    /// Both servers' `INFO` gave this `run_id`.
+    RunId(&'a str),
+    /// Both names resolve to this socket address (what the client goes by too, where
+    /// `INFO` is refused).
+    Address(SocketAddr),
+}
+
+/// For each reachable node, the name of the same server listed before it, if any: by
+/// `run_id`, or by a socket address both names resolve to.
+fn same_servers(observations: &[NodeObservation]) -> Vec<Option<SameServer<'_>>> {
+    let mut first_of_server: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut first_at_address: BTreeMap<SocketAddr, &str> = BTreeMap::new();
+    observations
+        .iter()
+        .map(|observation| {
+            if !observation.is_reachable() {
+                return None;
+            }
+            let run_id = observation.server().map(|server| server.run_id.as_str());
+            let same = run_id
+                .and_then(|run_id| {
+                    first_of_server.get(run_id).map(|first| SameServer {
+                        first,
+                        by: SameBy::RunId(run_id),
+                    })
+                })
+                .or_else(|| {
+                    observation.socket_addresses.iter().find_map(|address| {
+                        first_at_address.get(address).map(|first| SameServer {
+                            first,
+                            by: SameBy::Address(*address),
+                        })
+                    })
+                });
+            if same.is_none() {
+                if let Some(run_id) = run_id {
+                    first_of_server.insert(run_id, &observation.address);
+                }
+                for address in &observation.socket_addresses {
+                    first_at_address.insert(*address, &observation.address);
+                }
+            }
+            same
+        })
+        .collect()
 }
 
 /// The node's clock as estimated from its `TIME` samples, if it gave any.
@@ -141,5 +196,51 @@ mod tests {
             "{}",
             wrongpass.summary
         );
+    }
+
+    #[test]
+    fn names_that_reach_one_address_are_one_voter_without_info() {
+        // Three names, INFO refused everywhere; two of them reach the same server.
+        let mut nodes = fleet();
+        let shared: std::net::SocketAddr = "127.0.0.1:7000".parse().unwrap();
+        for (node, address) in nodes.iter_mut().zip(["127.0.0.1:7000", "127.0.0.1:7001"]) {
+            node.socket_addresses = vec![address.parse().unwrap()];
+        }
+        nodes[2].address = "localhost:7000".into();
+        nodes[2].socket_addresses = vec!["[::1]:7000".parse().unwrap(), shared];
+        for node in &mut nodes {
+            node.info = Some(Err(
+                "NoPerm: this user has no permissions to run the 'info' \
+                                  command"
+                    .into(),
+            ));
+        }
+        let report = judge(&limits(), &nodes, &[]);
+        let same = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::SameServer)
+            .expect("the second name of one server is found");
+        assert_eq!(same.node.as_deref(), Some("localhost:7000"));
+        assert!(
+            same.summary
+                .contains("the same server as n1:1 (both names reach 127.0.0.1:7000)"),
+            "{}",
+            same.summary
+        );
+        let quorum = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::Quorum)
+            .unwrap();
+        assert!(
+            quorum.summary.contains("2 independent masters"),
+            "{}",
+            quorum.summary
+        );
+        // Apart, the three names are three voters.
+        nodes[2].socket_addresses = vec!["127.0.0.1:7002".parse().unwrap()];
+        let report = judge(&limits(), &nodes, &[]);
+        assert!(report.findings.iter().all(|f| f.check != Check::SameServer));
     }
 }

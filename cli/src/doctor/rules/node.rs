@@ -10,14 +10,14 @@ use crate::doctor::report::RoundTrips;
 use crate::duration::show;
 use crate::numbers::ms;
 
-use super::{clock, permissions, server};
+use super::{SameServer, clock, permissions, server};
 
 /// Every finding on `node`, each placed at its address. `duplicate_of` names the node that
 /// showed the same server first.
 pub(super) fn judge_node(
     limits: &Limits,
     node: &NodeObservation,
-    duplicate_of: Option<&str>,
+    duplicate_of: Option<SameServer<'_>>,
     estimate: Option<&ClockEstimate>,
 ) -> Vec<Finding> {
     let address = node.address.as_str();
@@ -28,7 +28,10 @@ pub(super) fn judge_node(
     findings.extend(judge_latency(limits, node));
     match &node.info {
         Some(Ok(info)) => findings.extend(server::judge_server(limits, node, info, duplicate_of)),
-        Some(Err(why)) => findings.push(judge_without_info(limits, why)),
+        Some(Err(why)) => {
+            findings.push(judge_without_info(limits, why));
+            findings.extend(duplicate_of.map(|same| server::judge_same_server(limits, same)));
+        }
         None => {}
     }
     findings.extend(clock::judge_clock(limits, node, estimate));

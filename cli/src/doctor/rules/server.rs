@@ -7,17 +7,17 @@ use crate::doctor::catalogue::{self, Condition};
 use crate::doctor::finding::{Check, Finding, Level};
 use crate::doctor::observe::{Limits, NodeObservation, Role, ServerInfo, version_numbers};
 
-use super::{persistence, uptime};
+use super::{SameBy, SameServer, persistence, uptime};
 
 /// Every finding that needs the node's `INFO`, in the report's order.
 pub(super) fn judge_server(
     limits: &Limits,
     node: &NodeObservation,
     server: &ServerInfo,
-    duplicate_of: Option<&str>,
+    duplicate_of: Option<SameServer<'_>>,
 ) -> Vec<Finding> {
     let mut findings = vec![judge_role(server), judge_version(server)];
-    findings.extend(duplicate_of.map(|first| judge_same_server(limits, server, first)));
+    findings.extend(duplicate_of.map(|same| judge_same_server(limits, same)));
     findings.push(persistence::judge_persistence(limits, node, server));
     findings.extend(uptime::judge_uptime(limits, server));
     if let Some(age) = node.process_age {
@@ -114,18 +114,21 @@ fn judge_version(server: &ServerInfo) -> Finding {
     }
 }
 
-/// The node's server (by `run_id`) was listed first as `first`.
-fn judge_same_server(limits: &Limits, server: &ServerInfo, first: &str) -> Finding {
+/// The node's server was listed first under another name.
+pub(super) fn judge_same_server(limits: &Limits, same: SameServer<'_>) -> Finding {
+    let by = match same.by {
+        SameBy::RunId(run_id) => format!("run_id {}…", &run_id[..run_id.len().min(8)]),
+        SameBy::Address(address) => format!("both names reach {address}"),
+    };
     Finding::new(
         Level::Error,
         Check::SameServer,
         Condition::Independence,
         format!(
-            "the same server as {first} (run_id {}…): one server must not vote twice; \
+            "the same server as {} ({by}): one server must not vote twice; \
              the client refuses this name for good, so the fleet has one voter fewer \
              than its {} names suggest",
-            &server.run_id[..server.run_id.len().min(8)],
-            limits.nodes
+            same.first, limits.nodes
         ),
     )
     .shown_by(catalogue::RL13A_MINORITY)
