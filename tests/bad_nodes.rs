@@ -242,7 +242,17 @@ async fn a_wrong_password_names_the_nodes_and_never_shows() {
         ),
     ] {
         let urls = (0..3).map(|i| url.replace("{port}", &fleet.port(i).to_string()));
-        let redlock = quick(urls);
+        // A first round that ends before the connections' refusals arrive (their AUTH took
+        // longer than the node timeout on a loaded machine) is retried, rightly: the
+        // refusals were not known yet. A generous node timeout lets the first round see them.
+        let redlock = fresh(Redlock::builder())
+            .nodes(urls)
+            .retry_count(1)
+            .retry_delay(Duration::from_millis(5))
+            .ttl(Duration::from_secs(30))
+            .node_timeout(Duration::from_secs(1))
+            .build()
+            .unwrap();
         let (result, _) = acquire_timed(&redlock, "guarded").await;
         let err = result.unwrap_err();
         let addresses: Vec<String> = (0..3).map(|i| fleet.addr(i).to_string()).collect();
