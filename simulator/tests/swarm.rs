@@ -231,7 +231,7 @@ fn members_of_different_checks_or_swarms_or_twice_or_missing_do_not_merge() {
         "both member 2 of 2",
     );
     refused(
-        &[safe_1.clone()],
+        std::slice::from_ref(&safe_1),
         "member 2 of 2 is missing; the files hold member 1",
     );
     // A sharded run's lines and a swarm's do not mix.

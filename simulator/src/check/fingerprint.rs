@@ -3,7 +3,7 @@
 //! One pass over the state feeds two independent 64-bit lanes (folded multiplies with
 //! different odd constants and seeds, each finished by a full avalanche), so a state is
 //! hashed once for 128 bits. The hash is fixed (no random seed), so two runs explore alike;
-//! a swarm member ([`super::swarm`]) seeds both lanes with its own value, so that two
+//! a swarm member (`swarm.rs`) seeds both lanes with its own value, so that two
 //! members' fingerprints, and so their collisions, differ.
 //! With `n` distinct states, the chance that two of them share a fingerprint is at most
 //! about n² / 2¹²⁹ for an ideal hash ([`collision_bound`]), which the report prints.

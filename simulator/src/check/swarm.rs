@@ -5,7 +5,7 @@
 //! initial state on one thread (breadth first, every member would cover the same shallow
 //! levels before its bound; depth first, the orders part at the first step); it takes the
 //! steps enabled in each state in an order shuffled by a generator seeded with I
-//! ([`Order`]); and its fingerprints are hashed with a seed derived from I, so that two
+//! (`Order`); and its fingerprints are hashed with a seed derived from I, so that two
 //! members do not share a collision (a state one member skips because its fingerprint
 //! collided is no likelier to be skipped by another). Each is bounded by `--max-states`
 //! and `--max-memory` as a check is; a member that stops at its bound has done its share.
