@@ -256,3 +256,49 @@ fn members_of_different_checks_or_swarms_or_twice_or_missing_do_not_merge() {
     let out = merge(&[safe_2, safe_1], &[]);
     assert!(out.status.success(), "{}", text(&out));
 }
+
+/// The measurement in docs/benchmarks.md ("A swarm of searches"): the scale case `s4`
+/// (two crashes without persistence, too large to finish on one machine within the
+/// targets) as a swarm of 4, each member bounded to 30,000,000 distinct states (about
+/// 1.6 GiB of fingerprint tables: within 2 GiB), two members at a time. About half an hour
+/// on two cores: `cargo test --workspace --test swarm -- --ignored --nocapture`.
+#[test]
+#[ignore = "half an hour and 2 GiB a member: the two-crash scale case as a swarm of 4"]
+fn the_two_crash_case_as_a_swarm_of_four() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("swarm-{shard}.jsonl");
+    for pair in [[1, 2], [3, 4]] {
+        let members: Vec<_> = pair
+            .iter()
+            .map(|i| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_redlock-sim"))
+                    .current_dir(env!("CARGO_MANIFEST_DIR"))
+                    .args([
+                        "check",
+                        "checks/teeth-s4-two-crashes.toml",
+                        "--swarm",
+                        &format!("{i}/4"),
+                        "--max-states",
+                        "30000000",
+                        "--max-memory",
+                        "2GiB",
+                        "--jsonl",
+                        record.to_str().unwrap(),
+                    ])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for member in members {
+            let member = member.wait_with_output().unwrap();
+            assert!(member.status.success(), "{}", text(&member));
+            print!("{}", text(&member));
+        }
+    }
+    let merged = merge(&records(dir.path(), 4), &[]);
+    print!("{}", text(&merged));
+    assert!(merged.status.success(), "{}", text(&merged));
+    assert!(text(&merged).contains("not exhaustive"));
+}
