@@ -259,8 +259,8 @@ fn members_of_different_checks_or_swarms_or_twice_or_missing_do_not_merge() {
 
 /// The measurement in docs/benchmarks.md ("A swarm of searches"): the scale case `s4`
 /// (two crashes without persistence, too large to finish on one machine within the
-/// targets) as a swarm of 4, each member bounded to 30,000,000 distinct states (about
-/// 1.6 GiB of fingerprint tables: within 2 GiB), two members at a time. About half an hour
+/// targets) as a swarm of 4, each member bounded to 30,000,000 distinct states (1.5 GiB of
+/// fingerprint tables, 1.6 GiB in all: within 2 GiB), two members at a time. About half an hour
 /// on two cores: `cargo test --workspace --test swarm -- --ignored --nocapture`.
 #[test]
 #[ignore = "half an hour and 2 GiB a member: the two-crash scale case as a swarm of 4"]
