@@ -94,7 +94,7 @@ fn merging(c: &mut Criterion) {
         .sum();
     let runs = match merge(&files).expect("the shards merge") {
         Merged::Runs { lines, .. } => lines.len(),
-        Merged::Sweep(_) => unreachable!("runs of `run`"),
+        Merged::Sweep(_) | Merged::Swarm(_) => unreachable!("runs of `run`"),
     };
     println!("merge: {runs} runs in {} files, {bytes} bytes", files.len());
     let mut group = c.benchmark_group("simulator_outputs");

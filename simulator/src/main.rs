@@ -45,11 +45,13 @@ enum Command {
         command: cli::scenarios::ScenariosCommand,
     },
     /// Merge the --jsonl files of a sharded run or sweep: prints the table (and writes the
-    /// CSV and chart) one unsharded run prints, after checking every run is there once.
+    /// CSV and chart) one unsharded run prints, after checking every run is there once. Or
+    /// merge the members of a `check --swarm`: the states they covered and any violation.
     Merge(cli::merge::MergeArgs),
     /// Explore every interleaving of the core's machines in a bounded model (a check file:
     /// nodes, clients, ticks of true time, clock bounds, a fault budget) and judge every
-    /// state. Exits 0 when every *always* property held, 1 with a counterexample.
+    /// state. Exits 0 when every *always* property held, 1 with a counterexample. With
+    /// --swarm I/N, one member of a swarm: a bounded search in an order of its own.
     Check(cli::check::CheckArgs),
     /// Print the first counterexample of one scenario as a timeline; write a space-time
     /// diagram with --svg. On a check file, print its counterexample step by step.

@@ -1,6 +1,7 @@
 //! The recipes in the repository's deploy/ folder: the shell part of each engine's recipe,
 //! run as four separate worker processes with that engine's environment variables, then
-//! merged; the merge must print what one unsharded run prints.
+//! merged; the merge must print what one unsharded run prints. The same recipes run a swarm
+//! of model-checker searches (`REDLOCK_SIM_CHECK`): four members, each its own index, merged.
 //!
 //! Not shipped with the package: it reads the repository around it.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
@@ -37,7 +38,12 @@ fn command(program: &str, out: &Path) -> Command {
         .env("REDLOCK_SIM", env!("CARGO_BIN_EXE_redlock-sim"))
         .env("REDLOCK_SIM_SEEDS", "2")
         .env("REDLOCK_SIM_OUT", out);
-    for var in ENGINE_VARS {
+    // A swarm's variables too: a sharded run's test must not run a swarm.
+    for var in ENGINE_VARS.into_iter().chain([
+        "REDLOCK_SIM_CHECK",
+        "REDLOCK_SIM_MAX_STATES",
+        "REDLOCK_SIM_MAX_MEMORY",
+    ]) {
         command.env_remove(var);
     }
     command
@@ -99,6 +105,90 @@ fn four_workers_then_merge(
         without_timing(&whole.stdout),
         "{engine}"
     );
+}
+
+/// Runs four swarm members at once (`program` with `env(i)` and `REDLOCK_SIM_CHECK`), then
+/// deploy/merge.sh: every member wrote its record under its own index, and the merge joins
+/// the four.
+fn four_members_then_merge(
+    engine: &str,
+    program: &str,
+    env: &dyn Fn(u64) -> Vec<(String, String)>,
+) {
+    let out = std::env::temp_dir().join(format!(
+        "redlock-sim-deploy-swarm-{}-{engine}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&out);
+    let swarm = [
+        ("REDLOCK_SIM_CHECK", "simulator/checks/teeth-s2-drift.toml"),
+        ("REDLOCK_SIM_MAX_STATES", "2000"),
+    ];
+    let workers: Vec<_> = (0..4)
+        .map(|i| {
+            command(program, &out)
+                .envs(env(i))
+                .envs(swarm)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for worker in workers {
+        let output = worker.wait_with_output().unwrap();
+        assert!(output.status.success(), "{engine}: {}", text(&output));
+    }
+    for i in 1..=4 {
+        assert!(
+            out.join(format!("swarm-{i}-of-4.jsonl")).is_file(),
+            "{engine}: member {i} wrote no record"
+        );
+    }
+    // The recipes' merge step passes --corpus, which a swarm's merge drops with a note.
+    let merged = command("deploy/merge.sh", &out)
+        .envs(swarm)
+        .args(["--corpus", "failing-seeds.jsonl"])
+        .output()
+        .unwrap();
+    let printed = text(&merged);
+    assert!(merged.status.success(), "{engine}: {printed}");
+    assert!(
+        printed.contains("a swarm of 4 members"),
+        "{engine}: {printed}"
+    );
+    assert!(printed.contains("not exhaustive"), "{engine}: {printed}");
+    assert!(printed.contains("--corpus"), "{engine}: {printed}");
+}
+
+#[test]
+fn a_github_matrix_of_four_runs_a_swarm() {
+    four_members_then_merge("github", "deploy/shard.sh", &|i| {
+        vars(&[("REDLOCK_SIM_SHARD", format!("{}/4", i + 1))])
+    });
+}
+
+#[test]
+fn a_kubernetes_indexed_job_of_four_runs_a_swarm() {
+    four_members_then_merge("kubernetes", "deploy/shard.sh", &|i| {
+        vars(&[
+            ("JOB_COMPLETION_INDEX", i.to_string()),
+            ("REDLOCK_SIM_SHARD_COUNT", "4".to_owned()),
+        ])
+    });
+}
+
+#[test]
+fn a_slurm_array_of_four_runs_a_swarm() {
+    four_members_then_merge("slurm", "deploy/slurm-array.sbatch", &|i| {
+        vars(&[
+            ("SLURM_ARRAY_TASK_ID", (3 + 2 * i).to_string()),
+            ("SLURM_ARRAY_TASK_MIN", "3".to_owned()),
+            ("SLURM_ARRAY_TASK_MAX", "9".to_owned()),
+            ("SLURM_ARRAY_TASK_STEP", "2".to_owned()),
+            ("SLURM_ARRAY_TASK_COUNT", "4".to_owned()),
+        ])
+    });
 }
 
 fn vars(pairs: &[(&str, String)]) -> Vec<(String, String)> {

@@ -10,6 +10,7 @@ use super::property::Property;
 use super::search::{CHECK_EVERY, Search};
 use super::sleep::{Next, Pending, Sleep};
 use super::state::CheckState;
+use super::swarm::Order;
 
 /// What the depth-first search found.
 #[derive(Default)]
@@ -77,6 +78,11 @@ fn worker(
     let mut found = Found::default();
     let mut stack: Vec<Frame> = Vec::new();
     let mut unreported = 0;
+    // A swarm member's order of steps (one thread draws from it: see `check::check`).
+    let mut order = search
+        .options
+        .swarm
+        .map(|member| Order::new(member.order_seed()));
     loop {
         if search.stopped() {
             break;
@@ -87,7 +93,14 @@ fn worker(
         };
         // Frames above `height` are kept for their allocations, not their contents.
         let mut height = 0;
-        push(&mut stack, &mut height, (root, pending), None, search);
+        push(
+            &mut stack,
+            &mut height,
+            (root, pending),
+            None,
+            search,
+            &mut order,
+        );
         while height > 0 {
             let top = &mut stack[height - 1];
             let Some(&action) = top.actions.get(top.next) else {
@@ -142,6 +155,7 @@ fn worker(
                 (next, pending),
                 Some(action),
                 search,
+                &mut order,
             );
         }
     }
@@ -149,13 +163,14 @@ fn worker(
     found
 }
 
-/// Puts `state` on the stack with its steps.
+/// Puts `state` on the stack with its steps, shuffled in a swarm member's `order`.
 fn push(
     stack: &mut Vec<Frame>,
     height: &mut usize,
     (state, pending): (CheckState, Pending),
     via: Option<Action>,
     search: &Search<'_>,
+    order: &mut Option<Order>,
 ) {
     if *height == stack.len() {
         stack.push(Frame {
@@ -175,5 +190,8 @@ fn push(
     let frame = &mut stack[*height];
     search.model.actions(&frame.state, &mut frame.actions);
     search.reduction.select(&mut frame.actions, &pending);
+    if let Some(order) = order {
+        order.shuffle(&mut frame.actions);
+    }
     *height += 1;
 }

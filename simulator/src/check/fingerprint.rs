@@ -2,7 +2,9 @@
 //!
 //! One pass over the state feeds two independent 64-bit lanes (folded multiplies with
 //! different odd constants and seeds, each finished by a full avalanche), so a state is
-//! hashed once for 128 bits. The hash is fixed (no random seed), so two runs explore alike.
+//! hashed once for 128 bits. The hash is fixed (no random seed), so two runs explore alike;
+//! a swarm member (`swarm.rs`) seeds both lanes with its own value, so that two
+//! members' fingerprints, and so their collisions, differ.
 //! With `n` distinct states, the chance that two of them share a fingerprint is at most
 //! about n² / 2¹²⁹ for an ideal hash ([`collision_bound`]), which the report prints.
 
@@ -53,6 +55,19 @@ impl Default for Hasher128 {
 }
 
 impl Hasher128 {
+    /// A hasher whose lanes start from `seed` mixed into the fixed seeds; seed 0 is
+    /// [`Self::default`]. The seed goes through the lanes' whole chain of multiplies, so
+    /// two states that collide under one seed are no likelier than any two to collide
+    /// under another.
+    pub(crate) fn seeded(seed: u64) -> Self {
+        Self {
+            // finish64 maps 0 to 0, so seed 0 leaves the fixed seeds alone.
+            a: SEED_A ^ finish64(seed),
+            b: SEED_B ^ finish64(seed.wrapping_mul(LANE_B)),
+            words: 0,
+        }
+    }
+
     #[inline]
     fn word(&mut self, x: u64) {
         // The rotation keeps a lane from cancelling when a word equals the lane's value.
@@ -146,6 +161,26 @@ mod tests {
                 // Both halves differ, not one alone.
                 assert_ne!(a >> 64, b >> 64);
                 assert_ne!(*a as u64, *b as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn a_seed_changes_every_fingerprint_and_seed_zero_none() {
+        let hash = |seed: u64, value: &(u32, &str)| {
+            let mut h = Hasher128::seeded(seed);
+            value.hash(&mut h);
+            h.finish128()
+        };
+        let value = (7u32, "state");
+        assert_eq!(hash(0, &value), hash128(&value));
+        let seeded: Vec<Fingerprint> = (1..=4).map(|seed| hash(seed, &value)).collect();
+        for (i, a) in seeded.iter().enumerate() {
+            assert_ne!(*a, hash128(&value));
+            assert_ne!(a >> 64, hash128(&value) >> 64);
+            assert_ne!(*a as u64, hash128(&value) as u64);
+            for b in &seeded[i + 1..] {
+                assert_ne!(a, b);
             }
         }
     }

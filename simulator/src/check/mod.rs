@@ -26,6 +26,7 @@
 //! | `sleep.rs` | the partial-order reduction: sleep sets over independent steps, and what a state reached again is still to take |
 //! | `fingerprint.rs`, `memory.rs` | the 128-bit hash; the memory bound and the process's memory |
 //! | `steps.rs` | the model stepped from outside, for another explorer ([`ModelSteps`]) |
+//! | `swarm.rs` | a swarm member ([`swarm::Member`]): its order of steps, its hash seed, its record for `merge` |
 //!
 //! # Example
 //!
@@ -61,6 +62,7 @@ mod sleep;
 mod spec;
 mod state;
 mod steps;
+pub mod swarm;
 mod visited;
 
 use std::fmt::Write as _;
@@ -86,10 +88,20 @@ pub struct CheckReport {
     pub symmetry: bool,
     /// Whether the partial-order reduction was used.
     pub reduction: bool,
+    /// The swarm member that searched, if the search was one ([`Options::swarm`]).
+    pub swarm: Option<swarm::Member>,
 }
 
-/// Explores `spec` exhaustively within its bounds.
-pub fn check(spec: CheckSpec, options: Options) -> CheckReport {
+/// Explores `spec` exhaustively within its bounds; or, as a member of a swarm
+/// ([`Options::swarm`]), depth first in the member's own order until a bound.
+pub fn check(spec: CheckSpec, mut options: Options) -> CheckReport {
+    if options.swarm.is_some() {
+        // Depth first from the initial state: the members' orders part at the first step.
+        // One thread: the order the generator shuffles in is then the search's own, and a
+        // bounded member covers the same states every time.
+        options.threads = 1;
+        options.breadth_first_memory = 0;
+    }
     let model = Model::new(spec);
     let exploration = explore::explore(&model, options);
     CheckReport {
@@ -97,6 +109,7 @@ pub fn check(spec: CheckSpec, options: Options) -> CheckReport {
         exploration,
         symmetry: options.symmetry,
         reduction: options.reduction,
+        swarm: options.swarm,
     }
 }
 
@@ -186,6 +199,9 @@ impl CheckReport {
         let e = &self.exploration;
         match e.stopped {
             _ if e.complete => "complete".to_owned(),
+            Some(Stop::MaxStates) if self.swarm.is_some() => {
+                "stopped at --max-states (a swarm member's share: normal)".to_owned()
+            }
             Some(Stop::MaxStates) => "INCOMPLETE (--max-states)".to_owned(),
             Some(Stop::MaxMemory(bound)) => format!(
                 "INCOMPLETE: the memory bound ({}, --max-memory) was reached; lower \
@@ -201,6 +217,15 @@ impl CheckReport {
         let e = &self.exploration;
         let mut out = String::new();
         let _ = writeln!(out, "{}", self.spec.name);
+        if let Some(member) = self.swarm {
+            let _ = writeln!(
+                out,
+                "  swarm member {member}: depth first in its own order of steps (seed {:#018x}), \
+                 fingerprints hashed with its own seed ({:#018x})",
+                member.order_seed(),
+                member.hash_seed()
+            );
+        }
         let _ = writeln!(
             out,
             "  {} states, {} distinct, depth {}, {:.2} s, {:.0} states/s{}{}, {}",
@@ -223,8 +248,11 @@ impl CheckReport {
             collision_bound(e.distinct),
             memory::format_size(e.peak_memory),
             match e.depth_first_from {
-                Some(level) => format!("; breadth first to depth {level}, then depth first"),
-                None => String::new(),
+                // A swarm member goes depth first from the start (its header says so).
+                Some(level) if self.swarm.is_none() => {
+                    format!("; breadth first to depth {level}, then depth first")
+                }
+                _ => String::new(),
             }
         );
         for (property, result) in self.properties() {
@@ -259,6 +287,15 @@ impl CheckReport {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
+        }
+        if self.swarm.is_some() && self.outcome() == Outcome::NoViolation {
+            let _ = writeln!(
+                out,
+                "  outcome: no violation in the states this member covered (expected {}); \
+                 not exhaustive: `redlock-sim merge` joins the members' --jsonl records",
+                self.spec.expect.name()
+            );
+            return out;
         }
         let verdict = if self.matches() {
             "as expected"
@@ -312,27 +349,35 @@ impl CheckReport {
     /// `redlock-sim run` and `explain` to replay; `None` without a violation.
     pub fn counterexample_file(&self, original: &str) -> Option<String> {
         let (property, path) = self.exploration.violation.as_ref()?;
-        let mut out = String::new();
-        for line in original.lines() {
-            if line.trim() == "[counterexample]" {
-                break;
-            }
-            out.push_str(line);
-            out.push('\n');
-        }
-        let _ = writeln!(
-            out,
-            "\n# Found by `redlock-sim check`: {} steps to a state that breaks {}.",
-            path.len(),
-            property.name()
-        );
-        out.push_str("[counterexample]\npath = [\n");
-        for action in path {
-            let _ = writeln!(out, "    \"{action}\",");
-        }
-        out.push_str("]\n");
-        Some(out)
+        let path: Vec<String> = path.iter().map(ToString::to_string).collect();
+        Some(counterexample_file(original, property.name(), &path))
     }
+}
+
+/// The check file's text `original` (up to any `[counterexample]` table it has) with `path`
+/// appended as `[counterexample]`, the steps to a state that breaks `property`: what
+/// `check --counterexample` and `merge --counterexample` write, and `run` and `explain`
+/// replay.
+pub fn counterexample_file(original: &str, property: &str, path: &[String]) -> String {
+    let mut out = String::new();
+    for line in original.lines() {
+        if line.trim() == "[counterexample]" {
+            break;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "\n# Found by `redlock-sim check`: {} steps to a state that breaks {property}.",
+        path.len(),
+    );
+    out.push_str("[counterexample]\npath = [\n");
+    for action in path {
+        let _ = writeln!(out, "    \"{action}\",");
+    }
+    out.push_str("]\n");
+    out
 }
 
 /// A counterexample replayed: each step with what it led to, and the property broken.

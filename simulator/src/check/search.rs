@@ -11,6 +11,7 @@ use super::memory;
 use super::model::{Action, Model};
 use super::property::Property;
 use super::sleep::Reduction;
+use super::swarm::Member;
 use super::visited::Visited;
 
 /// How many breadth-first levels' worth of memory, at most, by default: beyond this share
@@ -39,6 +40,10 @@ pub struct Options {
     pub reduction: bool,
     /// Report progress about once a second through this callback.
     pub progress: Option<fn(&Progress)>,
+    /// Search as this member of a swarm ([`Member`]): depth first from the initial state
+    /// on one thread (whatever `threads` and `breadth_first_memory` say), in the member's
+    /// own order of steps, with the member's own hash seed for the fingerprints.
+    pub swarm: Option<Member>,
 }
 
 impl Default for Options {
@@ -51,6 +56,7 @@ impl Default for Options {
             symmetry: true,
             reduction: true,
             progress: None,
+            swarm: None,
         }
     }
 }
@@ -174,7 +180,11 @@ impl<'a> Search<'a> {
             model,
             options,
             visited: Visited::new(options.reduction),
-            reduction: Reduction::new(model, options.reduction),
+            reduction: Reduction::new(
+                model,
+                options.reduction,
+                options.swarm.map_or(0, Member::hash_seed),
+            ),
             stop: AtomicU8::new(GOING),
             states: AtomicU64::new(0),
             peak_memory: AtomicU64::new(memory::resident()),

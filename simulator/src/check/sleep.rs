@@ -381,14 +381,17 @@ pub(super) struct Reduction<'a> {
     model: &'a Model,
     numbering: Numbering,
     pub(super) on: bool,
+    /// The fingerprints' hash seed (0, or a swarm member's).
+    seed: u64,
 }
 
 impl<'a> Reduction<'a> {
-    pub(super) fn new(model: &'a Model, on: bool) -> Self {
+    pub(super) fn new(model: &'a Model, on: bool, seed: u64) -> Self {
         Self {
             model,
             numbering: Numbering::new(model.spec.clients, model.spec.nodes),
             on,
+            seed,
         }
     }
 
@@ -444,14 +447,14 @@ impl<'a> Reduction<'a> {
         symmetry: bool,
     ) -> Next {
         if !self.on {
-            let fp = next.fingerprint(symmetry);
+            let fp = next.fingerprint(symmetry, self.seed);
             return if visited.insert(fp) {
                 Next::New(Pending::default())
             } else {
                 Next::Seen
             };
         }
-        let (fp, ranks) = next.fingerprint_ranked(symmetry);
+        let (fp, ranks) = next.fingerprint_ranked(symmetry, self.seed);
         // Steps are recorded by the clients' places in the fingerprint's order; where two
         // clients hash alike no order is the fingerprint's, and nothing sleeps.
         let (sleep, canonical) = match ranks {
@@ -498,7 +501,7 @@ mod tests {
         let (mut actions, mut after) = (Vec::new(), Vec::new());
         let mut pairs = 0;
         while let Some(s) = stack.pop() {
-            if seen.len() >= limit || !seen.insert(s.fingerprint(false)) {
+            if seen.len() >= limit || !seen.insert(s.fingerprint(false, 0)) {
                 continue;
             }
             model.actions(&s, &mut actions);

@@ -41,8 +41,10 @@ impl CheckState {
     /// which share one. That is sound because the clients share one configuration and
     /// nothing in a state names a client except its own position (tokens are numbered by
     /// the world, not by the client).
-    pub(crate) fn fingerprint(&self, symmetry: bool) -> Fingerprint {
-        self.fingerprint_ranked(symmetry).0
+    ///
+    /// `seed` seeds the hash (0 for a plain check; a swarm member's own otherwise).
+    pub(crate) fn fingerprint(&self, symmetry: bool, seed: u64) -> Fingerprint {
+        self.fingerprint_ranked(symmetry, seed).0
     }
 
     /// Its fingerprint, and where each client stands in the order the fingerprint took
@@ -50,25 +52,29 @@ impl CheckState {
     /// when two clients hash alike, so that no one order is the fingerprint's. The
     /// partial-order reduction names the steps of states that share a fingerprint by
     /// these places.
-    pub(crate) fn fingerprint_ranked(&self, symmetry: bool) -> (Fingerprint, Option<Ranks>) {
+    pub(crate) fn fingerprint_ranked(
+        &self,
+        symmetry: bool,
+        seed: u64,
+    ) -> (Fingerprint, Option<Ranks>) {
         let count = self.clients.len();
         let mut ranks = [0u8; MAX_CLIENTS];
         for (c, rank) in ranks.iter_mut().enumerate().take(count) {
             *rank = c as u8;
         }
         if !symmetry || count > MAX_CLIENTS {
-            let mut h = Hasher128::default();
+            let mut h = Hasher128::seeded(seed);
             self.hash(&mut h);
             return (h.finish128(), (count <= MAX_CLIENTS).then_some(ranks));
         }
         let mut clients = [(0u128, 0u8); MAX_CLIENTS];
         for (c, (slot, client)) in clients.iter_mut().zip(&self.clients).enumerate() {
-            let mut h = Hasher128::default();
+            let mut h = Hasher128::seeded(seed);
             client.hash(&mut h);
             *slot = (h.finish128(), c as u8);
         }
         clients[..count].sort_unstable();
-        let mut h = Hasher128::default();
+        let mut h = Hasher128::seeded(seed);
         self.time.hash(&mut h);
         self.nodes.hash(&mut h);
         let mut sorted = [0u128; MAX_CLIENTS];

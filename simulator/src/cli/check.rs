@@ -7,6 +7,8 @@ use std::sync::OnceLock;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use redlock_sim::check::{self, CheckSpec, Options, Outcome, Progress, memory};
+use redlock_sim::runs::jsonl::{self, Line};
+use redlock_sim::runs::shard::{self, Shard};
 
 // What `check` was asked; the variant's comment in main.rs is the command's help.
 #[derive(clap::Args)]
@@ -36,6 +38,17 @@ pub(crate) struct CheckArgs {
     /// Take every interleaving of independent steps (no partial-order reduction).
     #[arg(long)]
     no_reduction: bool,
+    /// Search as member I of a swarm of N (1 <= I <= N), or `auto` (the job engine's
+    /// variables, as `run --shard auto` reads them): depth first on one thread, in an order
+    /// of steps and with a fingerprint hash seeded by I, until --max-states or the memory
+    /// bound (normal for a member). Not exhaustive: `redlock-sim merge` joins the members'
+    /// --jsonl records.
+    #[arg(long, value_name = "I/N", value_parser = check::swarm::parse_arg, conflicts_with = "threads")]
+    swarm: Option<check::swarm::Member>,
+    /// With --swarm: write the member's record as one JSON line here, for `redlock-sim
+    /// merge`; `{shard}` in the path becomes the member, as `2-of-4`.
+    #[arg(long, requires = "swarm")]
+    jsonl: Option<PathBuf>,
 }
 
 /// The progress line's spinner (a callback cannot capture it).
@@ -139,11 +152,15 @@ pub(crate) fn check(args: &CheckArgs) -> Result<bool, String> {
         symmetry: !args.no_symmetry,
         reduction: !args.no_reduction,
         progress: terminal.then_some(progress as fn(&Progress)),
+        swarm: args.swarm,
         ..Options::default()
     };
     let report = check::check(spec, options);
     if let Some(bar) = BAR.get() {
         bar.finish_and_clear();
+    }
+    if let Some(member) = args.swarm {
+        return swarm_member(args, &report, member, &text, options.max_states);
     }
     if args.json {
         println!(
@@ -164,6 +181,45 @@ pub(crate) fn check(args: &CheckArgs) -> Result<bool, String> {
     // A search cut short by a bound (--max-states, --max-memory) proves nothing; nor does
     // one that never reached a sometimes property the file does not allow to stay unreached.
     Ok(report.passed())
+}
+
+/// The output of a swarm member: its record as one JSON line (`--json`, and `--jsonl`'s
+/// file), or the report; `Ok(false)` only with a violation (a member that stops at its
+/// bound has done its share; `merge` judges the whole).
+fn swarm_member(
+    args: &CheckArgs,
+    report: &check::CheckReport,
+    member: check::swarm::Member,
+    text: &str,
+    max_states: u64,
+) -> Result<bool, String> {
+    let line = check::swarm::line(report, member, text, max_states);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&Line::Swarm(line.clone())).map_err(|e| e.to_string())?
+        );
+    } else {
+        print!("{}", report.text());
+    }
+    let shard = Shard::new(member.index(), member.count()).map_err(|e| e.to_string())?;
+    if let Some(path) = &args.jsonl {
+        let path = shard::fill_path(path, Some(shard));
+        jsonl::write(&path, &[Line::Swarm(line)]).map_err(|e| e.to_string())?;
+        if !args.json {
+            println!("  record written to {}", path.display());
+        }
+    }
+    if let Some(path) = &args.counterexample
+        && let Some(file) = report.counterexample_file(text)
+    {
+        let path = shard::fill_path(path, Some(shard));
+        std::fs::write(&path, file).map_err(|e| format!("{}: {e}", path.display()))?;
+        if !args.json {
+            println!("  counterexample written to {}", path.display());
+        }
+    }
+    Ok(report.exploration.violation.is_none())
 }
 
 /// Whether `path` holds a check (a `[model]` table) rather than a scenario.

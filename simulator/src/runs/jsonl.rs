@@ -1,5 +1,6 @@
 //! JSON Lines: one line per run, as `run --jsonl` and `sweep --jsonl` write them and
-//! `merge` reads them back.
+//! `merge` reads them back; and one line per swarm member, as `check --swarm I/N --jsonl`
+//! writes it ([`SwarmLine`]).
 //!
 //! Every line stands alone: the build's commit, the shard that ran it, where the run sits
 //! in the whole (unsharded) run, the scenario and parameters, the seed, the verdicts, the
@@ -11,13 +12,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::Report;
+use crate::runs::swarm::SwarmLine;
 use crate::runs::sweep::SweepRun;
 
 /// The commit the simulator was built from (`git rev-parse --short=12 HEAD` at build time,
 /// `REDLOCK_SIM_COMMIT` when set, else `unknown`).
 pub const COMMIT: &str = env!("REDLOCK_SIM_COMMIT");
 
-/// One line: a run of `run` or of `sweep`.
+/// One line: a run of `run` or of `sweep`, or a member of a swarm of `check`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Line {
@@ -25,6 +27,8 @@ pub enum Line {
     Run(RunLine),
     /// A run of a sweep.
     Sweep(SweepLine),
+    /// A member of `check --swarm I/N`.
+    Swarm(SwarmLine),
 }
 
 /// A run of `run`: where it sits in the whole run, and its report.

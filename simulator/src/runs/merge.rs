@@ -1,11 +1,13 @@
 //! `merge`: the JSON Lines of a sharded run or sweep put back together, in the order one
 //! unsharded run makes them, after checking that they are all there exactly once and come
-//! from one build and one command.
+//! from one build and one command; or the members of a swarm of `check` joined
+//! (`swarm.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::runs::jsonl::{self, Line, RunLine, SweepLine};
+use crate::runs::swarm::{self, Swarm, SwarmLine};
 use crate::runs::sweep::Sweep;
 
 /// The merged runs.
@@ -20,6 +22,8 @@ pub enum Merged {
     },
     /// The whole sweep.
     Sweep(Sweep),
+    /// The members of a swarm of `check`.
+    Swarm(Swarm),
 }
 
 /// Why the files do not merge.
@@ -48,23 +52,43 @@ fn place(path: &Path, line: usize) -> String {
 pub fn merge(files: &[PathBuf]) -> Result<Merged, MergeError> {
     let mut runs: Vec<(String, RunLine)> = Vec::new();
     let mut sweeps: Vec<(String, SweepLine)> = Vec::new();
+    let mut members: Vec<(String, SwarmLine)> = Vec::new();
     for path in files {
         for (number, line) in jsonl::read(path)? {
             let at = place(path, number);
             match line {
                 Line::Run(run) => runs.push((at, run)),
                 Line::Sweep(sweep) => sweeps.push((at, sweep)),
+                Line::Swarm(member) => members.push((at, member)),
             }
         }
     }
-    let mismatch = |text: String| Err(MergeError::Mismatch(text));
-    match (runs.first(), sweeps.first()) {
-        (None, None) => mismatch(format!("no runs in {}", list(files))),
-        (Some((run_at, _)), Some((sweep_at, _))) => mismatch(format!(
-            "{run_at} is a run of `run` but {sweep_at} a run of `sweep`: merge them apart"
-        )),
-        (Some(_), None) => merge_runs(runs),
-        (None, Some(_)) => merge_sweep(sweeps),
+    // The first line of each kind, to name two kinds that were given together.
+    let kinds: Vec<(&str, &str)> = [
+        runs.first().map(|(at, _)| (at.as_str(), "a run of `run`")),
+        sweeps
+            .first()
+            .map(|(at, _)| (at.as_str(), "a run of `sweep`")),
+        members
+            .first()
+            .map(|(at, _)| (at.as_str(), "a member of `check --swarm`")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if let [(a_at, a), (b_at, b), ..] = kinds[..] {
+        return Err(MergeError::Mismatch(format!(
+            "{a_at} is {a} but {b_at} {b}: merge them apart"
+        )));
+    }
+    if !runs.is_empty() {
+        merge_runs(runs)
+    } else if !sweeps.is_empty() {
+        merge_sweep(sweeps)
+    } else if !members.is_empty() {
+        swarm::merge(members).map(Merged::Swarm)
+    } else {
+        Err(MergeError::Mismatch(format!("no runs in {}", list(files))))
     }
 }
 

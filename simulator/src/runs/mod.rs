@@ -8,6 +8,7 @@
 //! | `sweep/` | one parameter varied over a range, many seeds per value (`knob.rs`: the parameters) |
 //! | `jsonl.rs` | one JSON line per run, as `run --jsonl` and `sweep --jsonl` write them |
 //! | `merge.rs` | the shards' lines back into one run or sweep, every run there once |
+//! | `swarm.rs` | a swarm member's line (`check --swarm`), and the members joined: each there once, what they covered |
 //! | `corpus.rs` | the failing seeds that `run --corpus` replays first |
 //! | `run_output.rs` | what `run` prints from its runs' lines |
 //! | `seed_summary.rs` | `run --seeds N`'s table: one row per scenario |
@@ -20,4 +21,5 @@ pub mod merge;
 pub mod run_output;
 pub mod seed_summary;
 pub mod shard;
+pub mod swarm;
 pub mod sweep;
