@@ -357,7 +357,8 @@ fn compare_with_and_without_the_reduction(pick: impl Fn(&str) -> bool, expected:
 /// same violated property (whose path, found with node symmetry, replays), the same
 /// completeness, and no more distinct states with it. The counts are printed (`--
 /// --nocapture`). CI compares the checks of `NODE_SYMMETRY_CI` (seconds between them); the
-/// others run on demand (`cargo test -p redlock-sim --test checks -- --ignored`).
+/// other CI checks (minutes) and the large ones (hours) run on demand (`cargo test -p
+/// redlock-sim --test checks -- --ignored node_symmetry`).
 #[test]
 fn node_symmetry_changes_no_outcome() {
     let files = check_files();
@@ -368,7 +369,7 @@ fn node_symmetry_changes_no_outcome() {
         );
     }
     compare_with_and_without_node_symmetry(
-        |name| NODE_SYMMETRY_CI.contains(&name),
+        |name, _| NODE_SYMMETRY_CI.contains(&name),
         NODE_SYMMETRY_CI.len(),
     );
 }
@@ -383,21 +384,27 @@ const NODE_SYMMETRY_CI: &[&str] = &[
 ];
 
 #[test]
-#[ignore = "minutes to an hour on two cores: every other check of the catalogue, both ways"]
-fn node_symmetry_changes_no_outcome_in_the_other_checks() {
-    compare_with_and_without_node_symmetry(|name| !NODE_SYMMETRY_CI.contains(&name), 20);
+#[ignore = "minutes on two cores: the other CI checks, both ways"]
+fn node_symmetry_changes_no_outcome_in_the_other_ci_checks() {
+    compare_with_and_without_node_symmetry(|name, ci| ci && !NODE_SYMMETRY_CI.contains(&name), 15);
 }
 
-/// Runs every check that `pick` takes by its file name (CI or not) with and without node
-/// symmetry and compares them; at least `expected` are compared.
-fn compare_with_and_without_node_symmetry(pick: impl Fn(&str) -> bool, expected: usize) {
+#[test]
+#[ignore = "hours and gigabytes: the checks too large for CI (ci = false), both ways"]
+fn node_symmetry_changes_no_outcome_in_the_large_checks() {
+    compare_with_and_without_node_symmetry(|_, ci| !ci, 10);
+}
+
+/// Runs every check that `pick` takes by its file name and whether it runs in CI with and
+/// without node symmetry and compares them; at least `expected` are compared.
+fn compare_with_and_without_node_symmetry(pick: impl Fn(&str, bool) -> bool, expected: usize) {
     let mut compared = 0;
     for file in check_files() {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
-        if !pick(&name) {
+        let spec = CheckSpec::load(&file).unwrap();
+        if !pick(&name, spec.ci) {
             continue;
         }
-        let spec = CheckSpec::load(&file).unwrap();
         let run = |node_symmetry| {
             let options = Options {
                 node_symmetry,
