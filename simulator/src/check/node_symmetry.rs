@@ -6,14 +6,15 @@
 //! with the requests and servers named in it, and each client's machines by the core's
 //! [`RenumberNodes`]) gives a state that behaves as the original with its nodes renamed:
 //! the same steps, renamed, lead to the same states, renamed, judged alike
-//! (docs/simulator.md, "Node symmetry", states the argument and its one caveat).
+//! (docs/simulator.md, "Node symmetry", states the argument).
 //!
 //! The canonical form of a state is the least fingerprint over the renumberings that sort
 //! the nodes by their own fingerprints (a node's state, and how many messages each client
 //! has on its way to and from it: neither names a node's number), so that only nodes alike
-//! are permuted among themselves: one renumbering when the nodes all
-//! differ, `N!` when they are all alike. Any state renumbered has the same nodes' own
-//! fingerprints, the same renumberings to try (renamed) and so the same least fingerprint.
+//! are permuted among themselves: one renumbering when the nodes all differ, up to `N!`
+//! when they are all alike (nodes alike in every respect are taken in one order). Any
+//! state renumbered has the same nodes' own fingerprints, the same renumberings to try
+//! (renamed) and so the same least fingerprint.
 
 use std::hash::Hash;
 
