@@ -1,7 +1,7 @@
 //! The model checker's speed: states per second on a standard check (the shipped client with
 //! client clocks slow within the drift factor: three nodes, two clients, a 6-tick TTL), with
-//! and without client symmetry, on one thread and on two, breadth first and depth first, and
-//! the state counts of each.
+//! and without client symmetry, on one thread and on two, breadth first and depth first,
+//! with node symmetry on one thread, and the state counts of each.
 //!
 //! ```text
 //! cargo bench --bench checker
@@ -23,17 +23,19 @@ fn standard(c: &mut Criterion) {
     let mut group = c.benchmark_group("checker");
     group.sample_size(10);
     group.measurement_time(Duration::from_secs(20));
-    // (name, client symmetry, threads, depth first from the start)
-    for (name, symmetry, threads, depth_first) in [
-        ("symmetry_1_thread", true, 1, false),
-        ("symmetry_2_threads", true, 2, false),
-        ("symmetry_1_thread_depth_first", true, 1, true),
-        ("symmetry_2_threads_depth_first", true, 2, true),
-        ("no_symmetry_1_thread", false, 1, false),
+    // (name, client symmetry, threads, depth first from the start, node symmetry)
+    for (name, symmetry, threads, depth_first, node_symmetry) in [
+        ("symmetry_1_thread", true, 1, false, false),
+        ("symmetry_2_threads", true, 2, false, false),
+        ("symmetry_1_thread_depth_first", true, 1, true, false),
+        ("symmetry_2_threads_depth_first", true, 2, true, false),
+        ("no_symmetry_1_thread", false, 1, false, false),
+        ("node_symmetry_1_thread", true, 1, false, true),
     ] {
         let options = Options {
             threads,
             symmetry,
+            node_symmetry,
             breadth_first_memory: if depth_first {
                 0
             } else {

@@ -104,6 +104,7 @@ fn child(explorer: &str, threads: usize, path: &Path) {
             let options = Options {
                 threads,
                 symmetry: false,
+                node_symmetry: false,
                 reduction: false,
                 ..Options::default()
             };

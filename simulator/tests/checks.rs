@@ -359,3 +359,92 @@ fn compare_with_and_without_the_reduction(pick: impl Fn(&str) -> bool, expected:
     }
     assert!(compared >= expected, "{compared} checks compared");
 }
+
+/// Every check explored with and without node symmetry ends alike: the same outcome, the
+/// same violated property (whose path, found with node symmetry, replays), the same
+/// completeness, and no more distinct states with it. The counts are printed (`--
+/// --nocapture`). CI compares the checks of `NODE_SYMMETRY_CI` (seconds between them); the
+/// other CI checks (minutes) and the large ones (hours) run on demand (`cargo test -p
+/// redlock-sim --test checks -- --ignored node_symmetry`).
+#[test]
+fn node_symmetry_changes_no_outcome() {
+    let files = check_files();
+    for name in NODE_SYMMETRY_CI {
+        assert!(
+            files.iter().any(|f| f.ends_with(name)),
+            "{name} is not in the catalogue"
+        );
+    }
+    compare_with_and_without_node_symmetry(
+        |name, _| NODE_SYMMETRY_CI.contains(&name),
+        NODE_SYMMETRY_CI.len(),
+    );
+}
+
+/// The checks CI compares with and without node symmetry: the small ones, each way in
+/// under a few seconds, a mutation among them.
+const NODE_SYMMETRY_CI: &[&str] = &[
+    "client-clock-beyond-factor.toml",
+    "no-restart-quarantine.toml",
+    "plain-del-release.toml",
+    "teeth-m2-drift-beyond-factor.toml",
+];
+
+#[test]
+#[ignore = "minutes on two cores: the other CI checks, both ways"]
+fn node_symmetry_changes_no_outcome_in_the_other_ci_checks() {
+    compare_with_and_without_node_symmetry(|name, ci| ci && !NODE_SYMMETRY_CI.contains(&name), 15);
+}
+
+#[test]
+#[ignore = "hours and gigabytes: the checks too large for CI (ci = false), both ways"]
+fn node_symmetry_changes_no_outcome_in_the_large_checks() {
+    compare_with_and_without_node_symmetry(|_, ci| !ci, 10);
+}
+
+/// Runs every check that `pick` takes by its file name and whether it runs in CI with and
+/// without node symmetry and compares them; at least `expected` are compared.
+fn compare_with_and_without_node_symmetry(pick: impl Fn(&str, bool) -> bool, expected: usize) {
+    let mut compared = 0;
+    for file in check_files() {
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let spec = CheckSpec::load(&file).unwrap();
+        if !pick(&name, spec.ci) {
+            continue;
+        }
+        let run = |node_symmetry| {
+            let options = Options {
+                node_symmetry,
+                ..options()
+            };
+            check::check(spec.clone(), options)
+        };
+        let (with, without) = (run(true), run(false));
+        let (a, b) = (&with.exploration, &without.exploration);
+        eprintln!(
+            "{name}: without node symmetry {} states, {} distinct, {:.2} s; with {} states, \
+             {} distinct, {:.2} s; {}",
+            b.states,
+            b.distinct,
+            b.elapsed.as_secs_f64(),
+            a.states,
+            a.distinct,
+            a.elapsed.as_secs_f64(),
+            with.outcome().name()
+        );
+        let property = |e: &check::Exploration| e.violation.as_ref().map(|(p, _)| *p);
+        assert_eq!(with.outcome(), without.outcome(), "{name}");
+        assert_eq!(property(a), property(b), "{name}");
+        assert_eq!(a.complete, b.complete, "{name}");
+        assert_eq!(with.matches(), without.matches(), "{name}");
+        if a.complete && a.violation.is_none() {
+            assert!(a.distinct <= b.distinct, "{name}");
+        }
+        if let Some(counterexample) = with.counterexample_file(&catalogue_text(&name)) {
+            let replay = check::replay(check::parse(&counterexample, &name).unwrap()).unwrap();
+            assert_eq!(replay.violation, property(a), "{name}");
+        }
+        compared += 1;
+    }
+    assert!(compared >= expected, "{compared} checks compared");
+}

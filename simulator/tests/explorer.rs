@@ -1,9 +1,10 @@
 //! The explorer's search strategies and bounds: breadth first, depth first and both on
 //! several threads, with the partial-order reduction and without, visit exactly the states
 //! the explorer visited before any of them (the counts below were taken with the
-//! breadth-first explorer that kept whole states in its visited map); a depth-first
-//! counterexample replays, with the reduction and without; the memory bound stops a check with
-//! an incomplete result and a hint, never a kill.
+//! breadth-first explorer that kept whole states in its visited map); with node symmetry,
+//! every search visits the same, fewer; a depth-first counterexample replays, with the
+//! reduction and node symmetry and without; the memory bound stops a check with an
+//! incomplete result and a hint, never a kill.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::Path;
@@ -59,9 +60,12 @@ outcome = "no-violation"
 /// Each search: breadth first only, depth first from the start, and a mix, on 1 and 2
 /// threads.
 fn searches() -> Vec<(&'static str, Options)> {
+    // Without node symmetry: the counts below are those of the first explorer, which had
+    // none (the test after them compares with it).
     let base = Options {
         max_memory: u64::MAX,
         reduction: false,
+        node_symmetry: false,
         ..Options::default()
     };
     vec![
@@ -155,15 +159,56 @@ fn every_search_visits_the_states_the_first_explorer_visited() {
     }
 }
 
+/// Node symmetry counts states that differ only in which node is which once: every search,
+/// with the reduction and without, reaches the same number of them (the least fingerprint
+/// over the renumberings is the same whichever of a state's renumberings is reached first),
+/// fewer than without it, with the same outcome.
+#[test]
+fn node_symmetry_merges_states_alike_in_every_search() {
+    // (check, distinct without node symmetry, from the test above)
+    let cases = [(SMALL, 12_414), (SMALL_DROP, 64_481), (DRIFT, 97_739)];
+    for (text, without) in cases {
+        let spec = check::parse(text, "inline").unwrap();
+        let mut counts = Vec::new();
+        for ((search, options), reduction) in
+            searches().into_iter().flat_map(|s| [(s, false), (s, true)])
+        {
+            let options = Options {
+                node_symmetry: true,
+                reduction,
+                ..options
+            };
+            let report = check::check(spec.clone(), options);
+            let e = &report.exploration;
+            let what = format!("{} ({search}, reduction {reduction})", spec.name);
+            assert!(
+                e.complete && report.outcome() == Outcome::NoViolation,
+                "{what}: {}",
+                report.text()
+            );
+            assert!(e.distinct < without, "{what}: {}", e.distinct);
+            counts.push((what, e.distinct));
+        }
+        eprintln!(
+            "{}: {without} distinct without node symmetry, {} with",
+            spec.name, counts[0].1
+        );
+        assert!(counts.iter().all(|(_, d)| *d == counts[0].1), "{counts:?}");
+    }
+}
+
 #[test]
 fn a_counterexample_found_depth_first_replays() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("checks/no-restart-quarantine.toml");
     let text = std::fs::read_to_string(&file).unwrap();
-    for ((search, options), reduction) in
-        searches().into_iter().flat_map(|s| [(s, false), (s, true)])
+    for (((search, options), reduction), node_symmetry) in searches()
+        .into_iter()
+        .flat_map(|s| [(s, false), (s, true)])
+        .flat_map(|s| [(s, false), (s, true)])
     {
         let options = Options {
             reduction,
+            node_symmetry,
             ..options
         };
         let report = check::check(CheckSpec::load(&file).unwrap(), options);

@@ -6,6 +6,7 @@ use std::collections::VecDeque;
 use super::acquire_event::{AcquireEvent, AcquireFailure, Grant};
 use super::command::RequestKind;
 use super::holder_reads::HolderReads;
+use super::renumber::{NodePermutation, RenumberNodes};
 use super::round::{QuorumRound, Verdict, Vote};
 use super::{
     Command, FailureReason, LockConfig, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId,
@@ -461,6 +462,16 @@ impl Machine for Acquire {
 
     fn poll_outcome(&mut self) -> Option<AcquireEvent> {
         self.outcome.take()
+    }
+}
+
+impl RenumberNodes for Acquire {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        self.round.renumber_nodes(perm);
+        self.locked.renumber_nodes(perm);
+        self.reads.renumber_nodes(perm);
+        self.transmits.renumber_nodes(perm);
+        self.outcome.renumber_nodes(perm);
     }
 }
 

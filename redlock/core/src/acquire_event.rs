@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::renumber::{NodePermutation, RenumberNodes, renumber_per_node};
 use super::{NodeStatus, RetryWindow, RoundFailure, Target, Timestamp, Token};
 
 /// A lease won by an acquisition.
@@ -79,4 +80,26 @@ pub enum AcquireEvent {
     /// The last allowed round failed (or no round may start before the deadline of
     /// [`Acquire::waiting_until`](super::Acquire::waiting_until)); its cleanup releases were queued.
     Failed(AcquireFailure),
+}
+
+impl RenumberNodes for Grant {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        renumber_per_node(&mut self.nodes, perm);
+    }
+}
+
+impl RenumberNodes for AcquireFailure {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        self.last_round.renumber_nodes(perm);
+    }
+}
+
+impl RenumberNodes for AcquireEvent {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        match self {
+            Self::Acquired(grant) => grant.renumber_nodes(perm),
+            Self::Retry { failure, .. } => failure.renumber_nodes(perm),
+            Self::Failed(failure) => failure.renumber_nodes(perm),
+        }
+    }
 }

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::renumber::{NodePermutation, RenumberNodes};
 use super::{KeyReading, LockKey, Readable, ServerGeneration, Target, Token};
 
 /// The position of a node in the configured list, from 0.
@@ -572,6 +573,35 @@ impl RequestId {
     /// The raw value, for traces.
     pub fn as_u64(self) -> u64 {
         self.0
+    }
+}
+
+impl RenumberNodes for RequestId {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        *self = Self::new(self.round(), perm.node(self.node()), self.kind());
+    }
+}
+
+impl RenumberNodes for Transmit {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        self.request.renumber_nodes(perm);
+        self.node.renumber_nodes(perm);
+    }
+}
+
+impl RenumberNodes for NodeFailure {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        if let Self::Duplicate { of } = self {
+            of.renumber_nodes(perm);
+        }
+    }
+}
+
+impl RenumberNodes for NodeStatus {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        if let Self::Failed(failure) = self {
+            failure.renumber_nodes(perm);
+        }
     }
 }
 

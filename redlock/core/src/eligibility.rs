@@ -47,6 +47,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::renumber::{NodePermutation, RenumberNodes};
 use super::responsive::{Responsiveness, WriteGate};
 use super::{
     Command, ConnectionId, NodeFailure, NodeId, NodeStatus, Reply, RoundFailure, Timestamp,
@@ -847,6 +848,57 @@ fn quarantine_until(
         node,
         until,
         reason,
+    }
+}
+
+impl RenumberNodes for EligibilityEvent {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        match self {
+            Self::Quarantined { node, .. }
+            | Self::Unidentifiable { node, .. }
+            | Self::Evicting { node, .. }
+            | Self::OutlivesQuarantine { node, .. } => node.renumber_nodes(perm),
+            Self::Duplicate { node, of } => {
+                node.renumber_nodes(perm);
+                of.renumber_nodes(perm);
+            }
+        }
+    }
+}
+
+impl RenumberNodes for Admission {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        if let Self::Refuse(failure) = self {
+            failure.renumber_nodes(perm);
+        }
+    }
+}
+
+impl RenumberNodes for Eligibility {
+    /// Each node's state moves to its new place; a duplicate names the node it duplicates
+    /// by its new number. Connection numbers are per node and move with it.
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        for state in &mut self.nodes {
+            state.duplicate_of.renumber_nodes(perm);
+        }
+        perm.permute(&mut self.nodes);
+    }
+}
+
+impl Eligibility {
+    /// Renames every `run_id` it knows (read, or remembered from an earlier process) by
+    /// `rename`. Eligibility only compares `run_id`s for equality, so a one-to-one renaming
+    /// changes no decision: a model checker whose servers' `run_id`s carry their position
+    /// renames them with the nodes ([`RenumberNodes`]).
+    pub fn rename_run_ids(&mut self, mut rename: impl FnMut(&str) -> String) {
+        for state in &mut self.nodes {
+            for run_id in [&mut state.run_id, &mut state.remembered]
+                .into_iter()
+                .flatten()
+            {
+                *run_id = rename(run_id);
+            }
+        }
     }
 }
 

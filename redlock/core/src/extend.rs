@@ -6,6 +6,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::command::RequestKind;
+use super::renumber::{NodePermutation, RenumberNodes, renumber_per_node};
 use super::round::{QuorumRound, Verdict, Vote};
 use super::{
     Command, LockConfig, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId, RoundFailure,
@@ -251,6 +252,37 @@ impl Machine for Extend {
 
     fn poll_outcome(&mut self) -> Option<ExtendOutcome> {
         self.outcome.take()
+    }
+}
+
+impl RenumberNodes for Extension {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        renumber_per_node(&mut self.nodes, perm);
+    }
+}
+
+impl RenumberNodes for ExtendFailure {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        if let Self::Round(round) = self {
+            round.renumber_nodes(perm);
+        }
+    }
+}
+
+impl RenumberNodes for ExtendOutcome {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        match self {
+            Self::Extended(extension) => extension.renumber_nodes(perm),
+            Self::Failed(failure) => failure.renumber_nodes(perm),
+        }
+    }
+}
+
+impl RenumberNodes for Extend {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        self.round.renumber_nodes(perm);
+        self.transmits.renumber_nodes(perm);
+        self.outcome.renumber_nodes(perm);
     }
 }
 

@@ -11,6 +11,7 @@
 
 use super::acquire_event::AcquireEvent;
 use super::command::RequestKind;
+use super::renumber::{NodePermutation, RenumberNodes};
 use super::{
     Command, KeyValue, LockKey, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Timestamp,
     Transmit,
@@ -21,7 +22,7 @@ use super::{
 pub(crate) struct HolderReads {
     /// The lost round's retry, its nodes' statuses completed as the reads answer.
     event: AcquireEvent,
-    /// The nodes still to answer.
+    /// The nodes still to answer, in index order.
     waiting_for: Vec<NodeId>,
     /// When the reads are given up.
     deadline: Timestamp,
@@ -82,7 +83,8 @@ impl HolderReads {
         let Some(position) = self.waiting_for.iter().position(|&n| n == node) else {
             return self.waiting_for.is_empty();
         };
-        self.waiting_for.swap_remove(position);
+        // `remove`, not `swap_remove`: the list stays in index order (see `renumber_nodes`).
+        self.waiting_for.remove(position);
         if let (
             Ok(Reply::Read(reading)),
             AcquireEvent::Retry {
@@ -120,5 +122,17 @@ impl HolderReads {
             },
             other => other,
         }
+    }
+}
+
+impl RenumberNodes for HolderReads {
+    /// The nodes still to answer stay in index order, as `HolderReads::start` lists them,
+    /// so that a renumbered value equals the one the renumbered round would have made.
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        self.event.renumber_nodes(perm);
+        for node in &mut self.waiting_for {
+            node.renumber_nodes(perm);
+        }
+        self.waiting_for.sort_unstable();
     }
 }

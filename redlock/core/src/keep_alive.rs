@@ -64,6 +64,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::time::Duration;
 
+use super::renumber::{NodePermutation, RenumberNodes};
 use super::{
     Extend, ExtendFailure, ExtendOutcome, Extension, Held, LockConfig, Machine, NodeFailure, Reply,
     RequestId, Timestamp, Transmit,
@@ -549,6 +550,28 @@ impl Machine for Keeper {
 
     fn poll_outcome(&mut self) -> Option<KeeperEvent> {
         self.events.pop_front()
+    }
+}
+
+impl RenumberNodes for KeeperEvent {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        match self {
+            Self::Extended(extension) => extension.renumber_nodes(perm),
+            Self::ExtendFailed(failure) => failure.renumber_nodes(perm),
+            Self::HoldLimitReached | Self::Lost(_) | Self::Release(_) => {}
+        }
+    }
+}
+
+impl RenumberNodes for Keeper {
+    /// What a lost lease says ([`LeaseLost`]) names no node: it is text about why.
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        self.held.renumber_nodes(perm);
+        if let State::Extending(extend) = &mut self.state {
+            extend.renumber_nodes(perm);
+        }
+        self.last_failure.renumber_nodes(perm);
+        self.events.renumber_nodes(perm);
     }
 }
 

@@ -6,6 +6,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::renumber::{NodePermutation, RenumberNodes, renumber_per_node};
 use super::{
     Extend, Extension, Grant, LockConfig, NodeStatus, Release, Reply, Target, Timestamp, Token,
 };
@@ -205,6 +206,12 @@ impl fmt::Debug for Held {
             .field("valid_until", &self.valid_until)
             .field("extensions", &self.extensions)
             .finish()
+    }
+}
+
+impl RenumberNodes for Held {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        renumber_per_node(&mut self.spared, perm);
     }
 }
 

@@ -115,6 +115,7 @@ mod lease;
 mod machine;
 mod readable;
 mod release;
+mod renumber;
 mod responsive;
 mod retry;
 mod round;
@@ -126,6 +127,8 @@ mod waiting;
 
 #[cfg(test)]
 mod proptests;
+#[cfg(test)]
+mod renumber_proptests;
 
 pub use acquire::Acquire;
 pub use acquire_event::{AcquireEvent, AcquireFailure, Grant};
@@ -152,6 +155,7 @@ pub use lease::{FenceTooLate, Held};
 pub use machine::Machine;
 pub use readable::Readable;
 pub use release::{Release, ReleaseReport};
+pub use renumber::{NodePermutation, NotAPermutation, RenumberNodes};
 pub use retry::{RetryPolicy, RetryWindow};
 pub use round::{FailureReason, RoundFailure, denies_quorum};
 pub use supervise::{Ending, MAX_DEFAULT_GRACE, StopCause, Supervisor, SupervisorAction};

@@ -4,6 +4,7 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use super::command::RequestKind;
+use super::renumber::{NodePermutation, RenumberNodes, renumber_per_node};
 use super::round::count;
 use super::{
     Command, LockConfig, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Target,
@@ -315,6 +316,20 @@ impl Machine for Release {
 
     fn poll_outcome(&mut self) -> Option<ReleaseReport> {
         self.outcome.take()
+    }
+}
+
+impl RenumberNodes for ReleaseReport {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        renumber_per_node(&mut self.nodes, perm);
+    }
+}
+
+impl RenumberNodes for Release {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        renumber_per_node(&mut self.statuses, perm);
+        self.transmits.renumber_nodes(perm);
+        self.outcome.renumber_nodes(perm);
     }
 }
 

@@ -6,6 +6,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::renumber::{NodePermutation, RenumberNodes, renumber_per_node};
 use super::validity::validity_deadline;
 use super::{LockConfig, NodeFailure, NodeId, NodeStatus, Reply, Timestamp};
 
@@ -92,6 +93,21 @@ impl RoundFailure {
     /// could never make a quorum: no retry can help.
     pub fn is_denied(&self) -> bool {
         denies_quorum(self.nodes.iter())
+    }
+}
+
+impl RenumberNodes for RoundFailure {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        renumber_per_node(&mut self.nodes, perm);
+    }
+}
+
+impl RenumberNodes for QuorumRound {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        renumber_per_node(&mut self.statuses, perm);
+        if let Some(eligible) = &mut self.eligible {
+            perm.permute(eligible);
+        }
     }
 }
 

@@ -25,6 +25,7 @@
 
 use std::time::Duration;
 
+use super::renumber::{NodePermutation, RenumberNodes};
 use super::{LockConfig, NodeId, RoundFailure, Target, Timestamp, Token};
 
 /// How many notifications heard while a round runs are kept for when it is decided; older
@@ -295,6 +296,21 @@ impl Waiting {
             .map_or(now, |last| last.saturating_add(self.spacing).max(now));
         if allowed < *timer {
             *early = Some(allowed);
+        }
+    }
+}
+
+impl RenumberNodes for Waiting {
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        match &mut self.state {
+            State::Running { heard } => {
+                for heard in heard {
+                    if let Heard::Notified { node, .. } = heard {
+                        node.renumber_nodes(perm);
+                    }
+                }
+            }
+            State::Between { nodes, .. } => perm.permute(nodes),
         }
     }
 }

@@ -15,14 +15,14 @@ use std::sync::Arc;
 use redlock_core::{
     Acquire, AcquireEvent, Admission, ConnectionId, DEFAULT_KEY_PREFIX, DriftFactor, Eligibility,
     Extend, ExtendOutcome, Held, KeepAlive, Keeper, KeeperEvent, LockConfig, LockKey, Machine,
-    NodeFailure, NodeId, NodeIdentity, Release, Reply, RequestId, Timestamp, Token, Transmit,
-    Waiting,
+    NodeFailure, NodeId, NodeIdentity, NodePermutation, Release, RenumberNodes, Reply, RequestId,
+    Timestamp, Token, Transmit, Waiting,
 };
 
 use super::rate::Strays;
 use super::spec::{CheckSpec, WorkStop};
 use crate::client::faults::{Faults, Keys, RoundClock};
-use crate::net::message::{NodeOp, NodeReply};
+use crate::net::message::{NodeOp, NodeReply, ServerId};
 
 /// A message between one client and one node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -181,6 +181,11 @@ pub(super) struct Happened {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(super) struct NodeLink {
     conn: Option<Conn>,
+    /// Connections opened to the node so far: the next one's number is one more. Numbered
+    /// per node (the core asks only that a node's connections be numbered in order), so
+    /// that what happens at one node does not number the connections to another and the
+    /// model stays symmetric in the nodes (`node_symmetry.rs`).
+    opened: u32,
     /// Commands to the node, in order.
     pub(super) to_node: VecDeque<Msg>,
     /// Replies (and connection closes) from the node, in order.
@@ -203,7 +208,6 @@ pub(super) struct Client {
     pub(super) phase: Phase,
     iteration: u32,
     op: u16,
-    opened: u32,
     eligibility: Eligibility,
     faults: Faults,
     /// Per node: its connection and the messages on their way, in one allocation.
@@ -243,7 +247,6 @@ impl Client {
             phase: Phase::Idle,
             iteration: 0,
             op: 0,
-            opened: 0,
             eligibility: Eligibility::new(nodes, spec.restart),
             faults: Faults::new(spec.timing, spec.release, spec.extend, spec.loss_order),
             links: vec![NodeLink::default(); nodes],
@@ -263,9 +266,11 @@ impl Client {
             let NodeReply::Identity { server, uptime_ms } = identity else {
                 continue;
             };
-            self.opened += 1;
-            self.links[node].conn = Some(Conn {
-                id: self.opened,
+            let link = &mut self.links[node];
+            link.opened += 1;
+            let id = link.opened;
+            link.conn = Some(Conn {
+                id,
                 identifying: false,
                 broken: false,
                 outstanding: Vec::new(),
@@ -273,7 +278,7 @@ impl Client {
             });
             self.eligibility.identified(
                 NodeId::new(node),
-                ConnectionId(u64::from(self.opened)),
+                ConnectionId(u64::from(id)),
                 Ok(NodeIdentity {
                     run_id: server.run_id(),
                     uptime: std::time::Duration::from_millis(*uptime_ms),
@@ -628,8 +633,8 @@ impl Client {
     fn issue(&mut self, op: u16, transmit: Transmit, env: &mut Env<'_>) {
         let now = self.now(env.spec);
         let node = transmit.node.index();
-        let opened = &mut self.opened;
         let link = &mut self.links[node];
+        let opened = &mut link.opened;
         let conn = link.conn.get_or_insert_with(|| {
             *opened += 1;
             Conn {
@@ -848,6 +853,105 @@ impl Client {
             self.phase = Phase::Done;
         } else {
             self.begin_acquire(env);
+        }
+    }
+}
+
+// ----- node symmetry ----------------------------------------------------------------------
+
+impl Msg {
+    /// Renames the nodes it names: its request's, and the server an identification names.
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        match self {
+            Self::Request { request, .. } => request.renumber_nodes(perm),
+            Self::Reply { request, reply, .. } => {
+                request.renumber_nodes(perm);
+                match reply {
+                    NodeReply::Identity { server, .. } => server.server = perm.index(server.server),
+                    NodeReply::Failure(failure) => failure.renumber_nodes(perm),
+                    _ => {}
+                }
+            }
+            Self::Released(_) | Self::Closed { .. } => {}
+        }
+    }
+}
+
+impl NodeLink {
+    /// What it holds, without naming its node: the connections opened, the messages on
+    /// their way each way, the delayed links.
+    pub(super) fn shape(&self) -> (u32, bool, usize, usize, usize, u8) {
+        (
+            self.opened,
+            self.conn.is_some(),
+            self.to_node.len(),
+            self.from_node.len(),
+            self.notices.len(),
+            self.late,
+        )
+    }
+
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        if let Some(conn) = &mut self.conn {
+            for (_, request) in &mut conn.outstanding {
+                request.renumber_nodes(perm);
+            }
+            for (_, transmit) in &mut conn.waiting {
+                transmit.renumber_nodes(perm);
+            }
+        }
+        for queue in [&mut self.to_node, &mut self.from_node, &mut self.notices] {
+            for msg in queue {
+                msg.renumber_nodes(perm);
+            }
+        }
+    }
+}
+
+/// `run_id` as the server renumbered by `perm` reports it: the model's servers name their
+/// node in it (so that no two nodes are one server), and so it is renamed with the node.
+fn renumbered_run_id(run_id: &str, perm: &NodePermutation) -> String {
+    ServerId::from_run_id(run_id).map_or_else(
+        || run_id.to_owned(),
+        |server| {
+            ServerId {
+                server: perm.index(server.server),
+                ..server
+            }
+            .run_id()
+        },
+    )
+}
+
+impl Client {
+    /// Renumbers the nodes it knows by `perm` (node `n` becomes `perm.index(n)`): its link to
+    /// each node moves with the node, with every request and server named in it, and its
+    /// machines are renumbered by the core's operation. Connection numbers are labels of one
+    /// node's connections and move with them.
+    pub(super) fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        for link in &mut self.links {
+            link.renumber_nodes(perm);
+        }
+        perm.permute(&mut self.links);
+        self.eligibility.renumber_nodes(perm);
+        self.eligibility
+            .rename_run_ids(|run_id| renumbered_run_id(run_id, perm));
+        match &mut self.phase {
+            Phase::Acquiring(a) => {
+                a.machine.renumber_nodes(perm);
+                a.waiting.renumber_nodes(perm);
+            }
+            Phase::Holding(lease) => {
+                lease.held.renumber_nodes(perm);
+                lease.keeper.renumber_nodes(perm);
+                if let Some((_, release)) = &mut lease.releasing {
+                    release.renumber_nodes(perm);
+                }
+                if let Some((_, extend)) = &mut lease.extending {
+                    extend.renumber_nodes(perm);
+                }
+            }
+            Phase::Idle | Phase::Done => {}
         }
     }
 }

@@ -74,7 +74,7 @@ fn worker(
     root_depth: u32,
     violation: &FirstViolation,
 ) -> Found {
-    let symmetry = search.options.symmetry;
+    let symmetry = search.options.symmetries();
     let mut found = Found::default();
     let mut stack: Vec<Frame> = Vec::new();
     let mut unreported = 0;

@@ -49,7 +49,7 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
         &search.visited,
         &initial,
         Default::default(),
-        options.symmetry,
+        options.symmetries(),
     );
     let mut result = Exploration {
         states: 1,
@@ -157,7 +157,7 @@ fn breadth_first_level(search: &Search<'_>, frontier: &[Entry]) -> Vec<Level> {
 }
 
 fn expand(search: &Search<'_>, part: &[Entry]) -> Level {
-    let (model, symmetry) = (search.model, search.options.symmetry);
+    let (model, symmetry) = (search.model, search.options.symmetries());
     let reduction = &search.reduction;
     let mut actions = Vec::new();
     let mut level = Level::default();

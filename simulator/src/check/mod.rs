@@ -23,6 +23,7 @@
 //! | `model.rs` | the steps enabled in a state, and the state each leads to |
 //! | `client.rs`, `node.rs`, `rate.rs` | a client's driver of the core's machines; a node; how far a clock strays |
 //! | `search.rs`, `explore.rs`, `depth_first.rs`, `visited.rs` | what the searches share (options, progress, the visited set, the stop flag); the explorer: breadth first, then depth first; the states seen |
+//! | `node_symmetry.rs` | node symmetry: a state renumbered, and the least fingerprint over the renumberings of its nodes |
 //! | `sleep.rs` | the partial-order reduction: sleep sets over independent steps, and what a state reached again is still to take |
 //! | `fingerprint.rs`, `memory.rs` | the 128-bit hash; the memory bound and the process's memory |
 //! | `steps.rs` | the model stepped from outside, for another explorer ([`ModelSteps`]) |
@@ -54,6 +55,7 @@ mod judge;
 pub mod memory;
 mod model;
 mod node;
+mod node_symmetry;
 mod property;
 mod rate;
 mod raw;
@@ -86,6 +88,8 @@ pub struct CheckReport {
     pub exploration: Exploration,
     /// Whether client symmetry was used.
     pub symmetry: bool,
+    /// Whether node symmetry was used.
+    pub node_symmetry: bool,
     /// Whether the partial-order reduction was used.
     pub reduction: bool,
     /// The swarm member that searched, if the search was one ([`Options::swarm`]).
@@ -108,6 +112,7 @@ pub fn check(spec: CheckSpec, mut options: Options) -> CheckReport {
         spec: model.spec,
         exploration,
         symmetry: options.symmetry,
+        node_symmetry: options.node_symmetry,
         reduction: options.reduction,
         swarm: options.swarm,
     }
@@ -228,7 +233,7 @@ impl CheckReport {
         }
         let _ = writeln!(
             out,
-            "  {} states, {} distinct, depth {}, {:.2} s, {:.0} states/s{}{}, {}",
+            "  {} states, {} distinct, depth {}, {:.2} s, {:.0} states/s{}{}{}, {}",
             e.states,
             e.distinct,
             e.depth,
@@ -236,6 +241,11 @@ impl CheckReport {
             self.rate(),
             if self.symmetry {
                 ", client symmetry"
+            } else {
+                ""
+            },
+            if self.node_symmetry {
+                ", node symmetry"
             } else {
                 ""
             },
@@ -327,6 +337,7 @@ impl CheckReport {
             "peak_memory_bytes": e.peak_memory,
             "depth_first_from": e.depth_first_from,
             "symmetry": self.symmetry,
+            "node_symmetry": self.node_symmetry,
             "reduction": self.reduction,
             "outcome": self.outcome().name(),
             "expected": self.spec.expect.name(),

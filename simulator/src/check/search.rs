@@ -11,6 +11,7 @@ use super::memory;
 use super::model::{Action, Model};
 use super::property::Property;
 use super::sleep::Reduction;
+use super::state::Symmetry;
 use super::swarm::Member;
 use super::visited::Visited;
 
@@ -35,6 +36,9 @@ pub struct Options {
     pub breadth_first_memory: u64,
     /// Count states equal up to a renaming of the clients once.
     pub symmetry: bool,
+    /// Count states equal up to a renumbering of the nodes once (docs/simulator.md, "Node
+    /// symmetry").
+    pub node_symmetry: bool,
     /// The partial-order reduction: sleep sets over independent steps (fewer successors
     /// computed, the same states reached; docs/simulator.md states the relation).
     pub reduction: bool,
@@ -54,9 +58,20 @@ impl Default for Options {
             max_memory: memory::default_bound(),
             breadth_first_memory: DEFAULT_BREADTH_FIRST_MEMORY,
             symmetry: true,
+            node_symmetry: true,
             reduction: true,
             progress: None,
             swarm: None,
+        }
+    }
+}
+
+impl Options {
+    /// The renamings the fingerprints ignore.
+    pub(crate) fn symmetries(&self) -> Symmetry {
+        Symmetry {
+            clients: self.symmetry,
+            nodes: self.node_symmetry,
         }
     }
 }

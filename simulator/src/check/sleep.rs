@@ -17,7 +17,7 @@
 use super::client::{Happened, Msg};
 use super::model::{Action, Link, Model};
 use super::spec::PauseKind;
-use super::state::{CheckState, MAX_CLIENTS, Ranks};
+use super::state::{CheckState, MAX_CLIENTS, MAX_NODES, Naming, Symmetry};
 use super::visited::{Visit, Visited};
 use crate::net::message::NodeOp;
 
@@ -227,29 +227,35 @@ impl Numbering {
         Some(self.starts[group]? + offset as u8)
     }
 
-    /// `mask` with every client's step named by `rename[client]` instead.
-    fn rename(&self, mask: u64, rename: &Ranks) -> u64 {
+    /// `mask` with every client's step named by `naming.clients[client]` and every node's
+    /// by `naming.nodes[node]` instead.
+    fn rename(&self, mask: u64, naming: &Naming) -> u64 {
+        let c = |client: u8| naming.clients[usize::from(client)];
+        let n = |node: u8| naming.nodes[usize::from(node)];
         let mut out = 0;
         for i in bits(mask) {
             let action = match self.actions[usize::from(i)] {
-                Action::Fire(c) => Action::Fire(rename[usize::from(c)]),
-                Action::StopWork(c) => Action::StopWork(rename[usize::from(c)]),
-                Action::Pause(c) => Action::Pause(rename[usize::from(c)]),
+                Action::Fire(client) => Action::Fire(c(client)),
+                Action::StopWork(client) => Action::StopWork(c(client)),
+                Action::Pause(client) => Action::Pause(c(client)),
                 Action::Deliver { client, node, link } => Action::Deliver {
-                    client: rename[usize::from(client)],
-                    node,
+                    client: c(client),
+                    node: n(node),
                     link,
                 },
                 Action::Drop { client, node, link } => Action::Drop {
-                    client: rename[usize::from(client)],
-                    node,
+                    client: c(client),
+                    node: n(node),
                     link,
                 },
                 Action::Delay { client, node, link } => Action::Delay {
-                    client: rename[usize::from(client)],
-                    node,
+                    client: c(client),
+                    node: n(node),
                     link,
                 },
+                Action::Crash(node) => Action::Crash(n(node)),
+                Action::Restart(node) => Action::Restart(n(node)),
+                Action::Jump(node) => Action::Jump(n(node)),
                 other => other,
             };
             if let Some(j) = self.index(action) {
@@ -444,7 +450,7 @@ impl<'a> Reduction<'a> {
         visited: &Visited,
         next: &CheckState,
         sleep: Sleep,
-        symmetry: bool,
+        symmetry: Symmetry,
     ) -> Next {
         if !self.on {
             let fp = next.fingerprint(symmetry, self.seed);
@@ -454,21 +460,29 @@ impl<'a> Reduction<'a> {
                 Next::Seen
             };
         }
-        let (fp, ranks) = next.fingerprint_ranked(symmetry, self.seed);
-        // Steps are recorded by the clients' places in the fingerprint's order; where two
-        // clients hash alike no order is the fingerprint's, and nothing sleeps.
-        let (sleep, canonical) = match ranks {
-            Some(ranks) => (sleep, self.numbering.rename(sleep.members, &ranks)),
+        let (fp, naming) = next.fingerprint_ranked(symmetry, self.seed);
+        // Steps are recorded by the clients' places in the fingerprint's order and the
+        // nodes' numbers in its renumbering; where no one naming is the fingerprint's (two
+        // clients hash alike, or the state is its own image under a renumbering), nothing
+        // sleeps.
+        let (sleep, canonical) = match &naming {
+            Some(naming) => (sleep, self.numbering.rename(sleep.members, naming)),
             None => (Sleep::default(), 0),
         };
         match visited.visit(fp, canonical) {
             Visit::New => Next::New(Pending { sleep, only: None }),
             Visit::Seen => Next::Seen,
             Visit::Again(canonical) => {
-                let mut back = [0u8; MAX_CLIENTS];
-                if let Some(ranks) = ranks {
-                    for (c, &rank) in ranks.iter().enumerate().take(next.clients.len()) {
-                        back[usize::from(rank)] = c as u8;
+                let mut back = Naming {
+                    clients: [0; MAX_CLIENTS],
+                    nodes: [0; MAX_NODES],
+                };
+                if let Some(naming) = naming {
+                    for (c, &rank) in naming.clients.iter().enumerate().take(next.clients.len()) {
+                        back.clients[usize::from(rank)] = c as u8;
+                    }
+                    for (n, &rank) in naming.nodes.iter().enumerate().take(next.nodes.len()) {
+                        back.nodes[usize::from(rank)] = n as u8;
                     }
                 }
                 let only = self.numbering.rename(canonical, &back);
@@ -501,7 +515,7 @@ mod tests {
         let (mut actions, mut after) = (Vec::new(), Vec::new());
         let mut pairs = 0;
         while let Some(s) = stack.pop() {
-            if seen.len() >= limit || !seen.insert(s.fingerprint(false, 0)) {
+            if seen.len() >= limit || !seen.insert(s.fingerprint(Symmetry::NONE, 0)) {
                 continue;
             }
             model.actions(&s, &mut actions);
@@ -575,10 +589,21 @@ mod tests {
         for (i, &a) in n.actions.iter().enumerate() {
             assert_eq!(n.index(a), Some(i as u8), "{a}");
         }
-        let swap: Ranks = [1, 0, 2, 3, 4, 5, 6, 7];
+        let identity = [0, 1, 2, 3, 4, 5, 6, 7];
+        let swap = Naming {
+            clients: [1, 0, 2, 3, 4, 5, 6, 7],
+            nodes: identity,
+        };
         let fire0 = 1 << n.index(Action::Fire(0)).unwrap();
         let fire1 = 1 << n.index(Action::Fire(1)).unwrap();
         assert_eq!(n.rename(fire0, &swap), fire1);
+        let rotate = Naming {
+            clients: identity,
+            nodes: [1, 2, 0, 3, 4, 5, 6, 7],
+        };
+        let crash0 = 1 << n.index(Action::Crash(0)).unwrap();
+        let crash1 = 1 << n.index(Action::Crash(1)).unwrap();
+        assert_eq!(n.rename(crash0, &rotate), crash1);
         // Three clients and five nodes: the nodes' steps, losses and delays do not fit (a
         // group is whole or left out); the pauses do.
         let big = Numbering::new(3, 5);

@@ -7,6 +7,7 @@ use std::hash::Hash;
 use super::client::Client;
 use super::fingerprint::{Fingerprint, Hasher128};
 use super::node::Node;
+use super::node_symmetry;
 use super::property::Property;
 
 /// The most clients whose fingerprints the symmetric fingerprint sorts on the stack (the
@@ -15,6 +16,12 @@ pub(crate) const MAX_CLIENTS: usize = 8;
 
 /// Each client's place in a fingerprint's order of the clients.
 pub(crate) type Ranks = [u8; MAX_CLIENTS];
+
+/// The most nodes node symmetry renumbers (a tick names the fast nodes in 8 bits).
+pub(crate) const MAX_NODES: usize = 8;
+
+/// Each node's number in a fingerprint's renumbering of the nodes.
+pub(crate) type NodeRanks = [u8; MAX_NODES];
 
 /// One state of the model: true time, every node and client with the messages in flight,
 /// and the world's counters.
@@ -35,24 +42,72 @@ pub(crate) struct CheckState {
     pub(crate) violation: Option<Property>,
 }
 
+/// Which renamings a fingerprint ignores: of the clients, of the nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Symmetry {
+    /// States that differ only in which client is which share a fingerprint.
+    pub(crate) clients: bool,
+    /// States that differ only in which node is which share a fingerprint.
+    pub(crate) nodes: bool,
+}
+
+#[cfg(test)]
+impl Symmetry {
+    /// Neither: every state its own fingerprint.
+    pub(crate) const NONE: Self = Self {
+        clients: false,
+        nodes: false,
+    };
+}
+
+/// How a fingerprint named the clients and the nodes: `clients[c]` is client `c`'s place
+/// in the order the fingerprint took them, `nodes[n]` node `n`'s number in the renumbered
+/// state it hashed (the identity without symmetry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Naming {
+    pub(crate) clients: Ranks,
+    pub(crate) nodes: NodeRanks,
+}
+
 impl CheckState {
-    /// Its fingerprint. With `symmetry`, the clients are interchangeable: the fingerprint is
-    /// taken over their fingerprints sorted, so states that differ only in which client is
-    /// which share one. That is sound because the clients share one configuration and
-    /// nothing in a state names a client except its own position (tokens are numbered by
-    /// the world, not by the client).
-    ///
-    /// `seed` seeds the hash (0 for a plain check; a swarm member's own otherwise).
-    pub(crate) fn fingerprint(&self, symmetry: bool, seed: u64) -> Fingerprint {
+    /// Its fingerprint (see [`Self::fingerprint_ranked`]).
+    pub(crate) fn fingerprint(&self, symmetry: Symmetry, seed: u64) -> Fingerprint {
         self.fingerprint_ranked(symmetry, seed).0
     }
 
-    /// Its fingerprint, and where each client stands in the order the fingerprint took
-    /// them: `ranks[c]` is client `c`'s place (the identity without symmetry), or `None`
-    /// when two clients hash alike, so that no one order is the fingerprint's. The
-    /// partial-order reduction names the steps of states that share a fingerprint by
-    /// these places.
+    /// Its fingerprint, and how it named the clients and the nodes, or `None` when no one
+    /// naming is the fingerprint's (two clients hash alike, or two renumberings of the
+    /// nodes give the fingerprint). The partial-order reduction names the steps of states
+    /// that share a fingerprint by this naming.
+    ///
+    /// With node symmetry, the fingerprint is the least over the renumberings of the nodes
+    /// that sort them by their own fingerprints (`node_symmetry.rs`): states that differ
+    /// only in which node is which share one.
+    ///
+    /// `seed` seeds the hash (0 for a plain check; a swarm member's own otherwise).
     pub(crate) fn fingerprint_ranked(
+        &self,
+        symmetry: Symmetry,
+        seed: u64,
+    ) -> (Fingerprint, Option<Naming>) {
+        if symmetry.nodes && (2..=MAX_NODES).contains(&self.nodes.len()) {
+            return node_symmetry::canonical(self, symmetry.clients, seed);
+        }
+        let (fp, ranks) = self.client_fingerprint(symmetry.clients, seed);
+        let nodes = node_symmetry::identity();
+        (fp, ranks.map(|clients| Naming { clients, nodes }))
+    }
+
+    /// Its fingerprint with the nodes as they are numbered. With `symmetry`, the clients are
+    /// interchangeable: the fingerprint is taken over their fingerprints sorted, so states
+    /// that differ only in which client is which share one. That is sound because the
+    /// clients share one configuration and nothing in a state names a client except its own
+    /// position (tokens are numbered by the world, not by the client).
+    ///
+    /// Also where each client stands in the order the fingerprint took them: `ranks[c]` is
+    /// client `c`'s place (the identity without symmetry), or `None` when two clients hash
+    /// alike, so that no one order is the fingerprint's.
+    pub(crate) fn client_fingerprint(
         &self,
         symmetry: bool,
         seed: u64,

@@ -35,6 +35,9 @@ pub(crate) struct CheckArgs {
     /// Count states that differ only in which client is which separately.
     #[arg(long)]
     no_symmetry: bool,
+    /// Count states that differ only in which node is which separately.
+    #[arg(long)]
+    no_node_symmetry: bool,
     /// Take every interleaving of independent steps (no partial-order reduction).
     #[arg(long)]
     no_reduction: bool,
@@ -150,6 +153,7 @@ pub(crate) fn check(args: &CheckArgs) -> Result<bool, String> {
         max_states: args.max_states.unwrap_or(u64::MAX),
         max_memory,
         symmetry: !args.no_symmetry,
+        node_symmetry: !args.no_node_symmetry,
         reduction: !args.no_reduction,
         progress: terminal.then_some(progress as fn(&Progress)),
         swarm: args.swarm,

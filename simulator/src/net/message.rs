@@ -72,6 +72,15 @@ impl ServerId {
     pub(crate) fn run_id(self) -> String {
         format!("sim-{}-{}", self.server, self.incarnation)
     }
+
+    /// The server a [`Self::run_id`] names, if it is one.
+    pub(crate) fn from_run_id(run_id: &str) -> Option<Self> {
+        let (server, incarnation) = run_id.strip_prefix("sim-")?.split_once('-')?;
+        Some(Self {
+            server: server.parse().ok()?,
+            incarnation: incarnation.parse().ok()?,
+        })
+    }
 }
 
 /// A server's answer.
