@@ -338,9 +338,9 @@ fn permission_refused<T>(result: Result<T, String>) -> Option<String> {
     }
 }
 
-/// Sends each of [`WAIT_COMMANDS`] on `key` (and its channel, which is named like it): a
-/// `PUBLISH` and a `PTTL` and a `PING` on the connection, a `SUBSCRIBE` on a subscription
-/// connection of its own. Returns each with the node's refusal, if it refused it.
+/// Sends each of [`WAIT_COMMANDS`] on `key` (and its channel, which is named like it, and
+/// its mark hash): a `PUBLISH`, a `PTTL`, an `HSET` and `HDEL` and a `PING` on the
+/// connection, a `SUBSCRIBE` on a subscription connection of its own. Returns each with the node's refusal, if it refused it.
 async fn wait_probe(
     url: &str,
     connection: &mut MultiplexedConnection,
@@ -358,6 +358,13 @@ async fn wait_probe(
                     }
                     "PTTL" => {
                         command.arg(key);
+                    }
+                    // A waiter's mark, on the key's mark hash (removed by the `HDEL`).
+                    "HSET" => {
+                        command.arg(format!("{key}\0wait")).arg("doctor").arg("1");
+                    }
+                    "HDEL" => {
+                        command.arg(format!("{key}\0wait")).arg("doctor");
                     }
                     _ => {}
                 }
