@@ -233,8 +233,12 @@ async fn probe(url: &str, limits: &Limits, connection: &mut MultiplexedConnectio
     if let Some(channel) = key(&format!("{scratch}-wait")) {
         probe.waiting = wait_probe(url, connection, channel.as_str()).await;
     }
-    // What refused releases left, and the fence counter (which has no TTL), go now.
+    // What refused releases left, the fence counter and the wait probe's mark hash (neither
+    // has a TTL; the hash stays if `HDEL` was refused), go now.
     let mut leftovers: Vec<String> = Vec::new();
+    if let Some(key) = key(&format!("{scratch}-wait")) {
+        leftovers.push(key.wait_key());
+    }
     for resource in [
         scratch.as_str(),
         &pair[0],
