@@ -82,10 +82,10 @@ async fn a_restarted_node_has_the_scripts_before_its_first_evalsha() {
     const SCRIPT_LOAD: &[&str] = &["script|load", "script"];
     assert_eq!(calls(&fleet, 0, SCRIPT_LOAD), 0, "a fresh server");
     // The old connection is found broken and replaced; the new one is identified, and
-    // loads the seven lock scripts in the same round trip.
+    // loads the eight lock scripts (the waiting mark's included) in the same round trip.
     let connected = redlock.connect().await;
     assert_eq!(connected.connected(), 3, "{connected}");
-    assert_eq!(calls(&fleet, 0, SCRIPT_LOAD), 7);
+    assert_eq!(calls(&fleet, 0, SCRIPT_LOAD), 8);
 
     let report = lease.release().await;
     assert_eq!(report.released(), 3, "{report:?}");

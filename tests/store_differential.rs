@@ -1,6 +1,7 @@
 //! The simulator's keyspace against a real redis-server: the same random command sequences go
 //! to both, through the client's own wire on the Redis side (so `SET … NX GET PX` and the
-//! shipped Lua scripts), and every reply and the keys left after every step must agree.
+//! shipped Lua scripts), and every reply, the keys left (a waiter's mark hash included) and
+//! the number of `PUBLISH`es the release scripts made after every step must agree.
 //!
 //! The simulator and the model checker judge the protocol on nodes that never run a script:
 //! their keys live in `store.rs`, a re-implementation. This test is what ties the two.
@@ -64,10 +65,11 @@ fn token(index: u8) -> Token {
     Token::from_bytes([index + 1; 16])
 }
 
-/// Every single-key command the client sends a lock node, on two resources, three tokens and
-/// three TTLs, and steps of time.
+/// Every single-key command the client sends a lock node (a waiter's marks included, with
+/// the tokens as waiter ids), on two resources, three tokens and three TTLs, and steps of
+/// time.
 fn step() -> impl Strategy<Value = Step> {
-    let command = (0..6usize, 0..2usize, 0..3u8, 0..TTLS.len(), 0..6u64).prop_map(
+    let command = (0..8usize, 0..2usize, 0..3u8, 0..TTLS.len(), 0..6u64).prop_map(
         |(kind, resource_index, token_index, ttl_index, fence)| {
             let key = resource(resource_index);
             let token = token(token_index);
@@ -78,6 +80,12 @@ fn step() -> impl Strategy<Value = Step> {
                 2 => Command::SetIfAbsentReadFence { key, token, ttl },
                 3 => Command::RaiseFence { key, token, fence },
                 4 => Command::ReleaseIfOwner { key, token },
+                5 => Command::MarkWaiting {
+                    key,
+                    waiter: token,
+                    ttl,
+                },
+                6 => Command::UnmarkWaiting { key, waiter: token },
                 _ => Command::ExtendIfOwner { key, token, ttl },
             })
         },
@@ -137,7 +145,8 @@ fn same_keys(a: &[KeyState], b: &[KeyState]) -> bool {
         })
 }
 
-/// The server's keys, by name, as [`Keyspace::keys`] lists them.
+/// The server's keys, by name, as [`Keyspace::keys`] lists them: a hash (a waiter's marks)
+/// as `hash:` and its fields in order.
 async fn server_keys(connection: &mut MultiplexedConnection) -> Vec<KeyState> {
     let names: Vec<Vec<u8>> = redis::cmd("KEYS")
         .arg("*")
@@ -146,10 +155,29 @@ async fn server_keys(connection: &mut MultiplexedConnection) -> Vec<KeyState> {
         .unwrap();
     let mut keys = Vec::new();
     for name in names {
-        let (value, pttl): (Option<String>, i64) = redis::pipe()
-            .atomic()
-            .get(&name)
-            .pttl(&name)
+        // Nothing expires within a step (the TTLs are long): three reads describe one moment.
+        let kind: String = redis::cmd("TYPE")
+            .arg(&name)
+            .query_async(connection)
+            .await
+            .unwrap();
+        let value: Option<String> = if kind == "hash" {
+            let mut fields: Vec<String> = redis::cmd("HKEYS")
+                .arg(&name)
+                .query_async(connection)
+                .await
+                .unwrap();
+            fields.sort();
+            Some(format!("hash:{}", fields.join(",")))
+        } else {
+            redis::cmd("GET")
+                .arg(&name)
+                .query_async(connection)
+                .await
+                .unwrap()
+        };
+        let pttl: i64 = redis::cmd("PTTL")
+            .arg(&name)
             .query_async(connection)
             .await
             .unwrap();
@@ -162,6 +190,22 @@ async fn server_keys(connection: &mut MultiplexedConnection) -> Vec<KeyState> {
     }
     keys.sort();
     keys
+}
+
+/// How many `PUBLISH`es the server ran since its stats were reset (`INFO commandstats`;
+/// a script's calls count).
+async fn publishes(connection: &mut MultiplexedConnection) -> u64 {
+    let stats: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(connection)
+        .await
+        .unwrap();
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix("cmdstat_publish:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 /// Moves the server's time on by [`STEP`]: every key's TTL goes down by as much, and a key
@@ -202,6 +246,12 @@ async fn compare(
     let generation = ServerGeneration::from_info(&info);
     let step_ms = u64::try_from(STEP.as_millis()).unwrap();
     let mut now_ms = 0;
+    // `CONFIG RESETSTAT` zeroes the server's command counts with the keyspace's.
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(connection)
+        .await
+        .unwrap();
     for (index, step) in steps.iter().enumerate() {
         match step {
             Step::Send(command) => {
@@ -225,6 +275,15 @@ async fn compare(
         prop_assert!(
             same_keys(&server, &model),
             "after step {index} ({step:?}): redis-server holds {server:?}, the keyspace {model:?}"
+        );
+        // The release scripts publish only where a waiter's mark is: as many `PUBLISH`es.
+        let published = publishes(connection).await;
+        prop_assert_eq!(
+            published,
+            keyspace.published(),
+            "after step {} ({:?}): PUBLISH calls on redis-server and in the keyspace",
+            index,
+            step
         );
     }
     Ok(())
@@ -266,17 +325,21 @@ fn the_keyspace_answers_as_redis_server_with_the_shipped_scripts() {
 }
 
 /// The comparison has teeth: a keyspace that performs a faulty client's operations (a plain
-/// `DEL` for a release, an extension that re-creates a missing key) is told apart from the
+/// `DEL` for a release, an extension that re-creates a missing key), or whose release
+/// publishes where no waiter marked (the release before the marks), is told apart from the
 /// server by the same sequences.
 #[test]
 fn a_keyspace_with_a_faulty_operation_is_told_apart() {
     type Mutant = (&'static str, fn() -> Keyspace);
-    let mutants: [Mutant; 2] = [
+    let mutants: [Mutant; 3] = [
         ("plain DEL", || {
             Keyspace::with_faults(ReleaseImpl::PlainDel, ExtendImpl::Script)
         }),
         ("re-creating extension", || {
             Keyspace::with_faults(ReleaseImpl::Script, ExtendImpl::Reacquire)
+        }),
+        ("a release that publishes without a mark", || {
+            Keyspace::new().publishing_every_release()
         }),
     ];
     for (name, keyspace) in mutants {

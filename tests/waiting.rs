@@ -520,3 +520,85 @@ async fn the_holders_release_wakes_the_waiter_through_a_flood() {
     flooding.await.unwrap();
     assert_no_lock_keys(&fleet).await;
 }
+
+/// `PUBLISH` calls (the release scripts' notifications) each node has run so far.
+fn publishes(fleet: &RedisFleet) -> Vec<u64> {
+    (0..fleet.len())
+        .map(|i| calls(fleet, i, &["publish"]))
+        .collect()
+}
+
+/// Waiting marks on `key` (fields of its mark hash), on every node.
+fn marks(fleet: &RedisFleet, key: &str) -> Vec<u64> {
+    (0..fleet.len())
+        .map(|i| {
+            redis::cmd("HLEN")
+                .arg(format!("{key}\0wait"))
+                .query(&mut fleet.connect(i).unwrap())
+                .unwrap()
+        })
+        .collect()
+}
+
+/// The release scripts publish only where a waiter marked the key: an uncontended
+/// acquire and release costs the nodes no `PUBLISH` (before the marks: one per node per
+/// release, whoever listened).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_nobody_waits_for_publishes_nothing() {
+    let fleet = fleet(3);
+    let redlock = builder(&fleet).build().unwrap();
+    for _ in 0..3 {
+        let lease = redlock.acquire("report").await.unwrap();
+        let report = lease.release().await;
+        assert!(report.is_quorum_free(), "{report:?}");
+    }
+    assert_eq!(publishes(&fleet), [0, 0, 0]);
+    assert_no_lock_keys(&fleet).await;
+}
+
+/// A waiter marks the nodes where its lost round found the holder (a quorum at least: the
+/// round is decided at a quorum of answers); the holder's release publishes once on each
+/// of those nodes, and nowhere else, and wakes the waiter long before its timer; once
+/// granted, the waiter's marks are gone (the release took them), and its own release
+/// publishes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_someone_waits_for_publishes_once_per_node_and_wakes_the_waiter() {
+    let fleet = fleet(3);
+    let holder = builder(&fleet).build().unwrap();
+    let waiting = waiter(fleet.urls());
+    let lease = holder.acquire("report").await.unwrap();
+    let task = tokio::spawn(async move { waiting.acquire_timeout("report", LONG * 2).await });
+    until_subscribed(&fleet, "redlock:report").await;
+    let marked = eventually(Duration::from_secs(5), || async {
+        marks(&fleet, "redlock:report").iter().sum::<u64>() >= 2
+    })
+    .await;
+    assert!(marked, "marks: {:?}", marks(&fleet, "redlock:report"));
+    let marked = marks(&fleet, "redlock:report");
+    let released = Instant::now();
+    lease.release().await;
+    let granted = tokio::time::timeout(LONG / 2, task)
+        .await
+        .expect("woken by the release, not by its retry timer")
+        .unwrap()
+        .unwrap();
+    let took = released.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "granted {took:?} after the release"
+    );
+    assert_eq!(publishes(&fleet), marked, "one PUBLISH on each marked node");
+    // Granted, the waiter removes its marks; its own release then tells nobody.
+    let unmarked = eventually(Duration::from_secs(5), || async {
+        marks(&fleet, "redlock:report") == [0, 0, 0]
+    })
+    .await;
+    assert!(
+        unmarked,
+        "marks left: {:?}",
+        marks(&fleet, "redlock:report")
+    );
+    granted.release().await;
+    assert_eq!(publishes(&fleet), marked);
+    assert_no_lock_keys(&fleet).await;
+}

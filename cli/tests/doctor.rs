@@ -360,6 +360,8 @@ fn acl_users_without_eval_or_pexpire_are_told_the_rule_to_add() {
         "+subscribe",
         "+unsubscribe",
         "+pttl",
+        "+hset",
+        "+hdel",
     ];
     let urls = vec![
         fleet.url(0),
@@ -440,7 +442,14 @@ fn users_without_the_waiting_commands_are_told_that_waiters_fall_back_on_timers(
             2,
             &[
                 &leases[..],
-                &["+publish", "+subscribe", "+unsubscribe", "+pttl"],
+                &[
+                    "+publish",
+                    "+subscribe",
+                    "+unsubscribe",
+                    "+pttl",
+                    "+hset",
+                    "+hdel",
+                ],
             ]
             .concat(),
         ),
@@ -458,7 +467,7 @@ fn users_without_the_waiting_commands_are_told_that_waiters_fall_back_on_timers(
     let warned = finding(&report, &bare, "permissions");
     assert_eq!(
         warned["remedy"],
-        "ACL SETUSER <user> +pttl +publish +subscribe"
+        "ACL SETUSER <user> +hdel +hset +pttl +publish +subscribe"
     );
     let summary = warned["summary"].as_str().unwrap();
     assert!(summary.contains("retry timers"), "{summary}");

@@ -247,8 +247,12 @@ async fn probe(url: &str, limits: &Limits, connection: &mut MultiplexedConnectio
     if let Some(channel) = key(&format!("{scratch}-wait")) {
         probe.waiting = wait_probe(url, connection, channel.as_str()).await;
     }
-    // What refused releases left, and the fence counter (which has no TTL), go now.
+    // What refused releases left, the fence counter and the wait probe's mark hash (neither
+    // has a TTL; the hash stays if `HDEL` was refused), go now.
     let mut leftovers: Vec<String> = Vec::new();
+    if let Some(key) = key(&format!("{scratch}-wait")) {
+        leftovers.push(key.wait_key());
+    }
     for resource in [
         scratch.as_str(),
         &pair[0],
@@ -352,9 +356,9 @@ fn permission_refused<T>(result: Result<T, String>) -> Option<String> {
     }
 }
 
-/// Sends each of [`WAIT_COMMANDS`] on `key` (and its channel, which is named like it): a
-/// `PUBLISH` and a `PTTL` and a `PING` on the connection, a `SUBSCRIBE` on a subscription
-/// connection of its own. Returns each with the node's refusal, if it refused it.
+/// Sends each of [`WAIT_COMMANDS`] on `key` (and its channel, which is named like it, and
+/// its mark hash): a `PUBLISH`, a `PTTL`, an `HSET` and `HDEL` and a `PING` on the
+/// connection, a `SUBSCRIBE` on a subscription connection of its own. Returns each with the node's refusal, if it refused it.
 async fn wait_probe(
     url: &str,
     connection: &mut MultiplexedConnection,
@@ -372,6 +376,13 @@ async fn wait_probe(
                     }
                     "PTTL" => {
                         command.arg(key);
+                    }
+                    // A waiter's mark, on the key's mark hash (removed by the `HDEL`).
+                    "HSET" => {
+                        command.arg(format!("{key}\0wait")).arg("doctor").arg("1");
+                    }
+                    "HDEL" => {
+                        command.arg(format!("{key}\0wait")).arg("doctor");
                     }
                     _ => {}
                 }

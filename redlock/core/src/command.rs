@@ -173,6 +173,31 @@ pub enum Command {
         /// The lock key; the counter lives under [`LockKey::fence_key`].
         key: LockKey,
     },
+    /// A waiter asks to be told of the key's release: field `waiter` set in the hash at
+    /// [`LockKey::wait_key`], whose expiry is raised to `ttl` unless it is already later
+    /// (never shortened: other waiters' marks share it), and the lock key read in the same
+    /// atomic step. The release scripts delete the hash with the key and publish only if it
+    /// was there, so the next release after this command is announced; the reply tells of
+    /// a release before it: the key's
+    /// holder ([`Reply::TakenBy`], [`Reply::Taken`] for a value that is not a token), or
+    /// [`Reply::NotHeld`] when the key is free. Sent by [`Waiting`](super::Waiting).
+    MarkWaiting {
+        /// The lock key.
+        key: LockKey,
+        /// The waiter's own id (one per acquisition): its field in the hash.
+        waiter: Token,
+        /// How long the mark lives at least.
+        ttl: Duration,
+    },
+    /// The waiter no longer waits (granted, or gave up): its field removed from the hash at
+    /// [`LockKey::wait_key`] (`HDEL`; the hash goes with its last field). [`Reply::Released`]
+    /// when the field was there, [`Reply::NotHeld`] otherwise.
+    UnmarkWaiting {
+        /// The lock key.
+        key: LockKey,
+        /// The waiter's id, as marked.
+        waiter: Token,
+    },
 }
 
 impl Command {
@@ -187,7 +212,9 @@ impl Command {
             | Self::RaiseFence { key, .. }
             | Self::ReleaseIfOwner { key, .. }
             | Self::ExtendIfOwner { key, .. }
-            | Self::ReadHolder { key } => std::slice::from_ref(key),
+            | Self::ReadHolder { key }
+            | Self::MarkWaiting { key, .. }
+            | Self::UnmarkWaiting { key, .. } => std::slice::from_ref(key),
             Self::SetAllIfAbsent { keys, .. }
             | Self::ReleaseAllIfOwner { keys, .. }
             | Self::ExtendAllIfOwner { keys, .. } => keys,
@@ -241,7 +268,8 @@ impl Command {
             | Self::ReleaseAllIfOwner { token, .. }
             | Self::ExtendAllIfOwner { token, .. }
             | Self::RaiseFence { token, .. } => Some(*token),
-            Self::ReadHolder { .. } => None,
+            // A waiter's id is not an owner token: no key ever holds it.
+            Self::ReadHolder { .. } | Self::MarkWaiting { .. } | Self::UnmarkWaiting { .. } => None,
         }
     }
 

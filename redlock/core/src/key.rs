@@ -90,6 +90,21 @@ impl LockKey {
     pub fn fence_key(&self) -> String {
         format!("{}\0fence", self.key)
     }
+
+    /// The key of the resource's waiting marks: the lock key followed by a NUL byte and
+    /// `wait`. A hash with one field per waiter that asked to be told of the key's release
+    /// ([`Command::MarkWaiting`](super::Command::MarkWaiting)); the release scripts delete it
+    /// with the lock key and publish only if it was there. Like the fence key, no lock key
+    /// can ever equal it.
+    ///
+    /// ```
+    /// use redlock_core::LockKey;
+    /// let key = LockKey::new("redlock:", "report").unwrap();
+    /// assert_eq!(key.wait_key(), "redlock:report\0wait");
+    /// ```
+    pub fn wait_key(&self) -> String {
+        format!("{}\0wait", self.key)
+    }
 }
 
 impl fmt::Debug for LockKey {

@@ -45,7 +45,10 @@
 //! [`RetryWindow::pick`], wait until then, call [`Acquire::retry`] with a fresh [`Token`] and
 //! continue the loop. Randomness (tokens, jitter) is always an input. A driver that listens
 //! to the nodes' release notifications feeds them to a [`Waiting`], which says when a round
-//! may start before the picked start (the holder the lost round saw has released).
+//! may start before the picked start (the holder the lost round saw has released). Built
+//! with [`Waiting::marking`], it also asks for the marks that make the release scripts
+//! publish ([`Waiting::poll_transmit`], answers to [`Waiting::handle_reply`], told apart
+//! from the rounds' by [`Waiting::sent`]), and removes them at [`Waiting::stop`].
 //!
 //! # Time
 //!

@@ -322,12 +322,13 @@ proptest! {
     /// Waiting: what a lost round saw, and the notifications heard from each node.
     #[test]
     fn waiting_is_equivariant(
-        (nodes, perm, seen, heard) in (1usize..=6).prop_flat_map(|n| {
+        (nodes, perm, seen, heard, marking) in (1usize..=6).prop_flat_map(|n| {
             (
                 Just(n),
                 permutation(n),
                 proptest::collection::vec(0u8..4, n),
                 proptest::collection::vec((0..n, 0u8..3, any::<bool>()), 0..12),
+                any::<bool>(),
             )
         }),
     ) {
@@ -359,6 +360,10 @@ proptest! {
         };
         let Some(failure) = acquire(statuses) else { return Ok(()) };
         let mut original = Waiting::new(&config, key());
+        if marking {
+            // The waiting marks: the lost round's holders marked, node by node.
+            original = original.marking(token(7), Duration::from_secs(10));
+        }
         let mut image = renumbered(&original, &perm);
         let timer = t0.saturating_add(Duration::from_secs(5));
         let mut half = heard.len() / 2;
@@ -367,6 +372,17 @@ proptest! {
                 original.round_lost(&failure, true, timer);
                 image.round_lost(&renumbered(&failure, &perm), true, timer);
                 half = usize::MAX;
+                // The marks go out node by node in index order: the same commands, renamed,
+                // in another order (which matters only per node).
+                let by_node = |mut sent: Vec<Transmit>| {
+                    sent.sort_by_key(|t| t.node.index());
+                    sent
+                };
+                let sent: Vec<Transmit> = std::iter::from_fn(|| original.poll_transmit())
+                    .map(|t| renumbered(&t, &perm))
+                    .collect();
+                let image_sent: Vec<Transmit> = std::iter::from_fn(|| image.poll_transmit()).collect();
+                prop_assert_eq!(by_node(image_sent), by_node(sent));
             }
             let now = t0.saturating_add(Duration::from_millis(10 * i as u64));
             let payload = token(*t).to_hex();

@@ -19,19 +19,40 @@
 //! the waiter on its timer: the start the driver picked in the retry window, which already
 //! ends when the holder's keys expire.
 //!
+//! A release publishes only where a waiter asked to be told ([`Waiting::marking`]): after a
+//! lost round, the waiter marks its interest on each node where it saw a holder (a field in
+//! a hash beside the lock key, [`LockKey::wait_key`](super::LockKey::wait_key)), and the
+//! release scripts delete that hash with the key and publish only if it was there, so that
+//! a release nobody waits for costs the node no `PUBLISH`. A mark serves one release: every
+//! waiter marked there is told by it, and one that loses its next round marks again. The mark reads the lock key in the same atomic step: a
+//! release that landed between the lost round and the mark, and so announced nothing, is
+//! seen there (the key free, or held by another token), and frees that node as its
+//! notification would have. The waiter removes its marks when its acquisition ends.
+//!
 //! Nothing here decides anything about the lease: an early round is an ordinary quorum
-//! round. A notification that is lost, late, wrong or forged costs time, and at most one
-//! round per retry delay, never safety.
+//! round. A notification (or a mark) that is lost, late, wrong or forged costs time, and at
+//! most one round per retry delay, never safety.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
+use super::command::RequestKind;
 use super::renumber::{NodePermutation, RenumberNodes};
-use super::{LockConfig, NodeId, RoundFailure, Target, Timestamp, Token};
+use super::{
+    Command, LockConfig, LockKey, NodeFailure, NodeId, Reply, RequestId, RoundFailure, Target,
+    Timestamp, Token, Transmit,
+};
 
 /// How many notifications heard while a round runs are kept for when it is decided; older
 /// ones are dropped. A genuine release lands within a round trip of the round, so only a
 /// flood pushes it out, and then the waiter keeps to its timer.
 const HEARD_DURING_A_ROUND: usize = 32;
+
+/// The bit set in the round number of every request a [`Waiting`] sends (its marks): no
+/// acquisition, extension or release ever numbers a round that high, so a driver that feeds
+/// every reply of an acquisition to one place can tell the marks' apart
+/// ([`Waiting::sent`]).
+const MARK_ROUNDS: u32 = 1 << 31;
 
 /// The wait between one acquisition's rounds, as a value: fed the lost rounds, the
 /// notifications and the time, it says when the next round starts. Pure and deterministic:
@@ -98,6 +119,27 @@ pub struct Waiting {
     /// When the latest early round started.
     last_early: Option<Timestamp>,
     state: State,
+    /// The waiting marks, when the driver asked for them ([`Self::marking`]).
+    marks: Option<Marks>,
+}
+
+/// A waiter's marks on the nodes: the release scripts publish only where a mark is (and
+/// delete the marks), so a waiter that wants to be told marks every node where it saw a
+/// holder, after each lost round.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Marks {
+    key: LockKey,
+    waiter: Token,
+    ttl: Duration,
+    /// Counts the lost rounds the marks were sent after: a reply to an older batch is about
+    /// holders the waiter no longer waits for, and is ignored.
+    batch: u32,
+    /// Which nodes were ever marked, by [`NodeId::index`]: those to unmark at the end.
+    marked: Vec<bool>,
+    /// Commands not yet polled.
+    queue: VecDeque<Transmit>,
+    /// Once the acquisition ended: no mark is sent again.
+    stopped: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -117,6 +159,36 @@ enum State {
         /// The early start, once a quorum of nodes is freed.
         early: Option<Timestamp>,
     },
+}
+
+impl Marks {
+    /// Queues a mark on every node where the lost round saw a holder (`nodes`), in a new
+    /// batch; the marks of an older batch still queued are dropped (the new ones replace
+    /// them).
+    fn mark(&mut self, nodes: &[Seen]) {
+        self.batch = self.batch.wrapping_add(1) & !MARK_ROUNDS;
+        self.queue
+            .retain(|t| t.request.kind() == RequestKind::Cleanup);
+        if self.marked.len() < nodes.len() {
+            self.marked.resize(nodes.len(), false);
+        }
+        for (index, seen) in nodes.iter().enumerate() {
+            if !matches!(seen, Seen::Holder(_)) {
+                continue;
+            }
+            let node = NodeId::new(index);
+            self.marked[index] = true;
+            self.queue.push_back(Transmit {
+                request: RequestId::new(MARK_ROUNDS | self.batch, node, RequestKind::Main),
+                node,
+                command: Command::MarkWaiting {
+                    key: self.key.clone(),
+                    waiter: self.waiter,
+                    ttl: self.ttl,
+                },
+            });
+        }
+    }
 }
 
 /// What a lost round saw on one node.
@@ -149,7 +221,107 @@ impl Waiting {
             spacing: config.retry().delay().max(config.retry().jitter()),
             last_early: None,
             state: State::Running { heard: Vec::new() },
+            marks: None,
         }
+    }
+
+    /// Marks this waiter's interest on the nodes ([`Command::MarkWaiting`], field `waiter`,
+    /// living at least `ttl`), so that their release scripts announce the releases it waits
+    /// for: after each lost round that may wake on a release, on every node where the round
+    /// saw a holder's token (a notification can free no other node). Release scripts publish
+    /// only where some waiter's mark is. Only for a single key: a multi-resource round never
+    /// reads its holders, so no notification could wake it.
+    ///
+    /// The driver sends what [`poll_transmit`](Self::poll_transmit) yields, hands the
+    /// replies to [`handle_reply`](Self::handle_reply), and calls [`stop`](Self::stop) when
+    /// the acquisition ends (granted, failed or abandoned) to remove the marks. A mark that
+    /// is lost, late or never removed costs a timer's wait or a needless `PUBLISH` until its
+    /// expiry, never safety.
+    #[must_use]
+    pub fn marking(mut self, waiter: Token, ttl: Duration) -> Self {
+        if let Target::One(key) = &self.target {
+            self.marks = Some(Marks {
+                key: key.clone(),
+                waiter,
+                ttl,
+                batch: 0,
+                marked: Vec::new(),
+                queue: VecDeque::new(),
+                stopped: false,
+            });
+        }
+        self
+    }
+
+    /// Whether `request` is one a [`Waiting`] sent (a mark or its removal), not one of an
+    /// acquisition's rounds: its reply goes to [`handle_reply`](Self::handle_reply).
+    pub fn sent(request: RequestId) -> bool {
+        (request.round() & MARK_ROUNDS) != 0
+    }
+
+    /// The next mark (or unmark) to send, if any.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.marks.as_mut()?.queue.pop_front()
+    }
+
+    /// The reply to the mark `request`, received at `now`. A mark that found the key
+    /// free, or held by another token than the holder the lost round saw there, means that
+    /// holder released (or its key expired) before the mark was in place, when its release
+    /// announced nothing: the node counts as freed, as if its notification had come.
+    /// Anything else (a failure, the same holder, a reply to an older batch) changes nothing.
+    pub fn handle_reply(
+        &mut self,
+        request: RequestId,
+        reply: Result<Reply, NodeFailure>,
+        now: Timestamp,
+    ) {
+        let Some(marks) = &self.marks else {
+            return;
+        };
+        if request.round() != (MARK_ROUNDS | marks.batch) || request.kind() != RequestKind::Main {
+            return;
+        }
+        let Ok(reply) = reply else {
+            return;
+        };
+        let node = request.node();
+        let State::Between { nodes, .. } = &self.state else {
+            return;
+        };
+        let Some(Seen::Holder(seen)) = nodes.get(node.index()).copied() else {
+            return;
+        };
+        let gone = match reply {
+            Reply::NotHeld | Reply::Taken => true,
+            Reply::TakenBy { holder, .. } => holder != seen,
+            _ => false,
+        };
+        if gone {
+            self.free(Some(node), seen, now);
+        }
+    }
+
+    /// The acquisition ends (granted, failed or abandoned): queues the removal of its
+    /// marks ([`Command::UnmarkWaiting`]) on every node it marked, and sends no mark again.
+    pub fn stop(&mut self) {
+        let Some(marks) = self.marks.as_mut().filter(|marks| !marks.stopped) else {
+            return;
+        };
+        marks.queue.clear();
+        marks.batch = marks.batch.wrapping_add(1) & !MARK_ROUNDS;
+        let marked = std::mem::take(&mut marks.marked);
+        for (index, _) in marked.iter().enumerate().filter(|(_, marked)| **marked) {
+            let node = NodeId::new(index);
+            marks.queue.push_back(Transmit {
+                request: RequestId::new(MARK_ROUNDS | marks.batch, node, RequestKind::Cleanup),
+                node,
+                command: Command::UnmarkWaiting {
+                    key: marks.key.clone(),
+                    waiter: marks.waiter,
+                },
+            });
+        }
+        marks.stopped = true;
     }
 
     /// The round that was running is lost ([`AcquireEvent::Retry`](super::AcquireEvent::Retry)):
@@ -161,16 +333,22 @@ impl Waiting {
             State::Running { heard } => std::mem::take(heard),
             State::Between { .. } => Vec::new(),
         };
-        let nodes = failure
+        let nodes: Vec<Seen> = failure
             .nodes
             .iter()
             .map(|status| {
                 status
                     .reply()
-                    .and_then(super::Reply::holder)
+                    .and_then(Reply::holder)
                     .map_or(Seen::Unknown, Seen::Holder)
             })
             .collect();
+        if let Some(marks) = &mut self.marks
+            && wake_on_release
+            && !marks.stopped
+        {
+            marks.mark(&nodes);
+        }
         self.state = State::Between {
             timer,
             wake_on_release,
@@ -312,6 +490,13 @@ impl RenumberNodes for Waiting {
             }
             State::Between { nodes, .. } => perm.permute(nodes),
         }
+        if let Some(marks) = &mut self.marks {
+            // Empty until the first mark, then one entry per node.
+            perm.permute(&mut marks.marked);
+            for transmit in &mut marks.queue {
+                transmit.renumber_nodes(perm);
+            }
+        }
     }
 }
 
@@ -437,6 +622,98 @@ mod tests {
         w.round_lost(&lost(vec![held_by(token(8)); 3], at(101)), true, at(201));
         w.released_here(token(8), at(105));
         assert_eq!(w.next_round(), Some(at(105)));
+    }
+
+    fn marking(nodes: usize) -> Waiting {
+        Waiting::new(&config(nodes), key()).marking(token(42), Duration::from_secs(10))
+    }
+
+    fn drain(w: &mut Waiting) -> Vec<Transmit> {
+        std::iter::from_fn(|| w.poll_transmit()).collect()
+    }
+
+    #[test]
+    fn a_lost_round_marks_the_nodes_where_it_saw_a_holder() {
+        let mut w = marking(3);
+        assert!(drain(&mut w).is_empty(), "nothing before a lost round");
+        let unknown = NodeStatus::Replied(Reply::TakenFor {
+            remaining: Duration::from_secs(1),
+        });
+        w.round_lost(
+            &lost(vec![held_by(token(7)), unknown, held_by(token(7))], at(0)),
+            true,
+            at(100),
+        );
+        let sent = drain(&mut w);
+        let nodes: Vec<usize> = sent.iter().map(|t| t.node.index()).collect();
+        assert_eq!(nodes, [0, 2]);
+        assert!(sent.iter().all(|t| t.command
+            == Command::MarkWaiting {
+                key: key(),
+                waiter: token(42),
+                ttl: Duration::from_secs(10),
+            }));
+        // A split vote never wakes early: no marks for it.
+        w.round_started(at(100));
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(101)), false, at(200));
+        assert!(drain(&mut w).is_empty());
+        // Stopping unmarks every node ever marked, once, and marks nothing again.
+        w.stop();
+        let unmarks = drain(&mut w);
+        assert_eq!(unmarks.len(), 2);
+        assert!(unmarks.iter().all(|t| matches!(
+            &t.command,
+            Command::UnmarkWaiting { waiter, .. } if *waiter == token(42)
+        )));
+        w.round_started(at(200));
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(201)), true, at(300));
+        assert!(drain(&mut w).is_empty());
+        // A multi-resource waiter never marks.
+        let many = Target::Many(vec![key(), LockKey::new("redlock:", "s").unwrap()].into());
+        let mut w = Waiting::new(&config(3), many).marking(token(42), Duration::from_secs(10));
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(0)), true, at(100));
+        assert!(drain(&mut w).is_empty());
+    }
+
+    #[test]
+    fn a_mark_that_finds_the_holder_gone_frees_its_node() {
+        let mut w = marking(3);
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(0)), true, at(100));
+        let sent = drain(&mut w);
+        // Node 0: still the holder (its release will be announced); node 1: free (released
+        // before the mark, unannounced); node 2: another token took it after a release.
+        w.handle_reply(sent[0].request, Ok(held_by_reply(token(7))), at(1));
+        w.handle_reply(sent[1].request, Ok(Reply::NotHeld), at(2));
+        assert_eq!(w.next_round(), Some(at(100)));
+        w.handle_reply(sent[2].request, Ok(held_by_reply(token(8))), at(3));
+        assert_eq!(w.next_round(), Some(at(3)));
+
+        // A reply to the marks of an older lost round counts for nothing.
+        let mut w = marking(3);
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(0)), true, at(100));
+        let old = drain(&mut w);
+        w.round_started(at(100));
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(101)), true, at(201));
+        let new = drain(&mut w);
+        for t in &old {
+            w.handle_reply(t.request, Ok(Reply::NotHeld), at(102));
+        }
+        assert_eq!(w.next_round(), Some(at(201)));
+        // Failures count for nothing either.
+        for t in &new {
+            w.handle_reply(t.request, Err(NodeFailure::TimedOut), at(102));
+        }
+        assert_eq!(w.next_round(), Some(at(201)));
+        w.handle_reply(new[0].request, Ok(Reply::NotHeld), at(103));
+        w.handle_reply(new[1].request, Ok(Reply::NotHeld), at(103));
+        assert_eq!(w.next_round(), Some(at(103)));
+    }
+
+    fn held_by_reply(holder: Token) -> Reply {
+        Reply::TakenBy {
+            holder,
+            remaining: None,
+        }
     }
 
     /// What a driver can be told, in the proptest.

@@ -16,6 +16,7 @@ use tracing::Instrument;
 use super::clock::Clock;
 use super::drive::drive;
 use super::flight::Flight;
+use super::lanes::Lanes;
 use super::waiting::Waiter;
 use super::{FenceSource, Fencing, Lease, Redlock};
 use crate::error::Error;
@@ -243,6 +244,7 @@ impl<'a> Acquisition<'a> {
             &lost.failure,
             lost.wake_on_release,
             timer,
+            || self.redlock.flight(&self.budget.config, Lanes::apart()),
         );
         op.flight
             .run_until(waiter.until_next_round(self.redlock.clock()))

@@ -74,6 +74,13 @@ type Slots = Mutex<Vec<Option<Arc<Gate>>>>;
 pub(crate) struct Lanes(Arc<Slots>);
 
 impl Lanes {
+    /// Lanes of their own, shared with no resource: for the waiting marks, which must
+    /// neither wait behind a round's commands nor hold up the next round's `SET` while
+    /// nobody polls them (their order on each node among themselves is all that counts).
+    pub(crate) fn apart() -> Self {
+        Self(Arc::default())
+    }
+
     /// Installs `gate` as node `index`'s last command; returns the one it follows.
     pub(crate) fn push(&self, index: usize, gate: Arc<Gate>) -> Option<Arc<Gate>> {
         let mut lanes = lock(&self.0);

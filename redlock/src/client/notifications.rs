@@ -2,7 +2,8 @@
 //! waiter of the client.
 //!
 //! The release scripts `PUBLISH` the released token on the lock key's name when they delete
-//! a key (with `redis.pcall`, so that a user whose ACL forbids the channel still releases).
+//! a key that a waiter marked (see [`waiting`](super::waiting); with `redis.pcall`, so that a
+//! user whose ACL forbids the channel still releases).
 //! A waiter subscribes to its keys for as long as it waits; each message whose payload is a
 //! token goes into the key's [`Freed`](super::freed::Freed) log, with the node it came
 //! from. Nothing here trusts a message: Pub/Sub channels belong to the whole server, not to

@@ -2,7 +2,9 @@
 //! keys ([`freed`](super::freed)), and a line per resource for this client's own waiters.
 //!
 //! What to make of a release is the core's [`Waiting`](redlock_core::Waiting): a waiter
-//! feeds it its lost rounds and what the log heard, and sleeps until the round it says.
+//! feeds it its lost rounds and what the log heard, sends the marks it asks for (the
+//! release scripts publish only where a waiter marked its interest) and hands it their
+//! answers, and sleeps until the round it says.
 //! Neither decides anything about the lease: a woken waiter runs an ordinary quorum round,
 //! which the core judges as any other. They only decide *when* that round runs, so a
 //! message that is lost, late or wrong costs time, never safety; and since the core counts
@@ -17,6 +19,7 @@ use tokio::sync::Notify;
 
 use super::Shared;
 use super::clock::Clock;
+use super::flight::Flight;
 use super::freed::{Freed, any_after, epoch, sequence};
 use super::lock;
 use super::notifications::Subscription;
@@ -150,6 +153,12 @@ pub(crate) struct Waiter<'a> {
     cursor: u64,
     /// When the next round starts, from what was heard; from the first lost round on.
     rounds: Option<redlock_core::Waiting>,
+    /// The requests of the core's waiting marks (see [`redlock_core::Waiting::marking`]),
+    /// from the first lost round on; what is still in flight when the acquisition ends
+    /// finishes in the background, with the removal of the marks. In a mutex only so that
+    /// the waiter is `Sync` (a `Flight` is not, and `&Waiter` is held across awaits); every
+    /// use has `&mut` and takes it with `get_mut`, without locking.
+    marks: Mutex<Option<Flight>>,
 }
 
 impl<'a> Waiter<'a> {
@@ -162,6 +171,7 @@ impl<'a> Waiter<'a> {
             subscription: None,
             cursor: 0,
             rounds: None,
+            marks: Mutex::new(None),
         }
     }
 
@@ -227,17 +237,29 @@ impl<'a> Waiter<'a> {
     /// The round that ran is lost (`failure`): tells the core's
     /// [`Waiting`](redlock_core::Waiting) so, with the start `timer` picked in the retry
     /// window, and whether the holders' release may wake us earlier (`wake_on_release`).
+    ///
+    /// The core then marks this waiter's interest on the nodes where the round saw a
+    /// holder (so that their release scripts announce its release), over the flight
+    /// `marks` makes on the first lost round: on lanes of its own, so that a mark nobody
+    /// polls (the next round started at once) holds up no `SET`. Its answers are read
+    /// while the waiter waits ([`until_next_round`](Self::until_next_round)).
     pub(crate) fn round_lost(
         &mut self,
         config: &LockConfig,
         failure: &RoundFailure,
         wake_on_release: bool,
         timer: Timestamp,
+        marks: impl FnOnce() -> Flight,
     ) {
         let target = self.target;
-        self.rounds
-            .get_or_insert_with(|| redlock_core::Waiting::new(config, target.clone()))
-            .round_lost(failure, wake_on_release, timer);
+        let waiter_id = &self.shared.tokens;
+        let rounds = self.rounds.get_or_insert_with(|| {
+            redlock_core::Waiting::new(config, target.clone())
+                .marking(waiter_id.next(), config.ttl())
+        });
+        rounds.round_lost(failure, wake_on_release, timer);
+        let flight = unpoisoned(&mut self.marks).get_or_insert_with(marks);
+        flight.send_all(|| rounds.poll_transmit());
     }
 
     /// Returns when the core's [`Waiting`](redlock_core::Waiting) says the next round
@@ -245,15 +267,23 @@ impl<'a> Waiter<'a> {
     /// holders it saw released a quorum of nodes (when it may wake on a release), and no
     /// early round ran within a retry delay. At once if no round was lost.
     pub(crate) async fn until_next_round(&mut self, clock: &Clock) {
-        let target = self.target;
-        let Some(rounds) = &mut self.rounds else {
+        let Self {
+            target,
+            signals,
+            cursor,
+            rounds,
+            marks,
+            ..
+        } = self;
+        let Some(rounds) = rounds else {
             return;
         };
+        let marks = unpoisoned(marks);
         loop {
             // The epoch before reading: a release in between still wakes us.
-            let seen = epoch(&self.signals);
-            let from = std::mem::replace(&mut self.cursor, sequence());
-            read_logs(&self.signals, target, from, rounds, clock.now());
+            let seen = epoch(signals);
+            let from = std::mem::replace(cursor, sequence());
+            read_logs(signals, target, from, rounds, clock.now());
             let now = clock.now();
             let Some(next) = rounds.next_round() else {
                 return;
@@ -264,12 +294,43 @@ impl<'a> Waiter<'a> {
                 }
                 return;
             }
+            // A mark's answer may say the holder is gone already.
+            // (No shared borrow of the flight lives across the await: the future is `Send`
+            // while `Flight` is not `Sync`.)
+            let in_flight = marks.as_mut().filter(|flight| !flight.is_idle());
+            let answered = async move {
+                match in_flight {
+                    Some(flight) => flight.next().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 () = clock.sleep_until(next) => {}
-                () = any_after(&self.signals, seen) => {}
+                () = any_after(signals, seen) => {}
+                Some(done) = answered => rounds.handle_reply(done.request, done.result, clock.now()),
             }
         }
     }
+}
+
+impl Drop for Waiter<'_> {
+    /// The acquisition ends, whichever way: the core removes its marks from the nodes. The
+    /// removals (and any mark still in flight, which goes first on its node's lane) finish
+    /// in the background when the flight is dropped.
+    fn drop(&mut self) {
+        if let (Some(rounds), Some(flight)) = (&mut self.rounds, unpoisoned(&mut self.marks)) {
+            rounds.stop();
+            flight.send_all(|| rounds.poll_transmit());
+        }
+    }
+}
+
+/// The marks' flight, from `&mut` (no lock taken; a poisoned mutex is used as it is, since
+/// nothing panics while it is held: it never is).
+fn unpoisoned(marks: &mut Mutex<Option<Flight>>) -> &mut Option<Flight> {
+    marks
+        .get_mut()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Hands the releases `signals` (the logs of `target`'s keys, in order) heard from sequence

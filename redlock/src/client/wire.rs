@@ -63,7 +63,8 @@ pub(crate) async fn run(
         }
         Command::ReleaseIfOwner { key, token } => {
             let script = Owned::new(&scripts::RELEASE, token, None);
-            let value = script.call(link, &[key.as_str()], by_hash).await?;
+            let keys = [key.as_str(), &key.wait_key()];
+            let value = script.call(link, &keys, by_hash).await?;
             owner_reply(value, Reply::Released, "release")
         }
         Command::ExtendIfOwner { key, token, ttl } => {
@@ -81,7 +82,14 @@ pub(crate) async fn run(
         }
         Command::ReleaseAllIfOwner { keys, token } => {
             let script = Owned::new(&scripts::RELEASE_ALL, token, None);
-            let value = script.call_all(link, keys, by_hash).await?;
+            // The lock keys, then their marks in the same order.
+            let marks: Vec<String> = keys.iter().map(LockKey::wait_key).collect();
+            let all: Vec<&str> = keys
+                .iter()
+                .map(LockKey::as_str)
+                .chain(marks.iter().map(String::as_str))
+                .collect();
+            let value = script.call(link, &all, by_hash).await?;
             owner_reply(value, Reply::Released, "multi-key release")
         }
         Command::ExtendAllIfOwner { keys, token, ttl } => {
@@ -90,6 +98,10 @@ pub(crate) async fn run(
             owner_reply(value, Reply::Extended, "multi-key extend")
         }
         Command::ReadHolder { key } => read_holder(key, link.connection).await,
+        Command::MarkWaiting { key, waiter, ttl } => {
+            mark_waiting(key, waiter, *ttl, link, by_hash).await
+        }
+        Command::UnmarkWaiting { key, waiter } => unmark_waiting(key, waiter, link).await,
         // The core is its own package: a command added there needs its wire form here.
         other => Err(NodeFailure::Protocol(format!(
             "this client does not know how to send {other:?}"
@@ -175,6 +187,43 @@ async fn set_then_report_holder(
         return Ok(Reply::Acquired);
     };
     Ok(taken_reply(holder, pttl))
+}
+
+/// A waiter's mark on `key` (the mark script): the lock key's holder as the script read it,
+/// [`Reply::NotHeld`] when the key was free.
+async fn mark_waiting(
+    key: &LockKey,
+    waiter: &Token,
+    ttl: Duration,
+    link: &mut Link<'_>,
+    by_hash: bool,
+) -> Result<Reply, NodeFailure> {
+    let script = Owned::new(&scripts::MARK_WAITING, waiter, Some(ttl));
+    let keys = [key.as_str(), &key.wait_key()];
+    let value = script.call(link, &keys, by_hash).await?;
+    Ok(match taken_by(value)? {
+        None => Reply::NotHeld,
+        Some(Some(holder)) => Reply::TakenBy {
+            holder,
+            remaining: None,
+        },
+        Some(None) => Reply::Taken,
+    })
+}
+
+/// `HDEL` of a waiter's mark: [`Reply::Released`] when it was there.
+async fn unmark_waiting(
+    key: &LockKey,
+    waiter: &Token,
+    link: &mut Link<'_>,
+) -> Result<Reply, NodeFailure> {
+    let mut hdel = redis::cmd("HDEL");
+    hdel.arg(key.wait_key()).arg(&waiter.to_hex()[..]);
+    match link.query(hdel).await.map_err(classify)? {
+        Value::Int(1) => Ok(Reply::Released),
+        Value::Int(0) => Ok(Reply::NotHeld),
+        other => Err(unexpected("HDEL", &other)),
+    }
 }
 
 /// The fenced lock request: `SET NX PX` and a read of the fence counter, in one script.

@@ -7,24 +7,47 @@
 
 use super::LuaScript;
 
-/// Deletes the key only if it holds our token, and then tells the key's waiters: a
-/// `PUBLISH` of the token on the channel named after the key (so that a client can tell
-/// its own releases from others'). The `PUBLISH` goes through `redis.pcall`,
+/// Deletes the key only if it holds our token, together with its waiters' marks (the hash
+/// at `KEYS[2]`, [`MARK_WAITING`]), and then, only if there were marks, tells the key's
+/// waiters: a `PUBLISH` of the token on the channel named after the key (so that a client
+/// can tell its own releases from others'). A release nobody waits for publishes nothing
+/// and costs what a plain compare-and-delete costs: one `DEL` of both keys, which answers
+/// 2 only when the marks were there. The marks go with the release that announced them: a
+/// waiter that loses its next round marks again. The `PUBLISH` goes through `redis.pcall`,
 /// so that a user whose ACL does not grant the channel still releases (its waiters then
 /// wake on their retry timers).
 ///
-/// `KEYS[1]` the lock key, `ARGV[1]` our token.
+/// `KEYS[1]` the lock key, `KEYS[2]` its marks ([`redlock_core::LockKey::wait_key`]),
+/// `ARGV[1]` our token.
 /// Returns 1 when deleted, 0 when the key does not exist, -1 when another token holds it.
 const RELEASE_SOURCE: &str = r"
 local value = redis.call('GET', KEYS[1])
 if value == ARGV[1] then
-    redis.call('DEL', KEYS[1])
-    redis.pcall('PUBLISH', KEYS[1], ARGV[1])
+    if redis.call('DEL', KEYS[1], KEYS[2]) == 2 then
+        redis.pcall('PUBLISH', KEYS[1], ARGV[1])
+    end
     return 1
 elseif value == false then
     return 0
 end
 return -1
+";
+
+/// A waiter marks its interest in the key's release: field `ARGV[1]` (its id) in the hash
+/// `KEYS[2]`, whose expiry is raised to `ARGV[2]` milliseconds unless it is already later
+/// (the hash is shared by every waiter of the key, so a mark never shortens another's; no
+/// `PEXPIRE .. GT`, which Redis 6.2 lacks). Then reads the lock key in the same atomic
+/// step: a release before the mark announced nothing (and took the marks before it with
+/// the key), and the waiter learns of it here.
+///
+/// `KEYS[1]` the lock key, `KEYS[2]` its marks, `ARGV[1]` the waiter's id, `ARGV[2]` the
+/// mark's time to live in milliseconds. Returns the lock key's value (nil when free).
+const MARK_WAITING_SOURCE: &str = r"
+redis.call('HSET', KEYS[2], ARGV[1], '1')
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
+return redis.call('GET', KEYS[1])
 ";
 
 /// Resets the key's expiry only if it holds our token. A missing key stays missing: an
@@ -100,18 +123,22 @@ end
 return 1
 ";
 
-/// Deletes each key of a multi-resource lease that still holds our token, telling each
-/// deleted key's waiters as [`RELEASE`] does.
+/// Deletes each key of a multi-resource lease that still holds our token, with its marks,
+/// telling each deleted key's waiters as [`RELEASE`] does (only where some waiter marked
+/// that key).
 ///
-/// `KEYS` the lock keys, `ARGV[1]` our token. Returns 1 when at least one key was deleted,
-/// -1 when none was but another token holds one, 0 when none holds anything.
+/// `KEYS` the `n` lock keys, then their `n` marks in the same order, `ARGV[1]` our token.
+/// Returns 1 when at least one key was deleted, -1 when none was but another token holds
+/// one, 0 when none holds anything.
 const RELEASE_ALL_SOURCE: &str = r"
 local released, other = 0, 0
-for i = 1, #KEYS do
+local n = #KEYS / 2
+for i = 1, n do
     local value = redis.call('GET', KEYS[i])
     if value == ARGV[1] then
-        redis.call('DEL', KEYS[i])
-        redis.pcall('PUBLISH', KEYS[i], ARGV[1])
+        if redis.call('DEL', KEYS[i], KEYS[n + i]) == 2 then
+            redis.pcall('PUBLISH', KEYS[i], ARGV[1])
+        end
         released = released + 1
     elseif value then
         other = other + 1
@@ -156,10 +183,11 @@ pub(crate) static RAISE_FENCE: LuaScript = LuaScript::new(RAISE_FENCE_SOURCE);
 pub(crate) static ACQUIRE_ALL: LuaScript = LuaScript::new(ACQUIRE_ALL_SOURCE);
 pub(crate) static RELEASE_ALL: LuaScript = LuaScript::new(RELEASE_ALL_SOURCE);
 pub(crate) static EXTEND_ALL: LuaScript = LuaScript::new(EXTEND_ALL_SOURCE);
+pub(crate) static MARK_WAITING: LuaScript = LuaScript::new(MARK_WAITING_SOURCE);
 
 /// The scripts a new connection to a lock node loads (`SCRIPT LOAD`) with its
 /// identification, so that it can call them by hash.
-pub(crate) static LOADED: [&LuaScript; 7] = [
+pub(crate) static LOADED: [&LuaScript; 8] = [
     &RELEASE,
     &EXTEND,
     &ACQUIRE_FENCED,
@@ -167,4 +195,5 @@ pub(crate) static LOADED: [&LuaScript; 7] = [
     &ACQUIRE_ALL,
     &RELEASE_ALL,
     &EXTEND_ALL,
+    &MARK_WAITING,
 ];

@@ -20,7 +20,7 @@ use redlock_core::{
 };
 
 use super::rate::Strays;
-use super::spec::{CheckSpec, WorkStop};
+use super::spec::{CheckSpec, WaiterMarks, WorkStop};
 use crate::client::faults::{Faults, Keys, RoundClock};
 use crate::net::message::{NodeOp, NodeReply, ServerId};
 
@@ -173,6 +173,9 @@ pub(super) struct Happened {
     pub(super) extended: bool,
     /// A release removed a key of a lease whose work still runs, before the key expired.
     pub(super) released_live_key: bool,
+    /// A release deleted its key on a node where a waiter's mark was, and published
+    /// nothing.
+    pub(super) waiter_untold: bool,
 }
 
 /// What a client has with one node: its connection, the messages on their way either way,
@@ -300,14 +303,19 @@ impl Client {
         let key = env.key.clone();
         let token = env.fresh_token();
         self.op += 1;
+        let mut waiting = Waiting::new(&env.spec.config, key.clone());
+        if env.spec.waiter_marks != WaiterMarks::Off {
+            // The waiter's id: its first round's token, unique to this acquisition.
+            waiting = waiting.marking(token, env.spec.config.ttl());
+        }
         self.phase = Phase::Acquiring(Acquiring {
             op: self.op,
-            machine: Acquire::new(&env.spec.config, key.clone(), token, now),
+            machine: Acquire::new(&env.spec.config, key, token, now),
             round: RoundClock {
                 start: now,
                 first_reply: None,
             },
-            waiting: Waiting::new(&env.spec.config, key),
+            waiting,
             lost_a_round: false,
         });
     }
@@ -599,6 +607,9 @@ impl Client {
         now: Timestamp,
     ) {
         match &mut self.phase {
+            Phase::Acquiring(a) if a.op == op && Waiting::sent(request) => {
+                a.waiting.handle_reply(request, result, now);
+            }
             Phase::Acquiring(a) if a.op == op => {
                 if a.round.first_reply.is_none() && a.machine.expects(request) {
                     a.round.first_reply = Some(now);
@@ -720,6 +731,7 @@ impl Client {
                 false
             }
             Some(AcquireEvent::Acquired(grant)) => {
+                self.unmark(&mut a, env);
                 let grant = self.faults.believed(grant, a.round, now);
                 env.happened.granted = Some(grant.fence);
                 env.happened.handed_off = a.lost_a_round;
@@ -755,14 +767,26 @@ impl Client {
             }) => {
                 let timer = self.faults.acquire_timer(a.round, window.earliest());
                 a.waiting.round_lost(&failure, wake_on_release, timer);
+                while let Some(mark) = a.waiting.poll_transmit() {
+                    self.issue(a.op, mark, env);
+                }
                 a.lost_a_round = true;
                 self.phase = Phase::Acquiring(a);
                 false
             }
             Some(_) => {
+                self.unmark(&mut a, env);
                 self.next_iteration(env);
                 true
             }
+        }
+    }
+
+    /// The acquisition ended: its waiting marks are removed from the nodes.
+    fn unmark(&mut self, a: &mut Acquiring, env: &mut Env<'_>) {
+        a.waiting.stop();
+        while let Some(unmark) = a.waiting.poll_transmit() {
+            self.issue(a.op, unmark, env);
         }
     }
 
@@ -962,6 +986,7 @@ pub(super) fn model_keys() -> (LockKey, Keys) {
     let keys = Keys {
         key: Arc::from(key.as_str()),
         fence_key: Arc::from(key.fence_key().as_str()),
+        wait_key: Arc::from(key.wait_key().as_str()),
     };
     (key, keys)
 }

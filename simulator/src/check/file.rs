@@ -101,6 +101,7 @@ impl RawCheck {
             stop_ticks: timing.stop_ticks,
             work_stop: timing.work_stop,
             keeper_without_drift: self.client.release_deadline == ReleaseDeadline::WithoutDrift,
+            waiter_marks: self.model.waiter_marks,
             may_stay_unreached,
             always,
             expect: self.expect.outcome,

@@ -34,6 +34,8 @@ pub(super) fn judge(spec: &CheckSpec, state: &mut CheckState, happened: Happened
             state.violation = Some(Property::MutualExclusion);
         } else if judged(Property::StopBeforeRelease) && happened.released_live_key {
             state.violation = Some(Property::StopBeforeRelease);
+        } else if judged(Property::WaiterTold) && happened.waiter_untold {
+            state.violation = Some(Property::WaiterTold);
         }
     }
     reached

@@ -74,7 +74,7 @@ pub use fingerprint::collision_bound;
 pub use model::{Action, Link};
 pub use property::Property;
 pub use search::{DEFAULT_BREADTH_FIRST_MEMORY, Exploration, Options, Progress, Stop};
-pub use spec::{CheckSpec, Durability, Outcome, PauseKind, WorkStop};
+pub use spec::{CheckSpec, Durability, Outcome, PauseKind, WaiterMarks, WorkStop};
 pub use steps::{ModelState, ModelSteps};
 
 use model::Model;
@@ -175,6 +175,7 @@ impl CheckReport {
                         "violated"
                     } else if self.spec.always & p.bit() == 0
                         || (p == Property::FencesIncrease && !self.spec.config.fencing())
+                        || (p == Property::WaiterTold && self.spec.waiter_marks == WaiterMarks::Off)
                     {
                         "not-checked"
                     } else if violated.is_some() || !self.exploration.complete {

@@ -14,7 +14,7 @@ use redlock_core::{LockKey, Reply};
 use super::client::{Client, Env, Happened, Msg, model_keys};
 use super::judge::judge;
 use super::node::Node;
-use super::spec::{CheckSpec, PauseKind};
+use super::spec::{CheckSpec, PauseKind, WaiterMarks};
 use super::state::CheckState;
 use crate::client::faults::Keys;
 use crate::net::message::{NodeOp, NodeReply};
@@ -595,6 +595,9 @@ impl Model {
             working.is_some() && node.keys.holder(&self.keys.key, end_of_tick) == working
         };
         let live_before = outlives_tick(node);
+        // Whether a waiter's mark is there for a release to announce: the release deletes it.
+        let marked = self.spec.waiter_marks != WaiterMarks::Off
+            && node.keys.announces(&cmd, node.now_ms(&self.spec));
         let reply = node.execute(n, &cmd, &self.spec);
         if live_before && !outlives_tick(node) {
             happened.released_live_key = true;
@@ -602,9 +605,21 @@ impl Model {
         if let (NodeOp::ReleaseIfOwner { token, .. }, NodeReply::Core(Reply::Released)) =
             (&cmd, &reply)
         {
-            // Only a client waiting for the lease is subscribed to its channel.
-            for client in clients.iter_mut().filter(|c| c.is_acquiring()) {
-                client.links[n].notices.push_back(Msg::Released(*token));
+            // Without marks, every release publishes; with them, only where a waiter's mark
+            // was (and never, for the fault that leaves the release silent).
+            let publishes = match self.spec.waiter_marks {
+                WaiterMarks::Off => true,
+                WaiterMarks::On => marked,
+                WaiterMarks::Unannounced => false,
+            };
+            if marked && !publishes {
+                happened.waiter_untold = true;
+            }
+            if publishes {
+                // Only a client waiting for the lease is subscribed to its channel.
+                for client in clients.iter_mut().filter(|c| c.is_acquiring()) {
+                    client.links[n].notices.push_back(Msg::Released(*token));
+                }
             }
         }
         Some(Msg::Reply {

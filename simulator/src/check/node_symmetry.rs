@@ -299,7 +299,7 @@ mod tests {
     #[test]
     fn the_model_is_equivariant_under_renumbering_the_nodes() {
         // Crashes with and without quarantine, pauses, losses and delays, keep-alive,
-        // fencing, clock jumps and fast node clocks, five nodes.
+        // fencing, clock jumps and fast node clocks, waiting marks, five nodes.
         for file in [
             "shipped-drift.toml",
             "shipped-crash.toml",
@@ -307,6 +307,7 @@ mod tests {
             "shipped-pause-loss.toml",
             "keep-alive-never-stops-delayed.toml",
             "fencing-crash-mutation.toml",
+            "waiting-marks.toml",
             "teeth-s6-five-nodes.toml",
         ] {
             assert!(equivariant(file, 1_500) > 0, "{file}");

@@ -22,17 +22,22 @@ pub enum Property {
     HandOff,
     /// *Sometimes*: a lease is extended.
     Extension,
+    /// *Always*: a release that deletes its key on a node where a waiter's mark is tells
+    /// that waiter (the release script publishes; checked when waiters mark,
+    /// `model.waiter_marks`).
+    WaiterTold,
 }
 
 impl Property {
     /// Every property, in the order reported.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::MutualExclusion,
         Self::FencesIncrease,
         Self::StopBeforeRelease,
         Self::Grant,
         Self::HandOff,
         Self::Extension,
+        Self::WaiterTold,
     ];
 
     /// Its name in reports and `--json`.
@@ -44,6 +49,7 @@ impl Property {
             Self::Grant => "grant",
             Self::HandOff => "contended-hand-off",
             Self::Extension => "extension",
+            Self::WaiterTold => "waiter-told",
         }
     }
 
@@ -60,7 +66,10 @@ impl Property {
     pub fn is_always(self) -> bool {
         matches!(
             self,
-            Self::MutualExclusion | Self::FencesIncrease | Self::StopBeforeRelease
+            Self::MutualExclusion
+                | Self::FencesIncrease
+                | Self::StopBeforeRelease
+                | Self::WaiterTold
         )
     }
 

@@ -9,7 +9,7 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::spec::{Durability, Outcome, PauseKind, WorkStop};
+use super::spec::{Durability, Outcome, PauseKind, WaiterMarks, WorkStop};
 use crate::scenario::{ExtendImpl, LossOrder, ReleaseImpl, TimingImpl};
 
 #[derive(Deserialize)]
@@ -60,6 +60,8 @@ pub(super) struct RawModel {
     pub(super) quarantine: bool,
     #[serde(default)]
     pub(super) fencing: bool,
+    #[serde(default)]
+    pub(super) waiter_marks: WaiterMarks,
 }
 
 #[derive(Deserialize)]

@@ -87,6 +87,23 @@ pub enum WorkStop {
     Unconfirmed,
 }
 
+/// Whether waiters mark their interest on the nodes, and so whether a release publishes
+/// only where a mark is (`model.waiter_marks`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaiterMarks {
+    /// No marks: every release notifies every client then acquiring (the model of the
+    /// safety checks; see docs/simulator.md for why it covers the marks' behaviours).
+    #[default]
+    Off,
+    /// The shipped client: a waiter marks the nodes where its lost round saw a holder
+    /// (the mark reads the key), removes its marks when its acquisition ends, and a
+    /// release notifies only where some mark is.
+    On,
+    /// A fault: marks as [`On`](Self::On), but the release never publishes.
+    Unannounced,
+}
+
 /// One check, read from a file.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CheckSpec {
@@ -154,6 +171,8 @@ pub struct CheckSpec {
     /// Whether the keep-alive is built without the drift allowance (a fault: its release
     /// deadline is the validity's end, before the keys have expired on the nodes).
     pub keeper_without_drift: bool,
+    /// Whether waiters mark their interest, and releases publish only where a mark is.
+    pub waiter_marks: WaiterMarks,
     /// The *sometimes* properties that may stay unreached (bits of
     /// [`Property::bit`](super::Property::bit)); any other unreached one fails the check.
     pub may_stay_unreached: u8,

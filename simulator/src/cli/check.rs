@@ -365,6 +365,9 @@ fn explain_property(property: check::Property) -> &'static str {
         Property::StopBeforeRelease => {
             "a lease was released while its work still ran and its keys could still exist"
         }
+        Property::WaiterTold => {
+            "a release deleted its key on a node where a waiter's mark was, and told nobody"
+        }
         _ => "",
     }
 }

@@ -38,6 +38,8 @@ pub(crate) struct RoundClock {
 pub(crate) struct Keys {
     pub(crate) key: Arc<str>,
     pub(crate) fence_key: Arc<str>,
+    /// The waiting marks' hash ([`redlock_core::LockKey::wait_key`]).
+    pub(crate) wait_key: Arc<str>,
 }
 
 /// A client's faults (none for the shipped client).
@@ -169,7 +171,11 @@ impl Faults {
                 ttl_ms: Command::px(ttl),
             },
             Command::ReleaseIfOwner { token, .. } => match self.release {
-                ReleaseImpl::Script => NodeOp::ReleaseIfOwner { key, token },
+                ReleaseImpl::Script => NodeOp::ReleaseIfOwner {
+                    key,
+                    wait_key: keys.wait_key.clone(),
+                    token,
+                },
                 ReleaseImpl::PlainDel => NodeOp::Del { key },
             },
             Command::SetIfAbsentReadFence { token, ttl, .. } => NodeOp::SetNxReadFence {
@@ -195,6 +201,16 @@ impl Faults {
                     token,
                     ttl_ms: Command::px(ttl),
                 },
+            },
+            Command::MarkWaiting { waiter, ttl, .. } => NodeOp::MarkWaiting {
+                key,
+                wait_key: keys.wait_key.clone(),
+                waiter,
+                ttl_ms: Command::px(ttl),
+            },
+            Command::UnmarkWaiting { waiter, .. } => NodeOp::UnmarkWaiting {
+                wait_key: keys.wait_key.clone(),
+                waiter,
             },
             other => {
                 return Err(NodeFailure::Protocol(format!(

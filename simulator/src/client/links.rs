@@ -394,6 +394,7 @@ mod tests {
         let keys = Keys {
             key: Arc::from("redlock:r"),
             fence_key: Arc::from("redlock:r\0fence"),
+            wait_key: Arc::from("redlock:r\0wait"),
         };
         Links::new(
             0,

@@ -66,7 +66,10 @@ impl Client {
                 start: now,
                 first_reply: None,
             },
-            waiting: Waiting::new(&self.spec.config, self.key.clone()),
+            // Marks its interest on the nodes after a lost round, as the shipped client does:
+            // the release scripts publish only where a mark is.
+            waiting: Waiting::new(&self.spec.config, self.key.clone())
+                .marking(Token::random(ctx.rng), self.spec.config.ttl()),
         }));
         self.drive(ctx);
     }
@@ -94,6 +97,7 @@ impl Client {
                 }
             }
             Pumped::Outcome(AcquireEvent::Acquired(grant)) => {
+                self.unmark(ctx, &mut acquiring.waiting);
                 self.granted(ctx, grant, acquiring.round);
             }
             Pumped::Outcome(AcquireEvent::Retry {
@@ -116,11 +120,15 @@ impl Client {
                 acquiring
                     .waiting
                     .round_lost(&failure, wake_on_release, timer);
+                while let Some(mark) = acquiring.waiting.poll_transmit() {
+                    self.send(ctx, mark);
+                }
                 let at = acquiring.waiting.next_round().unwrap_or(timer);
                 self.lock = Lock::Acquiring(acquiring);
                 self.wake_at(ctx, Timer::Lock, at);
             }
             Pumped::Outcome(AcquireEvent::Failed(failure)) => {
+                self.unmark(ctx, &mut acquiring.waiting);
                 ctx.history.acquire_failures += 1;
                 let outcome = ClientOutcome::AcquireFailed {
                     reason: failure.last_round.reason.to_string(),
@@ -130,6 +138,14 @@ impl Client {
                 self.finish_iteration(ctx);
             }
             Pumped::Outcome(_) => self.finish_iteration(ctx),
+        }
+    }
+
+    /// The acquisition ended: its waiting marks are removed from the nodes.
+    fn unmark(&mut self, ctx: &mut Ctx<'_>, waiting: &mut Waiting) {
+        waiting.stop();
+        while let Some(unmark) = waiting.poll_transmit() {
+            self.send(ctx, unmark);
         }
     }
 
@@ -345,6 +361,20 @@ impl Client {
         result: Result<Reply, NodeFailure>,
     ) {
         let now = self.local(ctx.now);
+        if Waiting::sent(request) {
+            // A mark's answer (an unmark's, after the acquisition, says nothing).
+            if let Lock::Acquiring(acquiring) = &mut self.lock {
+                let before = acquiring.waiting.next_round();
+                acquiring.waiting.handle_reply(request, result, now);
+                let next = acquiring.waiting.next_round();
+                if let Some(at) = next
+                    && next != before
+                {
+                    self.wake_at(ctx, Timer::Lock, at);
+                }
+            }
+            return;
+        }
         match &mut self.lock {
             Lock::Acquiring(acquiring) => {
                 if acquiring.round.first_reply.is_none() && acquiring.machine.expects(request) {

@@ -138,6 +138,7 @@ impl Client {
         let keys = Keys {
             key: key.as_str().into(),
             fence_key: Arc::from(key.fence_key()),
+            wait_key: Arc::from(key.wait_key()),
         };
         let faults = Faults::of(&spec);
         Self {

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use redlock_core::{ConnectionId, NodeFailure, Reply, RequestId, Token};
 
-/// An operation a Redis server performs. The first six are exactly what the client's
-/// `SET NX GET PX` and single-key Lua scripts do; `Identify` is the `INFO` the client reads on
+/// An operation a Redis server performs. The first six and the last two are exactly what
+/// the client's `SET NX GET PX`, single-key Lua scripts and `HDEL` do; `Identify` is the `INFO` the client reads on
 /// every new connection; the rest model broken clients and weak token sources.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum NodeOp {
@@ -35,8 +35,13 @@ pub(crate) enum NodeOp {
         token: Token,
         fence: u64,
     },
-    /// The compare-and-delete script.
-    ReleaseIfOwner { key: Arc<str>, token: Token },
+    /// The compare-and-delete script: deletes `key` while it holds `token`, with the
+    /// waiters' marks at `wait_key` (and publishes when there were marks).
+    ReleaseIfOwner {
+        key: Arc<str>,
+        wait_key: Arc<str>,
+        token: Token,
+    },
     /// The compare-and-`PEXPIRE` script.
     ExtendIfOwner {
         key: Arc<str>,
@@ -57,6 +62,16 @@ pub(crate) enum NodeOp {
     },
     /// `INCR key` (a Redis-derived fencing counter).
     Incr { key: Arc<str> },
+    /// The mark script: field `waiter` in the hash `wait_key`, whose expiry is raised to
+    /// `ttl_ms` unless already later; answers `key`'s holder.
+    MarkWaiting {
+        key: Arc<str>,
+        wait_key: Arc<str>,
+        waiter: Token,
+        ttl_ms: u64,
+    },
+    /// `HDEL wait_key waiter`.
+    UnmarkWaiting { wait_key: Arc<str>, waiter: Token },
 }
 
 /// One incarnation of one server: what a `run_id` names. A restart makes a new one, and so
@@ -186,6 +201,8 @@ impl Msg {
                 NodeOp::Del { .. } => "DEL".into(),
                 NodeOp::SetOrExtend { .. } => "set or extend".into(),
                 NodeOp::Incr { .. } => "INCR".into(),
+                NodeOp::MarkWaiting { .. } => "mark waiting".into(),
+                NodeOp::UnmarkWaiting { .. } => "HDEL mark".into(),
             },
             Self::Reply { reply, .. } => match reply {
                 NodeReply::Core(reply) => format!("reply: {}", variant(format!("{reply:?}"))),

@@ -25,14 +25,19 @@ pub struct Keyspace {
     store: Store,
     release: ReleaseImpl,
     extend: ExtendImpl,
+    /// How many `PUBLISH`es the release scripts made.
+    published: u64,
+    /// Whether every release publishes, marks or not (the release before the marks).
+    publish_always: bool,
 }
 
-/// A live key, as `GET` and `PTTL` would show it.
+/// A live key, as `GET` (or `HKEYS`, for a hash) and `PTTL` would show it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct KeyState {
     /// The key's name.
     pub key: String,
-    /// Its value: a token in hex, or a counter in decimal (as `GET` answers both).
+    /// Its value: a token in hex, or a counter in decimal (as `GET` answers both), or for
+    /// a hash of waiting marks `hash:` and its fields in order, comma-separated.
     pub value: String,
     /// Its remaining time to live, `None` for a key without expiry.
     pub expires_in: Option<Duration>,
@@ -52,6 +57,8 @@ impl Keyspace {
             store: Store::default(),
             release,
             extend,
+            published: 0,
+            publish_always: false,
         }
     }
 
@@ -68,6 +75,7 @@ impl Keyspace {
         let keys = Keys {
             key: Arc::from(key.as_str()),
             fence_key: Arc::from(key.fence_key()),
+            wait_key: Arc::from(key.wait_key()),
         };
         let faults = Faults::new(
             TimingImpl::Correct,
@@ -87,13 +95,34 @@ impl Keyspace {
             command => (command, true),
         };
         let op: NodeOp = faults.node_op(command, &keys)?;
-        match self.store.execute(&op, now_ms).0 {
+        let releases = self.publish_always
+            && matches!(&op, NodeOp::ReleaseIfOwner { key, token, .. }
+                if self.store.holder(key, now_ms) == Some(*token));
+        if releases || self.store.announces(&op, now_ms) {
+            self.published += 1;
+        }
+        let reply = self.store.execute(&op, now_ms).0;
+        match reply {
             NodeReply::Core(Reply::TakenBy { .. }) if !names_holder => Ok(Reply::TakenUnread),
             NodeReply::Core(reply) => Ok(reply),
             other => Err(NodeFailure::Protocol(format!(
                 "not a core reply: {other:?}"
             ))),
         }
+    }
+
+    /// The keyspace of the release before the waiting marks, which publishes on every
+    /// release, marks or not: a faulty keyspace the differential test must tell apart.
+    #[must_use]
+    pub fn publishing_every_release(mut self) -> Self {
+        self.publish_always = true;
+        self
+    }
+
+    /// How many `PUBLISH`es the release scripts have made so far: one per release that
+    /// deleted the key while a waiter's mark was there.
+    pub fn published(&self) -> u64 {
+        self.published
     }
 
     /// The live keys when the server's clock reads `now_ms` milliseconds, by name.
@@ -106,6 +135,14 @@ impl Keyspace {
                 value: match &entry.value {
                     Value::Token(token) => String::from_utf8_lossy(&token.to_hex()).into_owned(),
                     Value::Counter(n) => n.to_string(),
+                    // A hash of waiting marks: its fields, in order, after `hash:`.
+                    Value::Marks(marks) => {
+                        let fields: Vec<String> = marks
+                            .iter()
+                            .map(|m| String::from_utf8_lossy(&m.to_hex()).into_owned())
+                            .collect();
+                        format!("hash:{}", fields.join(","))
+                    }
                 },
                 expires_in: entry
                     .expire_at_ms

@@ -114,6 +114,12 @@ impl Server {
         self.uptime_before = 0;
     }
 
+    /// Whether `op`, performed next at `t`, makes the release script publish (a release
+    /// of its key while some waiter's mark is there). Asked before `op` is performed.
+    pub(crate) fn announces(&self, op: &NodeOp, t: Nanos) -> bool {
+        self.keys.announces(op, self.now_ms(t))
+    }
+
     /// The token holding `key` at `t`, if any (for the space-time diagram).
     pub(crate) fn holder(&self, key: &str, t: Nanos) -> Option<Token> {
         self.keys.holder(key, self.now_ms(t))
@@ -164,6 +170,7 @@ mod tests {
         assert_eq!(s.execute(&set(b), 0).0, taken_by(a));
         let release = |token| NodeOp::ReleaseIfOwner {
             key: key.clone(),
+            wait_key: "k\0wait".into(),
             token,
         };
         assert_eq!(

@@ -13,6 +13,8 @@ use crate::net::message::{NodeOp, NodeReply};
 pub(crate) enum Value {
     Token(Token),
     Counter(i64),
+    /// A hash of waiting marks: its fields (the waiters' ids), in order.
+    Marks(Vec<Token>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -74,7 +76,11 @@ impl Store {
                 token,
                 fence,
             } => self.raise_fence(key, fence_key, *token, *fence, now),
-            NodeOp::ReleaseIfOwner { key, token } => self.release_if_owner(key, *token, now),
+            NodeOp::ReleaseIfOwner {
+                key,
+                wait_key,
+                token,
+            } => self.release_if_owner(key, wait_key, *token, now),
             NodeOp::ExtendIfOwner { key, token, ttl_ms } => {
                 self.extend_if_owner(key, *token, *ttl_ms, now)
             }
@@ -87,6 +93,15 @@ impl Store {
                 return (NodeReply::Failure(failure), None);
             }
             // The only operation whose reply is not a lock reply.
+            NodeOp::MarkWaiting {
+                key,
+                wait_key,
+                waiter,
+                ttl_ms,
+            } => self.mark_waiting(key, wait_key, *waiter, *ttl_ms, now),
+            NodeOp::UnmarkWaiting { wait_key, waiter } => {
+                self.unmark_waiting(wait_key, *waiter, now)
+            }
             NodeOp::Incr { key } => {
                 let (next, effect) = self.incr(key, now);
                 return (NodeReply::Counter(next), Some(effect));
@@ -123,7 +138,7 @@ impl Store {
                     holder,
                     remaining: None,
                 },
-                Value::Counter(_) => Reply::Taken,
+                Value::Counter(_) | Value::Marks(_) => Reply::Taken,
             };
             (reply, None)
         } else {
@@ -206,10 +221,14 @@ impl Store {
         }
     }
 
-    /// The release script: deletes `key` only while it holds `token`.
+    /// The release script: deletes `key` only while it holds `token`, and the waiters'
+    /// marks at `wait_key` with it (`DEL key wait_key`; whether it publishes is
+    /// [`Self::announces`], asked before). The replica is sent the lock key's deletion
+    /// only: a mark left there costs a needless `PUBLISH` after a failover, until it expires.
     fn release_if_owner(
         &mut self,
         key: &Arc<str>,
+        wait_key: &Arc<str>,
         token: Token,
         now: u64,
     ) -> (Reply, Option<Effect>) {
@@ -218,6 +237,7 @@ impl Store {
             Some(false) => (Reply::HeldByOther, None),
             Some(true) => {
                 self.keys.remove(key);
+                self.keys.remove(wait_key);
                 (Reply::Released, Some(Effect::Del { key: key.clone() }))
             }
         }
@@ -303,6 +323,102 @@ impl Store {
         (Reply::Extended, Some(effect))
     }
 
+    /// The mark script: `HSET wait_key waiter 1`, then `PEXPIRE wait_key ttl_ms` unless the
+    /// hash already lives longer (`PTTL` is -1 for a new hash, which has no expiry yet), then
+    /// `GET key`: [`Reply::NotHeld`] when free, the holder otherwise.
+    fn mark_waiting(
+        &mut self,
+        key: &Arc<str>,
+        wait_key: &Arc<str>,
+        waiter: Token,
+        ttl_ms: u64,
+        now: u64,
+    ) -> (Reply, Option<Effect>) {
+        let mut marks = match self.live(wait_key, now) {
+            Some(Entry {
+                value: Value::Marks(marks),
+                expire_at_ms,
+            }) => (std::mem::take(marks), *expire_at_ms),
+            _ => (Vec::new(), None),
+        };
+        if let Err(at) = marks.0.binary_search(&waiter) {
+            marks.0.insert(at, waiter);
+        }
+        let longer = marks.1.is_some_and(|at| at.saturating_sub(now) >= ttl_ms);
+        let expire_at = if longer { marks.1 } else { Some(now + ttl_ms) };
+        let effect = self.insert(wait_key, Value::Marks(marks.0), expire_at);
+        let reply = match self.live(key, now).map(|entry| &entry.value) {
+            None => Reply::NotHeld,
+            Some(Value::Token(holder)) => Reply::TakenBy {
+                holder: *holder,
+                remaining: None,
+            },
+            Some(_) => Reply::Taken,
+        };
+        (reply, Some(effect))
+    }
+
+    /// `HDEL wait_key waiter`: [`Reply::Released`] when the field was there (the hash goes
+    /// with its last field), [`Reply::NotHeld`] otherwise.
+    fn unmark_waiting(
+        &mut self,
+        wait_key: &Arc<str>,
+        waiter: Token,
+        now: u64,
+    ) -> (Reply, Option<Effect>) {
+        let Some(Entry {
+            value: Value::Marks(marks),
+            ..
+        }) = self.live(wait_key, now)
+        else {
+            return (Reply::NotHeld, None);
+        };
+        let Ok(at) = marks.binary_search(&waiter) else {
+            return (Reply::NotHeld, None);
+        };
+        marks.remove(at);
+        if marks.is_empty() {
+            self.keys.remove(wait_key);
+            return (
+                Reply::Released,
+                Some(Effect::Del {
+                    key: wait_key.clone(),
+                }),
+            );
+        }
+        let entry = self.keys.get(wait_key).cloned().expect("a live hash");
+        let effect = Effect::Set {
+            key: wait_key.clone(),
+            entry,
+        };
+        (Reply::Released, Some(effect))
+    }
+
+    /// Whether `op`, performed next when the server's clock reads `now` milliseconds, makes
+    /// the release script publish: a release whose key holds its token while some waiter's
+    /// mark is there (the script's `DEL` of both answers 2). Asked before `op` is performed,
+    /// which deletes the marks.
+    pub(crate) fn announces(&self, op: &NodeOp, now: u64) -> bool {
+        let NodeOp::ReleaseIfOwner {
+            key,
+            wait_key,
+            token,
+        } = op
+        else {
+            return false;
+        };
+        self.holder(key, now) == Some(*token) && self.marked(wait_key, now)
+    }
+
+    /// Whether some waiter's mark is on the hash `wait_key` when the server's clock reads
+    /// `now` milliseconds: the release scripts publish only then.
+    pub(crate) fn marked(&self, wait_key: &str, now: u64) -> bool {
+        self.keys.get(wait_key).is_some_and(|e| {
+            matches!(&e.value, Value::Marks(marks) if !marks.is_empty())
+                && e.expire_at_ms.is_none_or(|at| now <= at)
+        })
+    }
+
     /// Applies a replicated change.
     pub(crate) fn apply(&mut self, effect: &Effect) {
         match effect {
@@ -329,5 +445,70 @@ impl Store {
                 (Value::Token(token), None) => Some(*token),
                 _ => None,
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token(n: u8) -> Token {
+        Token::from_bytes([n; 16])
+    }
+
+    #[test]
+    fn a_release_announces_only_where_a_mark_is_and_takes_the_marks_with_it() {
+        let (key, wait_key): (Arc<str>, Arc<str>) = ("k".into(), "k\0wait".into());
+        let mut store = Store::default();
+        let set = NodeOp::SetNx {
+            key: key.clone(),
+            token: token(1),
+            ttl_ms: 1_000,
+        };
+        let release = NodeOp::ReleaseIfOwner {
+            key: key.clone(),
+            wait_key: wait_key.clone(),
+            token: token(1),
+        };
+        let mark = |waiter, ttl_ms| NodeOp::MarkWaiting {
+            key: key.clone(),
+            wait_key: wait_key.clone(),
+            waiter: token(waiter),
+            ttl_ms,
+        };
+        let reply = |store: &mut Store, op: &NodeOp, now| match store.execute(op, now).0 {
+            NodeReply::Core(reply) => reply,
+            other => panic!("{other:?}"),
+        };
+        // Nobody waits: the release announces nothing.
+        reply(&mut store, &set, 0);
+        assert!(!store.announces(&release, 1));
+        assert_eq!(reply(&mut store, &release, 1), Reply::Released);
+        // A mark on a free key says so; one on a held key names the holder.
+        assert_eq!(reply(&mut store, &mark(7, 500), 2), Reply::NotHeld);
+        reply(&mut store, &set, 3);
+        let held = Reply::TakenBy {
+            holder: token(1),
+            remaining: None,
+        };
+        assert_eq!(reply(&mut store, &mark(8, 100), 4), held);
+        // The shorter mark did not shorten the hash's life: still there at 400.
+        assert!(store.marked(&wait_key, 400));
+        assert!(store.announces(&release, 400));
+        assert_eq!(reply(&mut store, &release, 400), Reply::Released);
+        // The release took the marks: the next one announces nothing.
+        assert!(!store.marked(&wait_key, 401));
+        // A waiter's own removal; the hash goes with its last field.
+        reply(&mut store, &mark(7, 500), 410);
+        let unmark = |waiter| NodeOp::UnmarkWaiting {
+            wait_key: wait_key.clone(),
+            waiter: token(waiter),
+        };
+        assert_eq!(reply(&mut store, &unmark(8), 411), Reply::NotHeld);
+        assert_eq!(reply(&mut store, &unmark(7), 412), Reply::Released);
+        assert!(!store.marked(&wait_key, 413));
+        // A mark expires with its hash.
+        reply(&mut store, &mark(7, 100), 500);
+        assert!(store.marked(&wait_key, 600) && !store.marked(&wait_key, 601));
     }
 }

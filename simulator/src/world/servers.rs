@@ -36,12 +36,15 @@ impl World<'_> {
             ));
             return Some((reply, None));
         }
+        let announces = self.servers[s].announces(cmd, self.now);
         let (reply, effect) = self.servers[s].execute(cmd, self.now);
         self.track_spans(s, cmd, &reply);
-        if let (NodeOp::ReleaseIfOwner { key, token }, NodeReply::Core(Reply::Released)) =
+        if let (NodeOp::ReleaseIfOwner { key, token, .. }, NodeReply::Core(Reply::Released)) =
             (cmd, &reply)
+            && announces
         {
-            // The release script publishes the released token on the key's channel.
+            // The release script publishes the released token on the key's channel, when
+            // some waiter had marked its interest there.
             self.publish(s, key, Arc::from(&token.to_hex()[..]));
         }
         Some((reply, effect))
