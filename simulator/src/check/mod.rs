@@ -218,6 +218,29 @@ impl CheckReport {
         }
     }
 
+    /// The search in one line: its counts, time, rate, reductions and how it ended.
+    fn search_line(&self) -> String {
+        let e = &self.exploration;
+        let reductions = [
+            (self.symmetry, ", client symmetry"),
+            (self.node_symmetry, ", node symmetry"),
+            (self.reduction, ", sleep sets"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, name)| *name)
+        .collect::<String>();
+        format!(
+            "  {} states, {} distinct, depth {}, {:.2} s, {:.0} states/s{reductions}, {}",
+            e.states,
+            e.distinct,
+            e.depth,
+            e.elapsed.as_secs_f64(),
+            self.rate(),
+            self.ending(),
+        )
+    }
+
     /// The report as text.
     pub fn text(&self) -> String {
         let e = &self.exploration;
@@ -232,27 +255,7 @@ impl CheckReport {
                 member.hash_seed()
             );
         }
-        let _ = writeln!(
-            out,
-            "  {} states, {} distinct, depth {}, {:.2} s, {:.0} states/s{}{}{}, {}",
-            e.states,
-            e.distinct,
-            e.depth,
-            e.elapsed.as_secs_f64(),
-            self.rate(),
-            if self.symmetry {
-                ", client symmetry"
-            } else {
-                ""
-            },
-            if self.node_symmetry {
-                ", node symmetry"
-            } else {
-                ""
-            },
-            if self.reduction { ", sleep sets" } else { "" },
-            self.ending(),
-        );
+        let _ = writeln!(out, "{}", self.search_line());
         let _ = writeln!(
             out,
             "  128-bit fingerprints: P(two states shared one) <= {:.1e}; peak memory {}{}",
