@@ -35,12 +35,15 @@
 //!    dropped or returned, the command's whole process group gone), and only then does the
 //!    keeper say [`KeeperEvent::Release`];
 //! 3. if the driver cannot confirm the stop, the keeper says `Release` on its own at the
-//!    *release deadline* `V + d` (`d` the drift allowance): the start of the last successful
-//!    round plus the TTL. Every key that round wrote expires within one one-way latency of
-//!    it; a key written later (an extension still in flight when the keeper stopped, whose
-//!    success it ignores) may live on, but its holder's validity ended at `V`, and the
-//!    release deletes it. A release then takes nothing from anyone, and work that still runs
-//!    is a holder acting after its validity, which only fencing tokens catch.
+//!    *release deadline*: the start of the last extension attempt plus the TTL, whether
+//!    that attempt succeeded or not (`V + d`, `d` the drift allowance, after a success).
+//!    Every key an attempt wrote expires within one one-way latency of that instant: an
+//!    attempt whose replies did not come in time (a pause, a slow network) may still have
+//!    extended the keys, and a release before they expire would hand the resource to the
+//!    next holder while the work, not confirmed stopped, may still run under them. A key
+//!    written later still (a command delayed in the network past its attempt's start by
+//!    more than a latency) may live on, and the release deletes it; work that still runs
+//!    then is a holder acting after its validity, which only fencing tokens catch.
 //!
 //! The same rule ends a lease that was not lost: the driver reports the work stopped (it
 //! returned, or its owner asked for the release), and the release follows. A driver whose
@@ -290,6 +293,10 @@ pub struct Keeper {
     /// Why the lease is no longer kept, once it is not.
     ended: Option<LeaseLost>,
     last_failure: Option<ExtendFailure>,
+    /// The start of the latest attempt that has not succeeded (in flight, failed or
+    /// abandoned): its commands may have reached the nodes and extended the keys until this
+    /// start plus the TTL, whatever its replies said or whether they came.
+    unconfirmed_attempt: Option<Timestamp>,
     events: VecDeque<KeeperEvent>,
 }
 
@@ -308,6 +315,7 @@ impl Keeper {
             hold_limit_reported: false,
             lost: false,
             ended: None,
+            unconfirmed_attempt: None,
             last_failure: None,
             events: VecDeque::new(),
         }
@@ -347,12 +355,16 @@ impl Keeper {
         self.ended.as_ref()
     }
 
-    /// When the keeper lets the lease be released without the work's stop confirmed: the end
-    /// of validity plus the drift allowance, which is the last successful round's start plus
-    /// the TTL (see the module documentation for the keys written after it). It moves with
-    /// every extension.
+    /// When the keeper lets the lease be released without the work's stop confirmed: the last
+    /// extension attempt's start plus the TTL, succeeded or not (after a success, the end of
+    /// validity plus the drift allowance; see the module documentation). It moves with
+    /// every attempt.
     pub fn release_deadline(&self) -> Timestamp {
-        self.held.valid_until().saturating_add(self.config.drift())
+        let last_success = self.held.valid_until().saturating_add(self.config.drift());
+        // An attempt that did not succeed may still have extended keys on the nodes.
+        self.unconfirmed_attempt.map_or(last_success, |start| {
+            last_success.max(start.saturating_add(self.config.ttl()))
+        })
     }
 
     /// The driver confirms that the work under the lease has stopped (its future dropped or
@@ -424,6 +436,7 @@ impl Keeper {
             return;
         }
         self.attempt = self.attempt.saturating_add(1);
+        self.unconfirmed_attempt = Some(now);
         let extend = self.held.extend_numbered(&self.config, now, self.attempt);
         self.state = State::Extending(Box::new(extend));
         self.settle(now);
@@ -449,6 +462,8 @@ impl Keeper {
             ExtendOutcome::Extended(extension) => {
                 self.held.apply(&extension);
                 self.last_failure = None;
+                // Its start plus the TTL is the new validity's end plus the drift allowance.
+                self.unconfirmed_attempt = None;
                 self.state = State::Waiting {
                     next: self.held.valid_until().saturating_sub(self.threshold),
                 };
@@ -672,13 +687,16 @@ mod tests {
         }
         assert!(keeper.is_lost() && keeper.is_released());
         assert!(starts.len() >= 2, "{starts:?}");
-        for start in starts {
+        for start in &starts {
             assert!(start.saturating_add(config.node_timeout()) <= lost_at);
         }
         assert!(lost_at < keeper.held().valid_until());
-        assert_eq!(
-            keeper.release_deadline(),
-            keeper.held().valid_until().saturating_add(config.drift())
+        // No attempt was answered, yet each may have extended the keys: the last one's
+        // start plus the TTL is when they may expire, after the grant's validity.
+        let last = *starts.last().unwrap();
+        assert_eq!(keeper.release_deadline(), last.saturating_add(config.ttl()));
+        assert!(
+            keeper.release_deadline() > keeper.held().valid_until().saturating_add(config.drift())
         );
     }
 
@@ -741,6 +759,33 @@ mod tests {
         assert_eq!(keeper.poll_outcome(), None);
         assert!(keeper.poll_transmit().is_none(), "no extension any more");
         keeper.handle_timeout(deadline);
+        assert_eq!(
+            keeper.poll_outcome(),
+            Some(KeeperEvent::Release(ReleaseWhen::KeysExpired))
+        );
+    }
+
+    #[test]
+    fn an_extension_unanswered_at_the_loss_holds_the_release_until_its_keys_may_expire() {
+        // The holder pauses just after its extension went out: the nodes extend the keys
+        // until the attempt's start plus the TTL, but no reply comes in time, the lease is
+        // lost at its deadline and the work's stop is not confirmed. Releasing at the last
+        // success's deadline would delete keys that still keep the resource for this work.
+        let config = LockConfig::new(3).with_ttl(ms(1_000));
+        let t0 = Timestamp::ZERO;
+        let mut keeper = Keeper::new(&config, KeepAlive::default(), granted(&config, t0));
+        let attempt = keeper.poll_timeout().unwrap();
+        keeper.handle_timeout(attempt);
+        assert_eq!(drain(&mut keeper).len(), 3, "the extension went out");
+        let lost = keeper.lost_at();
+        keeper.handle_timeout(lost);
+        assert!(matches!(keeper.poll_outcome(), Some(KeeperEvent::Lost(_))));
+        keeper.stop_unconfirmed(lost);
+        let keys_may_live_until = attempt.saturating_add(config.ttl());
+        assert_eq!(keeper.release_deadline(), keys_may_live_until);
+        keeper.handle_timeout(keys_may_live_until.saturating_sub(ms(1)));
+        assert_eq!(keeper.poll_outcome(), None);
+        keeper.handle_timeout(keys_may_live_until);
         assert_eq!(
             keeper.poll_outcome(),
             Some(KeeperEvent::Release(ReleaseWhen::KeysExpired))

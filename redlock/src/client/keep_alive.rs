@@ -7,7 +7,7 @@
 //! decides, and tells it when the work has stopped, or that the handle was dropped. A lease
 //! is never released by the keeper task while the work may still run: the release waits for
 //! the handle's [`KeptLease::release`] (the work has stopped) or for the release deadline
-//! (`V + d`, see [`LeaseSignal::release_deadline`]).
+//! (the last extension attempt's start plus the TTL, see [`LeaseSignal::release_deadline`]).
 
 use std::time::{Duration, Instant};
 
@@ -90,13 +90,14 @@ impl LeaseSignal {
         self.state.borrow().lost_at
     }
 
-    /// When the lease is released even if nobody confirms that the work has stopped: the end
-    /// of validity plus the drift allowance, which is the last successful round's start plus
-    /// the TTL, on the client's clock. It moves with every extension. The holder's validity
-    /// has long ended then; the keys that round wrote expire within a one-way latency of it
-    /// (a key written by an extension still in flight when the keep-alive stopped may live
-    /// longer, and the release deletes it). Before that, a lost lease is only released once
-    /// [`KeptLease::release`] says the work stopped.
+    /// When the lease is released even if nobody confirms that the work has stopped: the
+    /// last extension attempt's start plus the TTL, on the client's clock, whether that
+    /// attempt succeeded (then it is the end of validity plus the drift allowance) or its
+    /// replies never came (its commands may still have extended the keys). It moves with
+    /// every attempt. The holder's validity has long ended then; the keys an attempt wrote
+    /// expire within a one-way latency of it (a command held in the network for longer may
+    /// set a key that lives on, and the release deletes it). Before that, a lost lease is
+    /// only released once [`KeptLease::release`] says the work stopped.
     pub fn release_deadline(&self) -> Timestamp {
         self.state.borrow().release_deadline
     }

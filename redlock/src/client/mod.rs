@@ -384,8 +384,8 @@ impl Redlock {
     /// Like [`with_lock`](Redlock::with_lock), but never cancels `work`: it runs to its end
     /// and should watch the [`LeaseSignal`] (`is_valid`, `lost().await`) itself. The lease
     /// is released once `work` returns; after a loss, if `work` is still running at the
-    /// [release deadline](LeaseSignal::release_deadline) (the last successful round's start
-    /// plus the TTL, when its validity is long over), it is released then.
+    /// [release deadline](LeaseSignal::release_deadline) (the last extension attempt's start
+    /// plus the TTL, answered or not, when its validity is long over), it is released then.
     ///
     /// # Errors
     ///
