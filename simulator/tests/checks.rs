@@ -448,3 +448,35 @@ fn compare_with_and_without_node_symmetry(pick: impl Fn(&str, bool) -> bool, exp
     }
     assert!(compared >= expected, "{compared} checks compared");
 }
+
+/// A lease its holder believes past its deadline only because a paused keep-alive's
+/// extension landed late is no second holder when no other grant was made meanwhile: the
+/// judge counted the lease's own grant as another's, and found "mutual exclusion" broken
+/// with one client (and so in the scale case s7, with two).
+#[test]
+fn a_late_extension_with_no_other_grant_is_no_second_holder() {
+    let text = r#"
+name = "one client, its keep-alive's extension late after a pause"
+[model]
+nodes = 3
+clients = 1
+ttl_ticks = 12
+drift_factor = 0.1
+horizon_ticks = 14
+work_ticks = 20
+keep_alive = true
+max_hold_ticks = 8
+node_timeout_ticks = 1
+retries = 1
+retry_delay_ticks = 3
+[faults]
+budget = 1
+pause = "running"
+[expect]
+outcome = "no-violation"
+may_stay_unreached = ["contended-hand-off"]
+"#;
+    let report = check::check(check::parse(text, "inline").unwrap(), options());
+    assert!(report.matches(), "{}", report.text());
+    assert!(report.exploration.complete);
+}

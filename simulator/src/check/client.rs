@@ -99,7 +99,7 @@ pub(super) struct Lease {
     extend_at: Option<u32>,
     /// The work's own extension, while it runs (its operation and machine).
     extending: Option<(u16, Extend)>,
-    /// How many grants the world had made when this lease was granted.
+    /// How many grants the world had made once this lease was granted (its own included).
     grants_before: u16,
 }
 
@@ -755,7 +755,9 @@ impl Client {
                         .extend_after_ticks
                         .map(|t| self.clock.saturating_add(t)),
                     extending: None,
-                    grants_before: env.grants,
+                    // The world counts this grant after the step: counted here, so that
+                    // only a grant to another makes a late extension a revival over it.
+                    grants_before: env.grants.saturating_add(1),
                 });
                 true
             }
