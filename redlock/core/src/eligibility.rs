@@ -886,17 +886,19 @@ impl RenumberNodes for Eligibility {
 }
 
 impl Eligibility {
-    /// Renames every `run_id` it knows (read, or remembered from an earlier process) by
-    /// `rename`. Eligibility only compares `run_id`s for equality, so a one-to-one renaming
-    /// changes no decision: a model checker whose servers' `run_id`s carry their position
-    /// renames them with the nodes ([`RenumberNodes`]).
-    pub fn rename_run_ids(&mut self, mut rename: impl FnMut(&str) -> String) {
+    /// Renames every `run_id` it knows (read, or remembered from an earlier process) in
+    /// place by `rename`. Eligibility only compares `run_id`s for equality, so a one-to-one
+    /// renaming changes no decision: a model checker whose servers' `run_id`s carry their
+    /// position renames them with the nodes ([`RenumberNodes`]). In place, so that a
+    /// renaming that keeps a `run_id`'s length (or leaves it alone) allocates nothing: a
+    /// model checker renames them for every state it fingerprints.
+    pub fn rename_run_ids(&mut self, mut rename: impl FnMut(&mut String)) {
         for state in &mut self.nodes {
             for run_id in [&mut state.run_id, &mut state.remembered]
                 .into_iter()
                 .flatten()
             {
-                *run_id = rename(run_id);
+                rename(run_id);
             }
         }
     }

@@ -314,7 +314,7 @@ proptest! {
                 }
             }
             let mut expected = renumbered(&original, &perm);
-            expected.rename_run_ids(rename);
+            expected.rename_run_ids(|id| *id = rename(id));
             prop_assert_eq!(&image, &expected);
         }
     }

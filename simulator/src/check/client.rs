@@ -932,21 +932,6 @@ impl NodeLink {
     }
 }
 
-/// `run_id` as the server renumbered by `perm` reports it: the model's servers name their
-/// node in it (so that no two nodes are one server), and so it is renamed with the node.
-fn renumbered_run_id(run_id: &str, perm: &NodePermutation) -> String {
-    ServerId::from_run_id(run_id).map_or_else(
-        || run_id.to_owned(),
-        |server| {
-            ServerId {
-                server: perm.index(server.server),
-                ..server
-            }
-            .run_id()
-        },
-    )
-}
-
 impl Client {
     /// Renumbers the nodes it knows by `perm` (node `n` becomes `perm.index(n)`): its link to
     /// each node moves with the node, with every request and server named in it, and its
@@ -959,7 +944,7 @@ impl Client {
         perm.permute(&mut self.links);
         self.eligibility.renumber_nodes(perm);
         self.eligibility
-            .rename_run_ids(|run_id| renumbered_run_id(run_id, perm));
+            .rename_run_ids(|run_id| ServerId::renumber_run_id(run_id, |n| perm.index(n)));
         match &mut self.phase {
             Phase::Acquiring(a) => {
                 a.machine.renumber_nodes(perm);

@@ -20,6 +20,7 @@ use std::hash::Hash;
 
 use redlock_core::NodePermutation;
 
+use super::client::Client;
 use super::fingerprint::{Fingerprint, Hasher128};
 use super::state::{CheckState, MAX_NODES, Naming, NodeRanks, Ranks};
 
@@ -29,6 +30,7 @@ pub(super) fn identity() -> NodeRanks {
 }
 
 /// `state` with node `n` renumbered `perm.index(n)` throughout.
+#[cfg(test)]
 pub(crate) fn renumbered(state: &CheckState, perm: &NodePermutation) -> CheckState {
     let mut next = state.clone();
     perm.permute(&mut next.nodes);
@@ -36,6 +38,30 @@ pub(crate) fn renumbered(state: &CheckState, perm: &NodePermutation) -> CheckSta
         client.renumber_nodes(perm);
     }
     next
+}
+
+/// `client` with node `n` renumbered `perm.index(n)` throughout.
+fn renumbered_client(client: &Client, perm: &NodePermutation) -> Client {
+    let mut image = client.clone();
+    image.renumber_nodes(perm);
+    image
+}
+
+/// Whether swapping nodes `a` and `b` leaves `state` as it is: [`renumbered`] by the
+/// transposition equal to `state`, without a copy of the nodes (the two nodes are
+/// compared; each client renumbered is compared with itself, the first difference
+/// ending it).
+fn swap_leaves_alone(state: &CheckState, a: usize, b: usize) -> bool {
+    if state.nodes[a] != state.nodes[b] {
+        return false;
+    }
+    let mut to: Vec<usize> = (0..state.nodes.len()).collect();
+    to.swap(a, b);
+    let swap = NodePermutation::new(to).expect("a transposition");
+    state
+        .clients
+        .iter()
+        .all(|client| renumbered_client(client, &swap) == *client)
 }
 
 /// The least fingerprint of `state` over the renumberings that sort its nodes by their own
@@ -96,10 +122,7 @@ fn canonical_with(
             let (start, end) = runs[r];
             let whole = end - start > 1
                 && (start..end - 1).all(|j| {
-                    let mut to: Vec<usize> = (0..count).collect();
-                    to.swap(usize::from(order[j]), usize::from(order[j + 1]));
-                    let swap = NodePermutation::new(to).expect("a transposition");
-                    renumbered(state, &swap) == *state
+                    swap_leaves_alone(state, usize::from(order[j]), usize::from(order[j + 1]))
                 });
             alike |= whole;
             if !whole {
@@ -120,9 +143,16 @@ fn canonical_with(
         let (fp, client_ranks) = if ranks[..count] == identity()[..count] {
             state.client_fingerprint(clients, seed)
         } else {
+            // The renumbered state's fingerprint: its nodes taken in the new order, its
+            // clients renumbered (the nodes themselves name no node, `a_node_state_names_no_node`).
             let to = ranks[..count].iter().map(|&r| usize::from(r)).collect();
             let perm = NodePermutation::new(to).expect("ranks of distinct nodes");
-            renumbered(state, &perm).client_fingerprint(clients, seed)
+            let images: Vec<Client> = state
+                .clients
+                .iter()
+                .map(|client| renumbered_client(client, &perm))
+                .collect();
+            state.client_fingerprint_of(&order[..count], &images, clients, seed)
         };
         match &best {
             Some((least, ..)) if fp > *least => {}

@@ -96,6 +96,39 @@ impl ServerId {
             incarnation: incarnation.parse().ok()?,
         })
     }
+
+    /// Renames, in place, the server a [`Self::run_id`] names to `to(server)` (a model
+    /// checker's servers name their node in it, and so it is renamed with the node); any
+    /// other `run_id` is left alone. A one-digit server renamed to another is one byte
+    /// rewritten: renumbering runs for every state the checker fingerprints, and neither
+    /// parses nor formats nor allocates there.
+    pub(crate) fn renumber_run_id(run_id: &mut String, to: impl Fn(usize) -> usize) {
+        let bytes = run_id.as_bytes();
+        let one_digit = bytes.len() > 6
+            && bytes.starts_with(b"sim-")
+            && bytes[4].is_ascii_digit()
+            && bytes[5] == b'-'
+            && bytes.len() - 6 <= 19
+            && bytes[6..].iter().all(u8::is_ascii_digit);
+        if one_digit {
+            let server = usize::from(bytes[4] - b'0');
+            let renamed = to(server);
+            if renamed == server {
+                return;
+            }
+            if let Some(digit) = char::from_digit(renamed as u32, 10).filter(|_| renamed < 10) {
+                run_id.replace_range(4..5, digit.encode_utf8(&mut [0; 4]));
+                return;
+            }
+        }
+        if let Some(server) = Self::from_run_id(run_id) {
+            *run_id = Self {
+                server: to(server.server),
+                ..server
+            }
+            .run_id();
+        }
+    }
 }
 
 /// A server's answer.
@@ -216,5 +249,30 @@ impl Msg {
             Self::Access { .. } => "access".into(),
             Self::AccessAck { .. } => "ack of an access".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServerId;
+
+    #[test]
+    fn renumbering_a_run_id_renames_its_server_and_nothing_else() {
+        let renamed = |run_id: &str, to: fn(usize) -> usize| {
+            let mut run_id = run_id.to_owned();
+            ServerId::renumber_run_id(&mut run_id, to);
+            run_id
+        };
+        assert_eq!(renamed("sim-1-2", |n| n + 1), "sim-2-2");
+        assert_eq!(renamed("sim-9-2", |n| n + 1), "sim-10-2");
+        assert_eq!(renamed("sim-12-7", |n| n - 10), "sim-2-7");
+        assert_eq!(renamed("sim-3-1", |n| n), "sim-3-1");
+        assert_eq!(renamed("redis-1-2", |n| n + 1), "redis-1-2");
+        assert_eq!(renamed("sim-1-x", |n| n + 1), "sim-1-x");
+        let id = ServerId {
+            server: 4,
+            incarnation: 17,
+        };
+        assert_eq!(renamed(&id.run_id(), |n| 7 - n), "sim-3-17");
     }
 }
