@@ -40,17 +40,10 @@ pub(crate) fn renumbered(state: &CheckState, perm: &NodePermutation) -> CheckSta
     next
 }
 
-/// `client` with node `n` renumbered `perm.index(n)` throughout.
-fn renumbered_client(client: &Client, perm: &NodePermutation) -> Client {
-    let mut image = client.clone();
-    image.renumber_nodes(perm);
-    image
-}
-
-/// Whether swapping nodes `a` and `b` leaves `state` as it is: [`renumbered`] by the
-/// transposition equal to `state`, without a copy of the nodes (the two nodes are
-/// compared; each client renumbered is compared with itself, the first difference
-/// ending it).
+/// Whether swapping nodes `a` and `b` leaves `state` as it is: the two nodes are equal,
+/// and each client hashes alike renumbered by the transposition and as it is (128-bit
+/// fingerprints, as the explorer tells states apart: a client that a renumbering changes
+/// is taken as unchanged only when the two fingerprints collide).
 fn swap_leaves_alone(state: &CheckState, a: usize, b: usize) -> bool {
     if state.nodes[a] != state.nodes[b] {
         return false;
@@ -58,10 +51,12 @@ fn swap_leaves_alone(state: &CheckState, a: usize, b: usize) -> bool {
     let mut to: Vec<usize> = (0..state.nodes.len()).collect();
     to.swap(a, b);
     let swap = NodePermutation::new(to).expect("a transposition");
-    state
-        .clients
-        .iter()
-        .all(|client| renumbered_client(client, &swap) == *client)
+    state.clients.iter().all(|client| {
+        let (mut image, mut itself) = (Hasher128::default(), Hasher128::default());
+        client.hash_renumbered(&swap, &mut image);
+        client.hash(&mut itself);
+        image.finish128() == itself.finish128()
+    })
 }
 
 /// The least fingerprint of `state` over the renumberings that sort its nodes by their own
@@ -144,15 +139,12 @@ fn canonical_with(
             state.client_fingerprint(clients, seed)
         } else {
             // The renumbered state's fingerprint: its nodes taken in the new order, its
-            // clients renumbered (the nodes themselves name no node, `a_node_state_names_no_node`).
+            // clients hashed renumbered (the nodes themselves name no node,
+            // `a_node_state_names_no_node`).
             let to = ranks[..count].iter().map(|&r| usize::from(r)).collect();
             let perm = NodePermutation::new(to).expect("ranks of distinct nodes");
-            let images: Vec<Client> = state
-                .clients
-                .iter()
-                .map(|client| renumbered_client(client, &perm))
-                .collect();
-            state.client_fingerprint_of(&order[..count], &images, clients, seed)
+            let hash_client = |client: &Client, h: &mut Hasher128| client.hash_renumbered(&perm, h);
+            state.client_fingerprint_of(&order[..count], hash_client, clients, seed)
         };
         match &best {
             Some((least, ..)) if fp > *least => {}
@@ -254,6 +246,15 @@ mod tests {
             model.actions(&s, &mut actions);
             for perm in perms.iter().skip(seen.len() % perms.len()).take(2) {
                 let image = renumbered(&s, perm);
+                for (client, renamed) in s.clients.iter().zip(&image.clients) {
+                    let mut h = Hasher128::default();
+                    client.hash_renumbered(perm, &mut h);
+                    assert_eq!(
+                        h.finish128(),
+                        hash_of(renamed),
+                        "{file}: a client hashed renumbered"
+                    );
+                }
                 assert_eq!(renumbered(&image, &perm.inverse()), s, "{file}: p then p⁻¹");
                 assert_eq!(
                     image.fingerprint(both, 0),

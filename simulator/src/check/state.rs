@@ -113,18 +113,20 @@ impl CheckState {
         seed: u64,
     ) -> (Fingerprint, Option<Ranks>) {
         let order = node_symmetry::identity();
-        self.client_fingerprint_of(&order[..self.nodes.len()], &self.clients, symmetry, seed)
+        let hash_client = |client: &Client, h: &mut Hasher128| client.hash(h);
+        self.client_fingerprint_of(&order[..self.nodes.len()], hash_client, symmetry, seed)
     }
 
     /// [`Self::client_fingerprint`] of this state with its nodes taken in `order` (node
-    /// `order[j]` as node `j`) and `clients` for its clients: the fingerprint of the state
-    /// so renumbered, without a copy of its nodes (node symmetry renumbers a state for
-    /// every state it fingerprints; its clients it renumbers itself). The same hash,
-    /// field by field and in the same order, as the derived `Hash` of that state.
+    /// `order[j]` as node `j`) and each client hashed by `hash_client`: the fingerprint of
+    /// the state renumbered, without a copy of it, when `hash_client` hashes each client
+    /// renumbered (node symmetry fingerprints a state under every renumbering it tries).
+    /// The same hash, field by field and in the same order, as the derived `Hash` of that
+    /// state.
     pub(crate) fn client_fingerprint_of(
         &self,
         order: &[u8],
-        clients: &[Client],
+        hash_client: impl Fn(&Client, &mut Hasher128),
         symmetry: bool,
         seed: u64,
     ) -> (Fingerprint, Option<Ranks>) {
@@ -135,6 +137,7 @@ impl CheckState {
                 self.nodes[usize::from(n)].hash(h);
             }
         };
+        let clients = &self.clients;
         let count = clients.len();
         let mut ranks = [0u8; MAX_CLIENTS];
         for (c, rank) in ranks.iter_mut().enumerate().take(count) {
@@ -144,14 +147,17 @@ impl CheckState {
             let mut h = Hasher128::seeded(seed);
             self.time.hash(&mut h);
             hash_nodes(&mut h);
-            clients.hash(&mut h);
+            h.write_usize(count);
+            for client in clients {
+                hash_client(client, &mut h);
+            }
             self.hash_globals(&mut h);
             return (h.finish128(), (count <= MAX_CLIENTS).then_some(ranks));
         }
         let mut fps = [(0u128, 0u8); MAX_CLIENTS];
         for (c, (slot, client)) in fps.iter_mut().zip(clients).enumerate() {
             let mut h = Hasher128::seeded(seed);
-            client.hash(&mut h);
+            hash_client(client, &mut h);
             *slot = (h.finish128(), c as u8);
         }
         fps[..count].sort_unstable();

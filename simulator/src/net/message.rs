@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::net::name::Name;
+
 use redlock_core::{ConnectionId, NodeFailure, Reply, RequestId, Token};
 
 /// An operation a Redis server performs. The first six and the last two are exactly what
@@ -11,40 +13,40 @@ use redlock_core::{ConnectionId, NodeFailure, Reply, RequestId, Token};
 pub(crate) enum NodeOp {
     /// `SET key token NX GET PX ttl`: a refusal names the holder's token.
     SetNx {
-        key: Arc<str>,
+        key: Name,
         token: Token,
         ttl_ms: u64,
     },
     /// `SET key token NX GET PX ttl` followed by `PTTL key` in the same request.
     SetNxReportHolder {
-        key: Arc<str>,
+        key: Name,
         token: Token,
         ttl_ms: u64,
     },
     /// The fenced acquisition script: `SET NX PX` and read the fence counter.
     SetNxReadFence {
-        key: Arc<str>,
-        fence_key: Arc<str>,
+        key: Name,
+        fence_key: Name,
         token: Token,
         ttl_ms: u64,
     },
     /// The fence-raising script: `counter = max(counter, fence)` while `key` holds `token`.
     RaiseFence {
-        key: Arc<str>,
-        fence_key: Arc<str>,
+        key: Name,
+        fence_key: Name,
         token: Token,
         fence: u64,
     },
     /// The compare-and-delete script: deletes `key` while it holds `token`, with the
     /// waiters' marks at `wait_key` (and publishes when there were marks).
     ReleaseIfOwner {
-        key: Arc<str>,
-        wait_key: Arc<str>,
+        key: Name,
+        wait_key: Name,
         token: Token,
     },
     /// The compare-and-`PEXPIRE` script.
     ExtendIfOwner {
-        key: Arc<str>,
+        key: Name,
         token: Token,
         ttl_ms: u64,
     },
@@ -53,25 +55,25 @@ pub(crate) enum NodeOp {
     /// `PING`: the probe a client sends to a node that left a request unanswered.
     Ping,
     /// A plain `DEL`, whoever holds the key.
-    Del { key: Arc<str> },
+    Del { key: Name },
     /// Extension that re-creates a missing key.
     SetOrExtend {
-        key: Arc<str>,
+        key: Name,
         token: Token,
         ttl_ms: u64,
     },
     /// `INCR key` (a Redis-derived fencing counter).
-    Incr { key: Arc<str> },
+    Incr { key: Name },
     /// The mark script: field `waiter` in the hash `wait_key`, whose expiry is raised to
     /// `ttl_ms` unless already later; answers `key`'s holder.
     MarkWaiting {
-        key: Arc<str>,
-        wait_key: Arc<str>,
+        key: Name,
+        wait_key: Name,
         waiter: Token,
         ttl_ms: u64,
     },
     /// `HDEL wait_key waiter`.
-    UnmarkWaiting { wait_key: Arc<str>, waiter: Token },
+    UnmarkWaiting { wait_key: Name, waiter: Token },
 }
 
 /// One incarnation of one server: what a `run_id` names. A restart makes a new one, and so
@@ -204,7 +206,7 @@ pub(crate) enum Msg {
     /// else's message on the channel).
     Notify {
         node: usize,
-        channel: Arc<str>,
+        channel: Name,
         payload: Arc<[u8]>,
     },
     /// Client to resource: the access recorded under this index.
