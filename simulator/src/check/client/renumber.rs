@@ -5,8 +5,9 @@
 //! the checker meets: a copy of each client per renumbering (its links with every message
 //! queue, its machines) was most of a state's cost. [`Client::hash_renumbered`] feeds a
 //! hasher the same words, in the same order, as the derived `Hash` of the renumbered
-//! client, copying only its machines (the core renumbers those); its links are taken in the
-//! new order and each message is renumbered as it is hashed.
+//! client, copying only its lease machines (the core renumbers those; its eligibility the
+//! core hashes renumbered itself); its links are taken in the new order and each message
+//! is renumbered as it is hashed.
 
 use std::hash::{Hash, Hasher};
 
@@ -179,8 +180,9 @@ impl Client {
     }
 
     /// Feeds `h` what the derived `Hash` of this client renumbered by `perm` would (the
-    /// same fields in the same order), copying only its machines: its links are taken in
-    /// the new order, each message renumbered as it is hashed. `perm` covers every node.
+    /// same fields in the same order), copying only its lease machines: its eligibility is
+    /// hashed renumbered by the core, its links are taken in the new order, each message
+    /// renumbered as it is hashed. `perm` covers every node.
     pub(in crate::check) fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, h: &mut H) {
         if self.links.len() > MAX_NODES {
             let mut image = self.clone();
@@ -196,9 +198,8 @@ impl Client {
         phase.hash(h);
         self.iteration.hash(h);
         self.op.hash(h);
-        let mut eligibility = self.eligibility.clone();
-        renumber_eligibility(&mut eligibility, perm);
-        eligibility.hash(h);
+        let rename = |run_id: &mut String| ServerId::renumber_run_id(run_id, |n| perm.index(n));
+        self.eligibility.hash_renumbered(perm, rename, h);
         self.faults.hash(h);
         // The link of node `n` becomes node `perm.index(n)`'s: position `j` holds the link
         // of the node that becomes `j`.
