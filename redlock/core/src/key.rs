@@ -15,7 +15,8 @@ pub const MAX_PREFIX_LEN: usize = 256;
 
 /// The key under which one resource's lease is stored on every node: prefix + resource name.
 ///
-/// Cheap to clone (the key is shared).
+/// Cheap to clone: the key's text is shared, counted by a reference count
+/// ([`Self::new`]), or borrowed for the program's life and copied ([`Self::from_static`]).
 ///
 /// ```
 /// use redlock_core::LockKey;
@@ -24,10 +25,64 @@ pub const MAX_PREFIX_LEN: usize = 256;
 /// assert_eq!(key.resource(), "stock-sync:warehouse-42");
 /// assert!(LockKey::new("redlock:", "").is_err());
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 pub struct LockKey {
-    key: Arc<str>,
+    key: Text,
     prefix_len: usize,
+}
+
+/// A key's text: shared by its clones, or borrowed for the program's life.
+#[derive(Clone)]
+enum Text {
+    /// Made at run time; each clone counts itself on the shared counter.
+    Shared(Arc<str>),
+    /// A constant; a clone copies the reference. Cloned on a hot path by several threads at
+    /// once (a model checker's states hold the key in every machine), a shared counter is
+    /// one cache line that every thread writes on every clone and every drop.
+    Static(&'static str),
+}
+
+impl PartialEq for LockKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str() && self.prefix_len == other.prefix_len
+    }
+}
+
+impl Eq for LockKey {}
+
+impl std::hash::Hash for LockKey {
+    /// The text, then the prefix's length: whether the text is shared or borrowed does not
+    /// count, as it does not for equality.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+        self.prefix_len.hash(state);
+    }
+}
+
+/// Checks a resource name and a prefix against the limits [`LockKey::new`] documents.
+fn check(prefix: &str, resource: &str) -> Result<(), ResourceError> {
+    if resource.is_empty() {
+        return Err(ResourceError::Empty);
+    }
+    if resource.contains('\0') {
+        return Err(ResourceError::ContainsNul);
+    }
+    if prefix.contains('\0') {
+        return Err(ResourceError::PrefixContainsNul);
+    }
+    if resource.len() > MAX_RESOURCE_LEN {
+        return Err(ResourceError::TooLong {
+            len: resource.len(),
+            max: MAX_RESOURCE_LEN,
+        });
+    }
+    if prefix.len() > MAX_PREFIX_LEN {
+        return Err(ResourceError::PrefixTooLong {
+            len: prefix.len(),
+            max: MAX_PREFIX_LEN,
+        });
+    }
+    Ok(())
 }
 
 impl LockKey {
@@ -38,44 +93,57 @@ impl LockKey {
     /// A [`ResourceError`] when the resource name is empty or longer than
     /// [`MAX_RESOURCE_LEN`] bytes, or the prefix is longer than [`MAX_PREFIX_LEN`] bytes.
     pub fn new(prefix: &str, resource: &str) -> Result<Self, ResourceError> {
-        if resource.is_empty() {
-            return Err(ResourceError::Empty);
-        }
-        if resource.contains('\0') {
-            return Err(ResourceError::ContainsNul);
-        }
-        if prefix.contains('\0') {
-            return Err(ResourceError::PrefixContainsNul);
-        }
-        if resource.len() > MAX_RESOURCE_LEN {
-            return Err(ResourceError::TooLong {
-                len: resource.len(),
-                max: MAX_RESOURCE_LEN,
-            });
-        }
-        if prefix.len() > MAX_PREFIX_LEN {
-            return Err(ResourceError::PrefixTooLong {
-                len: prefix.len(),
-                max: MAX_PREFIX_LEN,
-            });
-        }
+        check(prefix, resource)?;
         let mut key = String::with_capacity(prefix.len() + resource.len());
         key.push_str(prefix);
         key.push_str(resource);
         Ok(Self {
-            key: key.into(),
+            key: Text::Shared(key.into()),
+            prefix_len: prefix.len(),
+        })
+    }
+
+    /// The key `key`, which is `prefix` followed by the resource name, borrowed for the
+    /// program's life: equal to [`Self::new`]`(prefix, resource)` in every respect, but a
+    /// clone copies a reference where `new`'s keys count their clones on a counter they
+    /// share. For a key cloned on a hot path by several threads at once (a model checker
+    /// keeps the key in every machine of every state), where that counter is one cache
+    /// line every thread writes.
+    ///
+    /// ```
+    /// use redlock_core::LockKey;
+    /// let key = LockKey::from_static("redlock:", "redlock:report").unwrap();
+    /// assert_eq!(key, LockKey::new("redlock:", "report").unwrap());
+    /// assert_eq!(key.resource(), "report");
+    /// assert!(LockKey::from_static("lock:", "redlock:report").is_err());
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// What [`Self::new`] returns for the prefix and the resource name, and
+    /// [`ResourceError::NotUnderPrefix`] when `key` does not begin with `prefix`.
+    pub fn from_static(prefix: &str, key: &'static str) -> Result<Self, ResourceError> {
+        let resource = key
+            .strip_prefix(prefix)
+            .ok_or(ResourceError::NotUnderPrefix)?;
+        check(prefix, resource)?;
+        Ok(Self {
+            key: Text::Static(key),
             prefix_len: prefix.len(),
         })
     }
 
     /// The full key as stored on the nodes.
     pub fn as_str(&self) -> &str {
-        &self.key
+        match &self.key {
+            Text::Shared(key) => key,
+            Text::Static(key) => key,
+        }
     }
 
     /// The resource name, without the prefix.
     pub fn resource(&self) -> &str {
-        &self.key[self.prefix_len..]
+        &self.as_str()[self.prefix_len..]
     }
 
     /// The key of the resource's fence counter: the lock key followed by a NUL byte and
@@ -88,7 +156,7 @@ impl LockKey {
     /// assert_eq!(key.fence_key(), "redlock:report\0fence");
     /// ```
     pub fn fence_key(&self) -> String {
-        format!("{}\0fence", self.key)
+        format!("{}\0fence", self.as_str())
     }
 
     /// The key of the resource's waiting marks: the lock key followed by a NUL byte and
@@ -103,19 +171,19 @@ impl LockKey {
     /// assert_eq!(key.wait_key(), "redlock:report\0wait");
     /// ```
     pub fn wait_key(&self) -> String {
-        format!("{}\0wait", self.key)
+        format!("{}\0wait", self.as_str())
     }
 }
 
 impl fmt::Debug for LockKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", &*self.key)
+        write!(f, "{:?}", self.as_str())
     }
 }
 
 impl fmt::Display for LockKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.key)
+        f.write_str(self.as_str())
     }
 }
 
@@ -244,6 +312,9 @@ pub enum ResourceError {
         /// The maximum.
         max: usize,
     },
+    /// A constant key ([`LockKey::from_static`]) does not begin with its prefix.
+    #[error("the key does not begin with its prefix")]
+    NotUnderPrefix,
     /// The key prefix is too long.
     #[error("the key prefix is {len} bytes long, above the maximum of {max}")]
     PrefixTooLong {
@@ -267,6 +338,39 @@ mod tests {
         assert!(matches!(Target::one("redlock:", "a"), Ok(Target::One(_))));
         assert_eq!(Target::one("redlock:", ""), Target::many("redlock:", [""]));
         assert!(Target::one("redlock:", "").is_err());
+    }
+
+    #[test]
+    fn a_constant_key_is_the_key_new_makes() {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let hash = |key: &LockKey| {
+            let mut h = DefaultHasher::new();
+            key.hash(&mut h);
+            h.finish()
+        };
+        let made = LockKey::new("redlock:", "model").unwrap();
+        let constant = LockKey::from_static("redlock:", "redlock:model").unwrap();
+        assert_eq!(constant, made);
+        assert_eq!(hash(&constant), hash(&made));
+        assert_eq!(
+            format!("{constant:?} {constant}"),
+            format!("{made:?} {made}")
+        );
+        assert_eq!(constant.resource(), "model");
+        assert_eq!(constant.wait_key(), made.wait_key());
+        assert_ne!(
+            LockKey::from_static("redlock:m", "redlock:model").unwrap(),
+            made,
+            "the same text under another prefix"
+        );
+        assert_eq!(
+            LockKey::from_static("redlock:", "redlock:"),
+            Err(ResourceError::Empty)
+        );
+        assert_eq!(
+            LockKey::from_static("lock:", "redlock:model"),
+            Err(ResourceError::NotUnderPrefix)
+        );
     }
 
     #[test]

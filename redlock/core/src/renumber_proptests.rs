@@ -314,8 +314,14 @@ proptest! {
                 }
             }
             let mut expected = renumbered(&original, &perm);
-            expected.rename_run_ids(rename);
+            expected.rename_run_ids(|id| *id = rename(id));
             prop_assert_eq!(&image, &expected);
+            // Hashed renumbered without a copy: the words of the copy's hash.
+            let mut without_copy = std::hash::DefaultHasher::new();
+            original.hash_renumbered(&perm, |id| *id = rename(id), &mut without_copy);
+            let mut copy = std::hash::DefaultHasher::new();
+            std::hash::Hash::hash(&expected, &mut copy);
+            prop_assert_eq!(std::hash::Hasher::finish(&without_copy), std::hash::Hasher::finish(&copy));
         }
     }
 

@@ -10,19 +10,21 @@
 //! it), or never (`stop = "never"`: it runs to its own end).
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use redlock_core::{
     Acquire, AcquireEvent, Admission, ConnectionId, DEFAULT_KEY_PREFIX, DriftFactor, Eligibility,
     Extend, ExtendOutcome, Held, KeepAlive, Keeper, KeeperEvent, LockConfig, LockKey, Machine,
-    NodeFailure, NodeId, NodeIdentity, NodePermutation, Release, RenumberNodes, Reply, RequestId,
-    Timestamp, Token, Transmit, Waiting,
+    NodeFailure, NodeId, NodeIdentity, Release, Reply, RequestId, Timestamp, Token, Transmit,
+    Waiting,
 };
+
+mod renumber;
 
 use super::rate::Strays;
 use super::spec::{CheckSpec, WaiterMarks, WorkStop};
 use crate::client::faults::{Faults, Keys, RoundClock};
-use crate::net::message::{NodeOp, NodeReply, ServerId};
+use crate::net::message::{NodeOp, NodeReply};
+use crate::net::name::Name;
 
 /// A message between one client and one node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -883,112 +885,18 @@ impl Client {
     }
 }
 
-// ----- node symmetry ----------------------------------------------------------------------
-
-impl Msg {
-    /// Renames the nodes it names: its request's, and the server an identification names.
-    fn renumber_nodes(&mut self, perm: &NodePermutation) {
-        match self {
-            Self::Request { request, .. } => request.renumber_nodes(perm),
-            Self::Reply { request, reply, .. } => {
-                request.renumber_nodes(perm);
-                match reply {
-                    NodeReply::Identity { server, .. } => server.server = perm.index(server.server),
-                    NodeReply::Failure(failure) => failure.renumber_nodes(perm),
-                    _ => {}
-                }
-            }
-            Self::Released(_) | Self::Closed { .. } => {}
-        }
-    }
-}
-
-impl NodeLink {
-    /// What it holds, without naming its node: the connections opened, the messages on
-    /// their way each way, the delayed links.
-    pub(super) fn shape(&self) -> (u32, bool, usize, usize, usize, u8) {
-        (
-            self.opened,
-            self.conn.is_some(),
-            self.to_node.len(),
-            self.from_node.len(),
-            self.notices.len(),
-            self.late,
-        )
-    }
-
-    fn renumber_nodes(&mut self, perm: &NodePermutation) {
-        if let Some(conn) = &mut self.conn {
-            for (_, request) in &mut conn.outstanding {
-                request.renumber_nodes(perm);
-            }
-            for (_, transmit) in &mut conn.waiting {
-                transmit.renumber_nodes(perm);
-            }
-        }
-        for queue in [&mut self.to_node, &mut self.from_node, &mut self.notices] {
-            for msg in queue {
-                msg.renumber_nodes(perm);
-            }
-        }
-    }
-}
-
-/// `run_id` as the server renumbered by `perm` reports it: the model's servers name their
-/// node in it (so that no two nodes are one server), and so it is renamed with the node.
-fn renumbered_run_id(run_id: &str, perm: &NodePermutation) -> String {
-    ServerId::from_run_id(run_id).map_or_else(
-        || run_id.to_owned(),
-        |server| {
-            ServerId {
-                server: perm.index(server.server),
-                ..server
-            }
-            .run_id()
-        },
-    )
-}
-
-impl Client {
-    /// Renumbers the nodes it knows by `perm` (node `n` becomes `perm.index(n)`): its link to
-    /// each node moves with the node, with every request and server named in it, and its
-    /// machines are renumbered by the core's operation. Connection numbers are labels of one
-    /// node's connections and move with them.
-    pub(super) fn renumber_nodes(&mut self, perm: &NodePermutation) {
-        for link in &mut self.links {
-            link.renumber_nodes(perm);
-        }
-        perm.permute(&mut self.links);
-        self.eligibility.renumber_nodes(perm);
-        self.eligibility
-            .rename_run_ids(|run_id| renumbered_run_id(run_id, perm));
-        match &mut self.phase {
-            Phase::Acquiring(a) => {
-                a.machine.renumber_nodes(perm);
-                a.waiting.renumber_nodes(perm);
-            }
-            Phase::Holding(lease) => {
-                lease.held.renumber_nodes(perm);
-                lease.keeper.renumber_nodes(perm);
-                if let Some((_, release)) = &mut lease.releasing {
-                    release.renumber_nodes(perm);
-                }
-                if let Some((_, extend)) = &mut lease.extending {
-                    extend.renumber_nodes(perm);
-                }
-            }
-            Phase::Idle | Phase::Done => {}
-        }
-    }
-}
-
-/// The model's lock key and the names its commands carry.
+/// The model's lock key and the names its commands carry: constants, so that a state's
+/// clone copies them where shared names would count every clone on one counter that every
+/// thread writes (`LockKey::from_static`).
 pub(super) fn model_keys() -> (LockKey, Keys) {
-    let key = LockKey::new(DEFAULT_KEY_PREFIX, "model").expect("a constant, valid resource name");
+    const KEY: &str = "redlock:model";
+    let key = LockKey::from_static(DEFAULT_KEY_PREFIX, KEY).expect("a constant, valid key");
     let keys = Keys {
-        key: Arc::from(key.as_str()),
-        fence_key: Arc::from(key.fence_key().as_str()),
-        wait_key: Arc::from(key.wait_key().as_str()),
+        key: Name::Static(KEY),
+        fence_key: Name::Static("redlock:model\0fence"),
+        wait_key: Name::Static("redlock:model\0wait"),
     };
+    debug_assert_eq!(*keys.fence_key, key.fence_key());
+    debug_assert_eq!(*keys.wait_key, key.wait_key());
     (key, keys)
 }

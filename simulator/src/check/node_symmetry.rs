@@ -20,6 +20,7 @@ use std::hash::Hash;
 
 use redlock_core::NodePermutation;
 
+use super::client::Client;
 use super::fingerprint::{Fingerprint, Hasher128};
 use super::state::{CheckState, MAX_NODES, Naming, NodeRanks, Ranks};
 
@@ -29,6 +30,7 @@ pub(super) fn identity() -> NodeRanks {
 }
 
 /// `state` with node `n` renumbered `perm.index(n)` throughout.
+#[cfg(test)]
 pub(crate) fn renumbered(state: &CheckState, perm: &NodePermutation) -> CheckState {
     let mut next = state.clone();
     perm.permute(&mut next.nodes);
@@ -36,6 +38,25 @@ pub(crate) fn renumbered(state: &CheckState, perm: &NodePermutation) -> CheckSta
         client.renumber_nodes(perm);
     }
     next
+}
+
+/// Whether swapping nodes `a` and `b` leaves `state` as it is: the two nodes are equal,
+/// and each client hashes alike renumbered by the transposition and as it is (128-bit
+/// fingerprints, as the explorer tells states apart: a client that a renumbering changes
+/// is taken as unchanged only when the two fingerprints collide).
+fn swap_leaves_alone(state: &CheckState, a: usize, b: usize) -> bool {
+    if state.nodes[a] != state.nodes[b] {
+        return false;
+    }
+    let mut to: Vec<usize> = (0..state.nodes.len()).collect();
+    to.swap(a, b);
+    let swap = NodePermutation::new(to).expect("a transposition");
+    state.clients.iter().all(|client| {
+        let (mut image, mut itself) = (Hasher128::default(), Hasher128::default());
+        client.hash_renumbered(&swap, &mut image);
+        client.hash(&mut itself);
+        image.finish128() == itself.finish128()
+    })
 }
 
 /// The least fingerprint of `state` over the renumberings that sort its nodes by their own
@@ -96,10 +117,7 @@ fn canonical_with(
             let (start, end) = runs[r];
             let whole = end - start > 1
                 && (start..end - 1).all(|j| {
-                    let mut to: Vec<usize> = (0..count).collect();
-                    to.swap(usize::from(order[j]), usize::from(order[j + 1]));
-                    let swap = NodePermutation::new(to).expect("a transposition");
-                    renumbered(state, &swap) == *state
+                    swap_leaves_alone(state, usize::from(order[j]), usize::from(order[j + 1]))
                 });
             alike |= whole;
             if !whole {
@@ -120,9 +138,13 @@ fn canonical_with(
         let (fp, client_ranks) = if ranks[..count] == identity()[..count] {
             state.client_fingerprint(clients, seed)
         } else {
+            // The renumbered state's fingerprint: its nodes taken in the new order, its
+            // clients hashed renumbered (the nodes themselves name no node,
+            // `a_node_state_names_no_node`).
             let to = ranks[..count].iter().map(|&r| usize::from(r)).collect();
             let perm = NodePermutation::new(to).expect("ranks of distinct nodes");
-            renumbered(state, &perm).client_fingerprint(clients, seed)
+            let hash_client = |client: &Client, h: &mut Hasher128| client.hash_renumbered(&perm, h);
+            state.client_fingerprint_of(&order[..count], hash_client, clients, seed)
         };
         match &best {
             Some((least, ..)) if fp > *least => {}
@@ -224,6 +246,15 @@ mod tests {
             model.actions(&s, &mut actions);
             for perm in perms.iter().skip(seen.len() % perms.len()).take(2) {
                 let image = renumbered(&s, perm);
+                for (client, renamed) in s.clients.iter().zip(&image.clients) {
+                    let mut h = Hasher128::default();
+                    client.hash_renumbered(perm, &mut h);
+                    assert_eq!(
+                        h.finish128(),
+                        hash_of(renamed),
+                        "{file}: a client hashed renumbered"
+                    );
+                }
                 assert_eq!(renumbered(&image, &perm.inverse()), s, "{file}: p then p⁻¹");
                 assert_eq!(
                     image.fingerprint(both, 0),

@@ -2,7 +2,7 @@
 //! stateright's `Representative` lets a state name its representative), so the explorer
 //! never reaches into its fields.
 
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 
 use super::client::Client;
 use super::fingerprint::{Fingerprint, Hasher128};
@@ -112,34 +112,66 @@ impl CheckState {
         symmetry: bool,
         seed: u64,
     ) -> (Fingerprint, Option<Ranks>) {
-        let count = self.clients.len();
+        let order = node_symmetry::identity();
+        let hash_client = |client: &Client, h: &mut Hasher128| client.hash(h);
+        self.client_fingerprint_of(&order[..self.nodes.len()], hash_client, symmetry, seed)
+    }
+
+    /// [`Self::client_fingerprint`] of this state with its nodes taken in `order` (node
+    /// `order[j]` as node `j`) and each client hashed by `hash_client`: the fingerprint of
+    /// the state renumbered, without a copy of it, when `hash_client` hashes each client
+    /// renumbered (node symmetry fingerprints a state under every renumbering it tries).
+    /// The same hash, field by field and in the same order, as the derived `Hash` of that
+    /// state.
+    pub(crate) fn client_fingerprint_of(
+        &self,
+        order: &[u8],
+        hash_client: impl Fn(&Client, &mut Hasher128),
+        symmetry: bool,
+        seed: u64,
+    ) -> (Fingerprint, Option<Ranks>) {
+        let hash_nodes = |h: &mut Hasher128| {
+            // As a slice hashes: its length, then each element.
+            h.write_usize(order.len());
+            for &n in order {
+                self.nodes[usize::from(n)].hash(h);
+            }
+        };
+        let clients = &self.clients;
+        let count = clients.len();
         let mut ranks = [0u8; MAX_CLIENTS];
         for (c, rank) in ranks.iter_mut().enumerate().take(count) {
             *rank = c as u8;
         }
         if !symmetry || count > MAX_CLIENTS {
             let mut h = Hasher128::seeded(seed);
-            self.hash(&mut h);
+            self.time.hash(&mut h);
+            hash_nodes(&mut h);
+            h.write_usize(count);
+            for client in clients {
+                hash_client(client, &mut h);
+            }
+            self.hash_globals(&mut h);
             return (h.finish128(), (count <= MAX_CLIENTS).then_some(ranks));
         }
-        let mut clients = [(0u128, 0u8); MAX_CLIENTS];
-        for (c, (slot, client)) in clients.iter_mut().zip(&self.clients).enumerate() {
+        let mut fps = [(0u128, 0u8); MAX_CLIENTS];
+        for (c, (slot, client)) in fps.iter_mut().zip(clients).enumerate() {
             let mut h = Hasher128::seeded(seed);
-            client.hash(&mut h);
+            hash_client(client, &mut h);
             *slot = (h.finish128(), c as u8);
         }
-        clients[..count].sort_unstable();
+        fps[..count].sort_unstable();
         let mut h = Hasher128::seeded(seed);
         self.time.hash(&mut h);
-        self.nodes.hash(&mut h);
+        hash_nodes(&mut h);
         let mut sorted = [0u128; MAX_CLIENTS];
-        for (slot, (fp, _)) in sorted.iter_mut().zip(&clients[..count]) {
+        for (slot, (fp, _)) in sorted.iter_mut().zip(&fps[..count]) {
             *slot = *fp;
         }
         sorted[..count].hash(&mut h);
         self.hash_globals(&mut h);
-        let tied = clients[..count].windows(2).any(|w| w[0].0 == w[1].0);
-        for (rank, (_, c)) in clients[..count].iter().enumerate() {
+        let tied = fps[..count].windows(2).any(|w| w[0].0 == w[1].0);
+        for (rank, (_, c)) in fps[..count].iter().enumerate() {
             ranks[usize::from(*c)] = rank as u8;
         }
         (h.finish128(), (!tied).then_some(ranks))
@@ -147,7 +179,7 @@ impl CheckState {
 
     /// Hashes everything but the time, the nodes and the clients (the symmetric
     /// fingerprint hashes those itself); the same fields as the derived `Hash`.
-    fn hash_globals<H: std::hash::Hasher>(&self, h: &mut H) {
+    fn hash_globals<H: Hasher>(&self, h: &mut H) {
         (
             self.faults_used,
             self.tokens,

@@ -16,7 +16,7 @@
 //! (The wall clock and the clock that freezes during pauses are faults of the client's
 //! clock: see [`crate::scenario::ClockKind`] and the world's pauses.)
 
-use std::sync::Arc;
+use crate::net::name::Name;
 use std::time::Duration;
 
 use redlock_core::{Command, Extend, Grant, Held, LockConfig, NodeFailure, Timestamp};
@@ -36,10 +36,10 @@ pub(crate) struct RoundClock {
 /// The keys a client's commands name on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Keys {
-    pub(crate) key: Arc<str>,
-    pub(crate) fence_key: Arc<str>,
+    pub(crate) key: Name,
+    pub(crate) fence_key: Name,
     /// The waiting marks' hash ([`redlock_core::LockKey::wait_key`]).
-    pub(crate) wait_key: Arc<str>,
+    pub(crate) wait_key: Name,
 }
 
 /// A client's faults (none for the shipped client).

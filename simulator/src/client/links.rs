@@ -378,7 +378,7 @@ impl Links {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
+    use crate::net::name::Name;
 
     use redlock_core::{Acquire, LockConfig, LockKey, Machine, Token};
 
@@ -392,9 +392,9 @@ mod tests {
 
     fn links() -> Links {
         let keys = Keys {
-            key: Arc::from("redlock:r"),
-            fence_key: Arc::from("redlock:r\0fence"),
-            wait_key: Arc::from("redlock:r\0wait"),
+            key: Name::from("redlock:r"),
+            fence_key: Name::from("redlock:r\0fence"),
+            wait_key: Name::from("redlock:r\0wait"),
         };
         Links::new(
             0,

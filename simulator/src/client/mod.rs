@@ -28,8 +28,8 @@ mod pump;
 mod tokens;
 mod workload;
 
+use crate::net::name::Name;
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use rand_chacha::ChaCha8Rng;
 use redlock_core::{LockKey, NodeFailure, RequestId, Timestamp, Transmit};
@@ -137,8 +137,8 @@ impl Client {
         // The same counter key as the client's scripts use (`LockKey::fence_key`).
         let keys = Keys {
             key: key.as_str().into(),
-            fence_key: Arc::from(key.fence_key()),
-            wait_key: Arc::from(key.wait_key()),
+            fence_key: Name::from(key.fence_key()),
+            wait_key: Name::from(key.wait_key()),
         };
         let faults = Faults::of(&spec);
         Self {

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::net::name::Name;
+
 use redlock_core::{ConnectionId, NodeFailure, Reply, RequestId, Token};
 
 /// An operation a Redis server performs. The first six and the last two are exactly what
@@ -11,40 +13,40 @@ use redlock_core::{ConnectionId, NodeFailure, Reply, RequestId, Token};
 pub(crate) enum NodeOp {
     /// `SET key token NX GET PX ttl`: a refusal names the holder's token.
     SetNx {
-        key: Arc<str>,
+        key: Name,
         token: Token,
         ttl_ms: u64,
     },
     /// `SET key token NX GET PX ttl` followed by `PTTL key` in the same request.
     SetNxReportHolder {
-        key: Arc<str>,
+        key: Name,
         token: Token,
         ttl_ms: u64,
     },
     /// The fenced acquisition script: `SET NX PX` and read the fence counter.
     SetNxReadFence {
-        key: Arc<str>,
-        fence_key: Arc<str>,
+        key: Name,
+        fence_key: Name,
         token: Token,
         ttl_ms: u64,
     },
     /// The fence-raising script: `counter = max(counter, fence)` while `key` holds `token`.
     RaiseFence {
-        key: Arc<str>,
-        fence_key: Arc<str>,
+        key: Name,
+        fence_key: Name,
         token: Token,
         fence: u64,
     },
     /// The compare-and-delete script: deletes `key` while it holds `token`, with the
     /// waiters' marks at `wait_key` (and publishes when there were marks).
     ReleaseIfOwner {
-        key: Arc<str>,
-        wait_key: Arc<str>,
+        key: Name,
+        wait_key: Name,
         token: Token,
     },
     /// The compare-and-`PEXPIRE` script.
     ExtendIfOwner {
-        key: Arc<str>,
+        key: Name,
         token: Token,
         ttl_ms: u64,
     },
@@ -53,25 +55,25 @@ pub(crate) enum NodeOp {
     /// `PING`: the probe a client sends to a node that left a request unanswered.
     Ping,
     /// A plain `DEL`, whoever holds the key.
-    Del { key: Arc<str> },
+    Del { key: Name },
     /// Extension that re-creates a missing key.
     SetOrExtend {
-        key: Arc<str>,
+        key: Name,
         token: Token,
         ttl_ms: u64,
     },
     /// `INCR key` (a Redis-derived fencing counter).
-    Incr { key: Arc<str> },
+    Incr { key: Name },
     /// The mark script: field `waiter` in the hash `wait_key`, whose expiry is raised to
     /// `ttl_ms` unless already later; answers `key`'s holder.
     MarkWaiting {
-        key: Arc<str>,
-        wait_key: Arc<str>,
+        key: Name,
+        wait_key: Name,
         waiter: Token,
         ttl_ms: u64,
     },
     /// `HDEL wait_key waiter`.
-    UnmarkWaiting { wait_key: Arc<str>, waiter: Token },
+    UnmarkWaiting { wait_key: Name, waiter: Token },
 }
 
 /// One incarnation of one server: what a `run_id` names. A restart makes a new one, and so
@@ -95,6 +97,39 @@ impl ServerId {
             server: server.parse().ok()?,
             incarnation: incarnation.parse().ok()?,
         })
+    }
+
+    /// Renames, in place, the server a [`Self::run_id`] names to `to(server)` (a model
+    /// checker's servers name their node in it, and so it is renamed with the node); any
+    /// other `run_id` is left alone. A one-digit server renamed to another is one byte
+    /// rewritten: renumbering runs for every state the checker fingerprints, and neither
+    /// parses nor formats nor allocates there.
+    pub(crate) fn renumber_run_id(run_id: &mut String, to: impl Fn(usize) -> usize) {
+        let bytes = run_id.as_bytes();
+        let one_digit = bytes.len() > 6
+            && bytes.starts_with(b"sim-")
+            && bytes[4].is_ascii_digit()
+            && bytes[5] == b'-'
+            && bytes.len() - 6 <= 19
+            && bytes[6..].iter().all(u8::is_ascii_digit);
+        if one_digit {
+            let server = usize::from(bytes[4] - b'0');
+            let renamed = to(server);
+            if renamed == server {
+                return;
+            }
+            if let Some(digit) = char::from_digit(renamed as u32, 10).filter(|_| renamed < 10) {
+                run_id.replace_range(4..5, digit.encode_utf8(&mut [0; 4]));
+                return;
+            }
+        }
+        if let Some(server) = Self::from_run_id(run_id) {
+            *run_id = Self {
+                server: to(server.server),
+                ..server
+            }
+            .run_id();
+        }
     }
 }
 
@@ -171,7 +206,7 @@ pub(crate) enum Msg {
     /// else's message on the channel).
     Notify {
         node: usize,
-        channel: Arc<str>,
+        channel: Name,
         payload: Arc<[u8]>,
     },
     /// Client to resource: the access recorded under this index.
@@ -216,5 +251,30 @@ impl Msg {
             Self::Access { .. } => "access".into(),
             Self::AccessAck { .. } => "ack of an access".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ServerId;
+
+    #[test]
+    fn renumbering_a_run_id_renames_its_server_and_nothing_else() {
+        let renamed = |run_id: &str, to: fn(usize) -> usize| {
+            let mut run_id = run_id.to_owned();
+            ServerId::renumber_run_id(&mut run_id, to);
+            run_id
+        };
+        assert_eq!(renamed("sim-1-2", |n| n + 1), "sim-2-2");
+        assert_eq!(renamed("sim-9-2", |n| n + 1), "sim-10-2");
+        assert_eq!(renamed("sim-12-7", |n| n - 10), "sim-2-7");
+        assert_eq!(renamed("sim-3-1", |n| n), "sim-3-1");
+        assert_eq!(renamed("redis-1-2", |n| n + 1), "redis-1-2");
+        assert_eq!(renamed("sim-1-x", |n| n + 1), "sim-1-x");
+        let id = ServerId {
+            server: 4,
+            incarnation: 17,
+        };
+        assert_eq!(renamed(&id.run_id(), |n| 7 - n), "sim-3-17");
     }
 }

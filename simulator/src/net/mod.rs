@@ -6,6 +6,7 @@
 //! clients and nodes.
 
 pub(crate) mod message;
+pub(crate) mod name;
 
 use std::collections::BTreeMap;
 

@@ -9,7 +9,7 @@
 //! [`Keyspace`], and compares every reply and the keys left. Multi-resource commands are
 //! not modelled (the simulated servers do not model them either): they are refused.
 
-use std::sync::Arc;
+use crate::net::name::Name;
 use std::time::Duration;
 
 use redlock_core::{Command, NodeFailure, Reply};
@@ -73,9 +73,9 @@ impl Keyspace {
             return Err(NodeFailure::Protocol(format!("no key in {command:?}")));
         };
         let keys = Keys {
-            key: Arc::from(key.as_str()),
-            fence_key: Arc::from(key.fence_key()),
-            wait_key: Arc::from(key.wait_key()),
+            key: Name::from(key.as_str()),
+            fence_key: Name::from(key.fence_key()),
+            wait_key: Name::from(key.wait_key()),
         };
         let faults = Faults::new(
             TimingImpl::Correct,

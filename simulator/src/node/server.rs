@@ -128,7 +128,7 @@ impl Server {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
+    use crate::net::name::Name;
 
     use redlock_core::Reply;
 
@@ -152,7 +152,7 @@ mod tests {
 
     #[test]
     fn ownership_expiry_and_persistence() {
-        let key: Arc<str> = "k".into();
+        let key: Name = "k".into();
         let (a, b) = (Token::from_bytes([1; 16]), Token::from_bytes([2; 16]));
         let mut s = server(Persistence::None, ClockModel::ideal());
         let set = |token| NodeOp::SetNx {
@@ -241,7 +241,7 @@ mod tests {
 
     #[test]
     fn a_clock_step_forward_expires_keys_early() {
-        let key: Arc<str> = "k".into();
+        let key: Name = "k".into();
         let stepped = ClockModel::new(0, 0, vec![(1_000 * MS, 15_000 * MS as i64)]);
         let mut s = server(Persistence::None, stepped);
         s.execute(
@@ -265,7 +265,7 @@ mod tests {
 
     #[test]
     fn set_or_extend_recreates_and_incr_counts() {
-        let key: Arc<str> = "k".into();
+        let key: Name = "k".into();
         let mut s = server(Persistence::None, ClockModel::ideal());
         let op = NodeOp::SetOrExtend {
             key,

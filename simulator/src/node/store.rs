@@ -2,8 +2,8 @@
 //! same conditional operations as the client's `SET NX GET PX` and scripts. The simulated
 //! servers and the model checker's nodes both keep their keys in one.
 
+use crate::net::name::Name;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use redlock_core::{NodeFailure, Reply, Token};
 
@@ -27,20 +27,20 @@ pub(crate) struct Entry {
 /// A change to replicate: Redis propagates absolute expiry times to replicas.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Effect {
-    Set { key: Arc<str>, entry: Entry },
-    Del { key: Arc<str> },
+    Set { key: Name, entry: Entry },
+    Del { key: Name },
 }
 
 /// The keys of one server (or what its last fsync wrote).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Store {
-    keys: BTreeMap<Arc<str>, Entry>,
+    keys: BTreeMap<Name, Entry>,
 }
 
 impl Store {
     /// The live entry under `key`; an expired one is removed first (Redis expires lazily on
     /// access: a key is gone once the clock is past its expiry).
-    fn live(&mut self, key: &Arc<str>, now_ms: u64) -> Option<&mut Entry> {
+    fn live(&mut self, key: &Name, now_ms: u64) -> Option<&mut Entry> {
         let expired = self
             .keys
             .get(key)
@@ -51,7 +51,7 @@ impl Store {
         self.keys.get_mut(key)
     }
 
-    fn owned_by(&mut self, key: &Arc<str>, token: Token, now_ms: u64) -> Option<bool> {
+    fn owned_by(&mut self, key: &Name, token: Token, now_ms: u64) -> Option<bool> {
         self.live(key, now_ms)
             .map(|e| e.value == Value::Token(token))
     }
@@ -112,7 +112,7 @@ impl Store {
 
     /// Stores `value` under `key`, expiring at `expire_at_ms` (never when `None`), and returns
     /// the change to replicate.
-    fn insert(&mut self, key: &Arc<str>, value: Value, expire_at_ms: Option<u64>) -> Effect {
+    fn insert(&mut self, key: &Name, value: Value, expire_at_ms: Option<u64>) -> Effect {
         let entry = Entry {
             value,
             expire_at_ms,
@@ -127,7 +127,7 @@ impl Store {
     /// `SET key token NX GET PX ttl`: the holder's value comes back with a refusal.
     fn set_nx(
         &mut self,
-        key: &Arc<str>,
+        key: &Name,
         token: Token,
         ttl_ms: u64,
         now: u64,
@@ -151,7 +151,7 @@ impl Store {
     /// (`Duration::MAX` for a key without expiry), which a waiter's rounds need.
     fn set_nx_report_holder(
         &mut self,
-        key: &Arc<str>,
+        key: &Name,
         token: Token,
         ttl_ms: u64,
         now: u64,
@@ -181,8 +181,8 @@ impl Store {
     /// either outcome.
     fn set_nx_read_fence(
         &mut self,
-        key: &Arc<str>,
-        fence_key: &Arc<str>,
+        key: &Name,
+        fence_key: &Name,
         token: Token,
         ttl_ms: u64,
         now: u64,
@@ -200,8 +200,8 @@ impl Store {
     /// `token`; a counter already at or above `fence` is left as it is (nothing to replicate).
     fn raise_fence(
         &mut self,
-        key: &Arc<str>,
-        fence_key: &Arc<str>,
+        key: &Name,
+        fence_key: &Name,
         token: Token,
         fence: u64,
         now: u64,
@@ -227,8 +227,8 @@ impl Store {
     /// only: a mark left there costs a needless `PUBLISH` after a failover, until it expires.
     fn release_if_owner(
         &mut self,
-        key: &Arc<str>,
-        wait_key: &Arc<str>,
+        key: &Name,
+        wait_key: &Name,
         token: Token,
         now: u64,
     ) -> (Reply, Option<Effect>) {
@@ -246,7 +246,7 @@ impl Store {
     /// The extension script: a new expiry `ttl_ms` from now, only while `key` holds `token`.
     fn extend_if_owner(
         &mut self,
-        key: &Arc<str>,
+        key: &Name,
         token: Token,
         ttl_ms: u64,
         now: u64,
@@ -259,7 +259,7 @@ impl Store {
     }
 
     /// A plain `DEL`, whoever holds the key.
-    fn del(&mut self, key: &Arc<str>, now: u64) -> (Reply, Option<Effect>) {
+    fn del(&mut self, key: &Name, now: u64) -> (Reply, Option<Effect>) {
         if self.live(key, now).is_some() {
             self.keys.remove(key);
             (Reply::Released, Some(Effect::Del { key: key.clone() }))
@@ -272,7 +272,7 @@ impl Store {
     /// can inject): refused only when another token holds the key.
     fn set_or_extend(
         &mut self,
-        key: &Arc<str>,
+        key: &Name,
         token: Token,
         ttl_ms: u64,
         now: u64,
@@ -289,7 +289,7 @@ impl Store {
 
     /// `INCR key`: the new value (a missing key, or one that holds a token, counts from 0),
     /// stored without expiry.
-    fn incr(&mut self, key: &Arc<str>, now: u64) -> (i64, Effect) {
+    fn incr(&mut self, key: &Name, now: u64) -> (i64, Effect) {
         let next = match self.live(key, now) {
             Some(Entry {
                 value: Value::Counter(n),
@@ -301,7 +301,7 @@ impl Store {
     }
 
     /// The counter under `key` (0 when absent), as the fencing scripts read it.
-    fn counter(&mut self, key: &Arc<str>, now_ms: u64) -> u64 {
+    fn counter(&mut self, key: &Name, now_ms: u64) -> u64 {
         match self.live(key, now_ms) {
             Some(Entry {
                 value: Value::Counter(n),
@@ -311,7 +311,7 @@ impl Store {
         }
     }
 
-    fn pexpire(&mut self, key: &Arc<str>, at_ms: u64) -> (Reply, Option<Effect>) {
+    fn pexpire(&mut self, key: &Name, at_ms: u64) -> (Reply, Option<Effect>) {
         let Some(entry) = self.keys.get_mut(key) else {
             return (Reply::NotHeld, None);
         };
@@ -328,8 +328,8 @@ impl Store {
     /// `GET key`: [`Reply::NotHeld`] when free, the holder otherwise.
     fn mark_waiting(
         &mut self,
-        key: &Arc<str>,
-        wait_key: &Arc<str>,
+        key: &Name,
+        wait_key: &Name,
         waiter: Token,
         ttl_ms: u64,
         now: u64,
@@ -362,7 +362,7 @@ impl Store {
     /// with its last field), [`Reply::NotHeld`] otherwise.
     fn unmark_waiting(
         &mut self,
-        wait_key: &Arc<str>,
+        wait_key: &Name,
         waiter: Token,
         now: u64,
     ) -> (Reply, Option<Effect>) {
@@ -432,7 +432,7 @@ impl Store {
     }
 
     /// Every entry, live or not yet removed after its expiry, by key.
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (&Arc<str>, &Entry)> {
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&Name, &Entry)> {
         self.keys.iter()
     }
 
@@ -458,7 +458,7 @@ mod tests {
 
     #[test]
     fn a_release_announces_only_where_a_mark_is_and_takes_the_marks_with_it() {
-        let (key, wait_key): (Arc<str>, Arc<str>) = ("k".into(), "k\0wait".into());
+        let (key, wait_key): (Name, Name) = ("k".into(), "k\0wait".into());
         let mut store = Store::default();
         let set = NodeOp::SetNx {
             key: key.clone(),

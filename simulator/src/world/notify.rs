@@ -9,6 +9,8 @@
 
 use std::sync::Arc;
 
+use crate::net::name::Name;
+
 use rand::RngExt;
 
 use super::{Event, World};
@@ -19,7 +21,7 @@ impl World<'_> {
     /// Server `s` publishes `payload` on the channel `key`: every client subscribed to it (a
     /// client whose node address leads to `s`) gets it over the network, with the
     /// notifications' own faults (lost, duplicated, later than the replies).
-    pub(super) fn publish(&mut self, s: usize, key: &Arc<str>, payload: Arc<[u8]>) {
+    pub(super) fn publish(&mut self, s: usize, key: &Name, payload: Arc<[u8]>) {
         let faults = &self.scenario.notifications;
         let (loss, duplicate, extra) = (faults.loss, faults.duplicate, faults.extra_delay);
         for c in 0..self.clients.len() {
@@ -58,7 +60,7 @@ impl World<'_> {
     pub(super) fn spoof(&mut self, k: usize) {
         let spoof = &self.scenario.notifications.spoofs[k];
         let (payload_kind, every, end) = (spoof.payload, spoof.every, spoof.end);
-        let key: Arc<str> = Arc::from(self.scenario_key());
+        let key = Name::from(self.scenario_key());
         for s in 0..self.servers.len() {
             if !self.servers[s].up {
                 continue;

@@ -1,0 +1,216 @@
+//! A client under node symmetry: renumbered (`node_symmetry.rs` renumbers states), and
+//! hashed as if renumbered without the copy.
+//!
+//! Node symmetry fingerprints a state under every renumbering it tries, for every state
+//! the checker meets: a copy of each client per renumbering (its links with every message
+//! queue, its machines) was most of a state's cost. [`Client::hash_renumbered`] feeds a
+//! hasher the same words, in the same order, as the derived `Hash` of the renumbered
+//! client, copying only its lease machines (the core renumbers those; its eligibility the
+//! core hashes renumbered itself); its links are taken in the new order and each message
+//! is renumbered as it is hashed.
+
+use std::hash::{Hash, Hasher};
+
+use redlock_core::{Eligibility, NodePermutation, RenumberNodes};
+
+use super::{Client, Conn, Msg, NodeLink, Phase};
+use crate::check::state::MAX_NODES;
+use crate::net::message::{NodeReply, ServerId};
+
+impl Msg {
+    /// Renames the nodes it names: its request's, and the server an identification names.
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        match self {
+            Self::Request { request, .. } => request.renumber_nodes(perm),
+            Self::Reply { request, reply, .. } => {
+                request.renumber_nodes(perm);
+                match reply {
+                    NodeReply::Identity { server, .. } => server.server = perm.index(server.server),
+                    NodeReply::Failure(failure) => failure.renumber_nodes(perm),
+                    _ => {}
+                }
+            }
+            Self::Released(_) | Self::Closed { .. } => {}
+        }
+    }
+
+    /// Hashes it as renumbered by `perm`: a request field by field as derived (only its
+    /// request names a node, and its command is not copied), anything else renumbered.
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, h: &mut H) {
+        match self {
+            Self::Request {
+                conn,
+                op,
+                request,
+                cmd,
+            } => {
+                std::mem::discriminant(self).hash(h);
+                conn.hash(h);
+                op.hash(h);
+                request.map(|r| r.renumbered(perm)).hash(h);
+                cmd.hash(h);
+            }
+            Self::Reply { .. } => {
+                let mut image = self.clone();
+                image.renumber_nodes(perm);
+                image.hash(h);
+            }
+            Self::Released(_) | Self::Closed { .. } => self.hash(h),
+        }
+    }
+}
+
+/// `renumbered` for a request: the core's operation on a copy.
+trait Renumbered: RenumberNodes + Clone {
+    fn renumbered(mut self, perm: &NodePermutation) -> Self {
+        self.renumber_nodes(perm);
+        self
+    }
+}
+
+impl<T: RenumberNodes + Clone> Renumbered for T {}
+
+impl NodeLink {
+    /// What it holds, without naming its node: the connections opened, the messages on
+    /// their way each way, the delayed links.
+    pub(in crate::check) fn shape(&self) -> (u32, bool, usize, usize, usize, u8) {
+        (
+            self.opened,
+            self.conn.is_some(),
+            self.to_node.len(),
+            self.from_node.len(),
+            self.notices.len(),
+            self.late,
+        )
+    }
+
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        if let Some(conn) = &mut self.conn {
+            for (_, request) in &mut conn.outstanding {
+                request.renumber_nodes(perm);
+            }
+            for (_, transmit) in &mut conn.waiting {
+                transmit.renumber_nodes(perm);
+            }
+        }
+        for queue in [&mut self.to_node, &mut self.from_node, &mut self.notices] {
+            for msg in queue {
+                msg.renumber_nodes(perm);
+            }
+        }
+    }
+
+    /// Hashes it as renumbered by `perm`, as the derived `Hash` of its fields in order.
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, h: &mut H) {
+        std::mem::discriminant(&self.conn).hash(h);
+        if let Some(conn) = &self.conn {
+            conn.hash_renumbered(perm, h);
+        }
+        self.opened.hash(h);
+        for queue in [&self.to_node, &self.from_node, &self.notices] {
+            // As a deque hashes: its length, then each element.
+            h.write_usize(queue.len());
+            for msg in queue {
+                msg.hash_renumbered(perm, h);
+            }
+        }
+        self.late.hash(h);
+    }
+}
+
+impl Conn {
+    /// Hashes it as renumbered by `perm`, as the derived `Hash` of its fields in order.
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, h: &mut H) {
+        self.id.hash(h);
+        self.identifying.hash(h);
+        self.broken.hash(h);
+        h.write_usize(self.outstanding.len());
+        for &(op, request) in &self.outstanding {
+            (op, request.map(|r| r.renumbered(perm))).hash(h);
+        }
+        h.write_usize(self.waiting.len());
+        for (op, transmit) in &self.waiting {
+            (op, transmit.clone().renumbered(perm)).hash(h);
+        }
+    }
+}
+
+impl Phase {
+    /// Renumbers its machines by the core's operation.
+    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        match self {
+            Self::Acquiring(a) => {
+                a.machine.renumber_nodes(perm);
+                a.waiting.renumber_nodes(perm);
+            }
+            Self::Holding(lease) => {
+                lease.held.renumber_nodes(perm);
+                lease.keeper.renumber_nodes(perm);
+                if let Some((_, release)) = &mut lease.releasing {
+                    release.renumber_nodes(perm);
+                }
+                if let Some((_, extend)) = &mut lease.extending {
+                    extend.renumber_nodes(perm);
+                }
+            }
+            Self::Idle | Self::Done => {}
+        }
+    }
+}
+
+/// Renumbers `eligibility` by the core's operation, with the servers its `run_id`s name
+/// (the model's servers name their node in it, so that no two nodes are one server).
+fn renumber_eligibility(eligibility: &mut Eligibility, perm: &NodePermutation) {
+    eligibility.renumber_nodes(perm);
+    eligibility.rename_run_ids(|run_id| ServerId::renumber_run_id(run_id, |n| perm.index(n)));
+}
+
+impl Client {
+    /// Renumbers the nodes it knows by `perm` (node `n` becomes `perm.index(n)`): its link to
+    /// each node moves with the node, with every request and server named in it, and its
+    /// machines are renumbered by the core's operation. Connection numbers are labels of one
+    /// node's connections and move with them.
+    pub(in crate::check) fn renumber_nodes(&mut self, perm: &NodePermutation) {
+        for link in &mut self.links {
+            link.renumber_nodes(perm);
+        }
+        perm.permute(&mut self.links);
+        renumber_eligibility(&mut self.eligibility, perm);
+        self.phase.renumber_nodes(perm);
+    }
+
+    /// Feeds `h` what the derived `Hash` of this client renumbered by `perm` would (the
+    /// same fields in the same order), copying only its lease machines: its eligibility is
+    /// hashed renumbered by the core, its links are taken in the new order, each message
+    /// renumbered as it is hashed. `perm` covers every node.
+    pub(in crate::check) fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, h: &mut H) {
+        if self.links.len() > MAX_NODES {
+            let mut image = self.clone();
+            image.renumber_nodes(perm);
+            return image.hash(h);
+        }
+        self.clock.hash(h);
+        self.strays.hash(h);
+        self.paused.hash(h);
+        self.acted.hash(h);
+        let mut phase = self.phase.clone();
+        phase.renumber_nodes(perm);
+        phase.hash(h);
+        self.iteration.hash(h);
+        self.op.hash(h);
+        let rename = |run_id: &mut String| ServerId::renumber_run_id(run_id, |n| perm.index(n));
+        self.eligibility.hash_renumbered(perm, rename, h);
+        self.faults.hash(h);
+        // The link of node `n` becomes node `perm.index(n)`'s: position `j` holds the link
+        // of the node that becomes `j`.
+        let count = self.links.len();
+        let mut from = [0usize; MAX_NODES];
+        for n in 0..count {
+            from[perm.index(n)] = n;
+        }
+        h.write_usize(count);
+        for &n in &from[..count] {
+            self.links[n].hash_renumbered(perm, h);
+        }
+    }
+}
