@@ -34,7 +34,6 @@ use super::wire::LockAnswer;
 use redlock_core::{Command, ConnectionId, NodeFailure, RequestId, Timestamp, Transmit};
 
 /// Where the connections' drivers put the answers to an operation's direct requests.
-#[derive(Default)]
 pub(crate) struct Inbox {
     answers: Mutex<Vec<(u64, RedisResult<Value>)>>,
     /// The operation's task, when it waits.
@@ -42,6 +41,14 @@ pub(crate) struct Inbox {
 }
 
 impl Inbox {
+    /// An inbox with room for `answers` answers before it grows.
+    pub(crate) fn with_room(answers: usize) -> Self {
+        Self {
+            answers: Mutex::new(Vec::with_capacity(answers)),
+            waker: AtomicWaker::new(),
+        }
+    }
+
     /// The answer to the request numbered `number`.
     pub(crate) fn deliver(&self, number: u64, answer: RedisResult<Value>) {
         lock(&self.answers).push((number, answer));
@@ -125,6 +132,12 @@ impl Direct {
             .queue_direct(index, command, now, &mut self.inbox, number)
         {
             Ok((connection, answer)) => {
+                if self.entries.capacity() == 0 {
+                    // Room for one request per node, and as many answers taken at once: the
+                    // two buffers of the operation's direct requests, allocated once.
+                    self.entries.reserve_exact(self.nodes.len());
+                    self.taken.reserve_exact(self.nodes.len());
+                }
                 self.next += 1;
                 self.sooner = Some(self.sooner.map_or(deadline, |at| at.min(deadline)));
                 self.entries.push(Entry {

@@ -229,7 +229,7 @@ impl Nodes {
         let Some((cmd, answer)) = wire::lock_request(&command) else {
             return Err((command, Some(sent(connection))));
         };
-        let inbox = inbox.get_or_insert_with(Arc::default);
+        let inbox = inbox.get_or_insert_with(|| Arc::new(Inbox::with_room(self.nodes.len())));
         match connection.state.pipe.enqueue(cmd, inbox, number) {
             Ok(()) => Ok((connection.id, answer)),
             // Alone after all (what was out has been answered meanwhile), or the driver stopped.
