@@ -208,12 +208,13 @@ impl Nodes {
         inbox: &mut Option<Arc<Inbox>>,
         number: u64,
     ) -> Result<(ConnectionId, LockAnswer), NotQueued> {
-        let Some((node, connection)) = self
-            .nodes
-            .get(index)
-            .and_then(|node| Some((node, node.open()?)))
-            .filter(|(_, connection)| connection.state.pipe.busy())
-        else {
+        // Looked at in place: a lone command (the rule with few operations at once) goes
+        // back without a clone of the connection.
+        let Some((node, connection)) = self.nodes.get(index).and_then(|node| {
+            let current = lock(&node.current);
+            let busy = current.as_ref().filter(|open| open.state.pipe.busy());
+            Some((node, busy?.clone()))
+        }) else {
             return Err((command, None));
         };
         let admission = lock(&self.eligibility).admit(node.id, connection.id, &command, now);
