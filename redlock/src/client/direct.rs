@@ -70,7 +70,7 @@ struct Entry {
 
 /// A command [`Direct::send`] did not queue, its gate, and the admission the attempt got if
 /// it asked the core: it goes out as a request future.
-pub(crate) type Declined = (Transmit, OpensOnDrop, Option<Decided>);
+pub(crate) type Declined = (Transmit, OpensOnDrop, Option<Box<Decided>>);
 
 /// The direct requests of one operation.
 pub(crate) struct Direct {
@@ -103,8 +103,6 @@ impl Direct {
     /// is a lock request and everything is ready ([`Nodes::queue_direct`]); hands it back
     /// otherwise, with its gate and what the attempt decided. Its lane must have nothing to
     /// wait for: `done` is the gate the next command on the lane waits for.
-    // Handed back by value: boxing it would allocate for every lone command.
-    #[allow(clippy::result_large_err)]
     pub(crate) fn send(
         &mut self,
         transmit: Transmit,

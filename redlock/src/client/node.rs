@@ -43,7 +43,8 @@ pub(crate) enum Start<'a> {
     Waited,
     /// A direct attempt ([`Nodes::queue_direct`]) had it admitted on a connection, and the
     /// core asked for more than sending it: the request continues from that admission.
-    Decided(Decided),
+    // Boxed: rare, and a `Connection` inline would grow every request future.
+    Decided(Box<Decided>),
 }
 
 /// The admission a direct attempt got, on the connection it got it for.
@@ -53,7 +54,7 @@ pub(crate) struct Decided {
 }
 
 /// A command a direct attempt did not queue, and what the attempt decided, if anything.
-pub(crate) type NotQueued = (Command, Option<Decided>);
+pub(crate) type NotQueued = (Command, Option<Box<Decided>>);
 
 /// Every configured node, the rule of which may vote, and the clock that rule runs on.
 pub(crate) struct Nodes {
@@ -198,8 +199,6 @@ impl Nodes {
     /// request of its own), and the core admitting the command at `now` as it is. Anything
     /// else hands the command back, with the admission the core gave if it gave one (it may
     /// have handed out a probe, which the request must then send).
-    // Handed back by value: boxing it would allocate for every lone command.
-    #[allow(clippy::result_large_err)]
     pub(crate) fn queue_direct(
         &self,
         index: usize,
@@ -223,18 +222,18 @@ impl Nodes {
                 connection,
                 admission,
             };
-            return Err((command, Some(decided)));
+            return Err((command, Some(Box::new(decided))));
         }
         let generation = connection.state.generation.get().copied();
         let command = command.for_server(generation.unwrap_or_default());
         let Some((cmd, answer)) = wire::lock_request(&command) else {
-            return Err((command, Some(sent(connection))));
+            return Err((command, Some(Box::new(sent(connection)))));
         };
         let inbox = inbox.get_or_insert_with(|| Arc::new(Inbox::with_room(self.nodes.len())));
         match connection.state.pipe.enqueue(cmd, inbox, number) {
             Ok(()) => Ok((connection.id, answer)),
             // Alone after all (what was out has been answered meanwhile), or the driver stopped.
-            Err(_) => Err((command, Some(sent(connection)))),
+            Err(_) => Err((command, Some(Box::new(sent(connection))))),
         }
     }
 
@@ -279,10 +278,13 @@ impl Nodes {
             .get(index)
             .ok_or_else(|| NodeFailure::Protocol(format!("no node #{index}")))?;
         let (connection, read_at, decided) = match start {
-            Start::Decided(Decided {
-                connection,
-                admission,
-            }) => (connection, None, Some(admission)),
+            Start::Decided(decided) => {
+                let Decided {
+                    connection,
+                    admission,
+                } = *decided;
+                (connection, None, Some(admission))
+            }
             Start::At(now) => match node.open() {
                 // Nothing to wait for (the common case): no timer either.
                 Some(open) => (open, Some(now), None),
