@@ -128,3 +128,81 @@ async fn a_dropped_client_closes_its_connections() {
     }
     assert_eq!(left, before, "the client's connections are still open");
 }
+
+// Each operation's answers from a shared batch come back by the request's number to the
+// operation, one per node (the direct requests of `redlock/src/client/direct.rs`). Here every
+// resource is held on the first two nodes and free on the third, so each round's three
+// answers differ by node: an answer handed to the operation's request for another node shows
+// as a free node reported taken, or a held one reported acquired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_node_answer_of_a_shared_batch_reaches_the_request_for_that_node() {
+    use redlock::core::NodeStatus;
+
+    let fleet = fleet(3);
+    let redlock = builder(&fleet)
+        .ttl(Duration::from_secs(60))
+        .node_timeout(Duration::from_secs(2))
+        .retry_count(0)
+        .build()
+        .unwrap();
+    assert!(redlock.connect().await.has_quorum());
+    let mut nodes: Vec<redis::Connection> = (0..fleet.len())
+        .map(|i| fleet.connect(i).unwrap())
+        .collect();
+    for (index, node) in nodes.iter_mut().enumerate().take(2) {
+        for i in 0..RESOURCES {
+            redis::cmd("SET")
+                .arg(format!("{PREFIX}{}", resource(i)))
+                .arg(format!("holder on node {index}"))
+                .arg("PX")
+                .arg(60_000)
+                .exec(node)
+                .unwrap();
+        }
+    }
+    // As above: the first `SET` on each connection waits on the paused node, and the others
+    // queue behind it, many operations in one batch.
+    for node in &mut nodes {
+        redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(300)
+            .arg("WRITE")
+            .exec(node)
+            .unwrap();
+    }
+    let tasks: Vec<_> = (0..RESOURCES)
+        .map(|i| {
+            let redlock = redlock.clone();
+            tokio::spawn(async move { (i, redlock.try_acquire(&resource(i)).await) })
+        })
+        .collect();
+    for task in tasks {
+        let (i, outcome) = task.await.unwrap();
+        let Err(error @ Error::Taken { .. }) = outcome else {
+            panic!("{}: {outcome:?}", resource(i));
+        };
+        let report = error.nodes().unwrap().nodes();
+        for (index, node) in report.iter().enumerate() {
+            let taken = node.status.reply().is_some_and(|reply| reply.is_taken());
+            let free = matches!(node.status, NodeStatus::Pending)
+                || node.status.reply() == Some(redlock::core::Reply::Acquired);
+            assert!(
+                if index < 2 { taken } else { free },
+                "{}: node {index} reported {:?}",
+                resource(i),
+                node.status
+            );
+        }
+    }
+    // The third node's keys are the rounds' own: their cleanup releases remove them.
+    redlock.settle().await;
+    for node in nodes.iter_mut().take(2) {
+        for i in 0..RESOURCES {
+            redis::cmd("DEL")
+                .arg(format!("{PREFIX}{}", resource(i)))
+                .exec(node)
+                .unwrap();
+        }
+    }
+    assert_no_lock_keys(&fleet).await;
+}

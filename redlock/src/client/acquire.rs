@@ -99,8 +99,6 @@ struct Lost {
 struct Acquisition<'a> {
     redlock: &'a Redlock,
     target: &'a Target,
-    /// The target as logs and errors name it.
-    resource: String,
     budget: Budget,
     /// When the caller asked, for the acquisition-time histogram.
     called: Instant,
@@ -111,7 +109,6 @@ impl<'a> Acquisition<'a> {
         Self {
             redlock,
             target,
-            resource: target.describe(),
             budget: Budget::new(&redlock.config, wait, redlock.clock()),
             called: Instant::now(),
         }
@@ -211,7 +208,7 @@ impl<'a> Acquisition<'a> {
             .round(failure.reason == FailureReason::Contended);
         shared.nodes.other_leases(failure);
         tracing::debug!(
-            resource = self.resource,
+            resource = %self.target.describe(),
             attempt = machine.attempt(),
             reason = %failure.reason,
             "acquisition round failed; retrying"
@@ -264,7 +261,7 @@ impl<'a> Acquisition<'a> {
         shared.telemetry.round(false);
         shared.telemetry.acquired(self.called.elapsed());
         tracing::debug!(
-            resource = self.resource,
+            resource = %self.target.describe(),
             attempt = grant.attempts,
             validity_ms = grant.validity().as_millis(),
             fence = grant.fence,
@@ -301,7 +298,7 @@ impl<'a> Acquisition<'a> {
             .telemetry
             .acquire_failed(reason == FailureReason::Unavailable);
         tracing::debug!(
-            resource = self.resource,
+            resource = %self.target.describe(),
             attempt = failure.attempts,
             reason = %failure.last_round.reason,
             "acquisition failed"
@@ -318,7 +315,7 @@ impl<'a> Acquisition<'a> {
     /// as `failure` says.
     fn error(&self, attempts: u32, failure: RoundFailure) -> Error {
         Error::from_round(
-            &self.resource,
+            &self.target.describe(),
             attempts,
             failure,
             &self.redlock.shared.addresses,

@@ -24,10 +24,11 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::{Instant, Sleep};
 
 use super::background::Background;
+use super::direct::Direct;
 use super::expiry::Expiry;
 use super::lanes::{Gate, Lanes, OpensOnDrop};
 use super::node::{Nodes, Start};
-use redlock_core::{NodeFailure, Reply, RequestId, Timestamp, Transmit};
+use redlock_core::{Command, NodeFailure, Reply, RequestId, Timestamp, Transmit};
 
 /// A finished request.
 pub(crate) struct Completion {
@@ -56,38 +57,108 @@ pub(crate) struct Flight {
     requests: Requests,
 }
 
+/// Requests that are not futures of [`Requests::pending`]: the direct requests
+/// (`direct.rs`), whose deadlines the same timer covers.
+trait Side<T> {
+    /// The next request that has ended, answered or past its deadline once the timer has
+    /// `reached` it; registers the task for the next answer.
+    fn poll(&mut self, reached: Option<Instant>, cx: &mut Context<'_>) -> Option<T>;
+    /// The earliest deadline recorded since the last call.
+    fn sooner(&mut self) -> Option<Instant>;
+    /// The earliest deadline after `reached`.
+    fn earliest_after(&self, reached: Instant) -> Option<Instant>;
+    fn len(&self) -> usize;
+}
+
+// `Self::…` names `Direct`'s own methods, which take precedence over the trait's.
+impl Side<Completion> for Direct {
+    fn poll(&mut self, reached: Option<Instant>, cx: &mut Context<'_>) -> Option<Completion> {
+        Self::poll(self, reached, cx)
+    }
+    fn sooner(&mut self) -> Option<Instant> {
+        Self::sooner(self)
+    }
+    fn earliest_after(&self, reached: Instant) -> Option<Instant> {
+        Self::earliest_after(self, reached)
+    }
+    fn len(&self) -> usize {
+        Self::len(self)
+    }
+}
+
+/// No side requests (the timer's own tests).
+impl<T> Side<T> for () {
+    fn poll(&mut self, _: Option<Instant>, _: &mut Context<'_>) -> Option<T> {
+        None
+    }
+    fn sooner(&mut self) -> Option<Instant> {
+        None
+    }
+    fn earliest_after(&self, _: Instant) -> Option<Instant> {
+        None
+    }
+    fn len(&self) -> usize {
+        0
+    }
+}
+
 /// Requests in flight, and the one timer for all their deadlines (see [`Expiry`]).
-struct Requests<T = Completion> {
+struct Requests<T = Completion, S = Direct> {
     pending: FuturesUnordered<BoxFuture<'static, T>>,
     expiry: Arc<Expiry>,
     /// The timer, set at `armed`: never later than the earliest deadline not passed.
     timer: Option<Pin<Box<Sleep>>>,
     armed: Option<Instant>,
+    /// How far the timer has reached.
+    reached: Option<Instant>,
+    side: S,
 }
 
-impl<T> Default for Requests<T> {
+impl<T> Default for Requests<T, ()> {
     fn default() -> Self {
+        Self::new(())
+    }
+}
+
+impl<T, S: Side<T>> Requests<T, S> {
+    fn new(side: S) -> Self {
         Self {
             pending: FuturesUnordered::new(),
             expiry: Arc::default(),
             timer: None,
             armed: None,
+            reached: None,
+            side,
         }
     }
-}
 
-impl<T> Requests<T> {
+    fn is_empty(&self) -> bool {
+        self.pending.is_empty() && self.side.len() == 0
+    }
+
+    fn len(&self) -> usize {
+        self.pending.len() + self.side.len()
+    }
+
     /// The next finished request (`None` when none is in flight), with the requests' timer
     /// kept at their earliest deadline.
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         loop {
-            if let Poll::Ready(done) = self.pending.poll_next_unpin(cx) {
-                return Poll::Ready(done);
+            if let Some(done) = self.side.poll(self.reached, cx) {
+                return Poll::Ready(Some(done));
+            }
+            match self.pending.poll_next_unpin(cx) {
+                Poll::Ready(Some(done)) => return Poll::Ready(Some(done)),
+                Poll::Ready(None) if self.side.len() == 0 => return Poll::Ready(None),
+                _ => {}
             }
             // Only ever moved earlier: a timer that fires before anything is due costs one
             // more look, where following every finished request to a later deadline would
             // cost a trip to the runtime's timer wheel each time.
-            if let Some(sooner) = self.expiry.sooner() {
+            for sooner in [self.expiry.sooner(), self.side.sooner()]
+                .into_iter()
+                .flatten()
+            {
                 self.arm(sooner);
             }
             let (Some(timer), Some(reached)) = (&mut self.timer, self.armed) else {
@@ -97,9 +168,14 @@ impl<T> Requests<T> {
                 return Poll::Pending;
             }
             self.armed = None;
-            // Wakes the requests now due (the next poll of `pending` ends them), and sets
-            // the timer for the next deadline.
-            if let Some(next) = self.expiry.reach(reached) {
+            self.reached = Some(self.reached.map_or(reached, |at| at.max(reached)));
+            // Wakes the requests now due (the next poll of `pending` ends them; the side's
+            // next poll ends its own), and sets the timer for the next deadline.
+            let next = [
+                self.expiry.reach(reached),
+                self.side.earliest_after(reached),
+            ];
+            if let Some(next) = next.into_iter().flatten().min() {
                 self.arm(next);
             }
         }
@@ -128,7 +204,7 @@ impl<T> Requests<T> {
     /// again, is the no-op one.
     fn finish_answered(&mut self) -> bool {
         while let Some(Some(_)) = self.next().now_or_never() {}
-        self.pending.is_empty()
+        self.is_empty()
     }
 
     /// Gives the requests in flight up to `passes` passes of the runtime's I/O driver to
@@ -137,7 +213,7 @@ impl<T> Requests<T> {
     /// cost every caller.
     async fn linger(&mut self, passes: usize) {
         for _ in 0..passes {
-            if self.pending.is_empty() {
+            if self.is_empty() {
                 return;
             }
             // `yield_now` wakes the task again only after the runtime has polled its I/O
@@ -155,12 +231,13 @@ impl Flight {
         timeout: Duration,
         lanes: Lanes,
     ) -> Self {
+        let direct = Direct::new(Arc::clone(&nodes));
         Self {
             nodes,
             background,
             timeout,
             lanes,
-            requests: Requests::default(),
+            requests: Requests::new(direct),
         }
     }
 
@@ -184,7 +261,8 @@ impl Flight {
     }
 
     /// Starts `transmit` once the previous command to its node has finished, bounded by the
-    /// per-node timeout.
+    /// per-node timeout: as a direct request when it can (`direct.rs`), else as a request
+    /// future.
     fn send(&mut self, transmit: Transmit, pass: Pass) {
         let index = transmit.node.index();
         let gate = Arc::new(Gate::default());
@@ -194,6 +272,19 @@ impl Flight {
             .lanes
             .push(index, gate)
             .filter(|previous| !previous.is_open());
+        // Only a lock request can go direct: anything else is not moved through the attempt.
+        let lock_request = matches!(transmit.command, Command::SetIfAbsent { .. });
+        let (transmit, done, decided) = match previous {
+            Some(_) => (transmit, done, None),
+            None if !lock_request => (transmit, done, None),
+            None => {
+                let deadline = pass.sent_at + self.timeout;
+                match self.requests.side.send(transmit, pass.now, deadline, done) {
+                    Ok(()) => return,
+                    Err(declined) => declined,
+                }
+            }
+        };
         let nodes = Arc::clone(&self.nodes);
         let expiry = Arc::clone(&self.requests.expiry);
         let timeout = self.timeout;
@@ -220,10 +311,11 @@ impl Flight {
             // What the command has waited for, or still must: the lane's previous command
             // (a release has waited for it above), and the pass's reading of the clock holds
             // for its admission only if nothing was waited for.
-            let start = match previous.as_deref() {
-                None => Start::At(pass_now),
-                Some(_) if release => Start::Waited,
-                Some(previous) => Start::After(previous),
+            let start = match (previous.as_deref(), decided) {
+                (_, Some(decided)) => Start::Decided(decided),
+                (None, None) => Start::At(pass_now),
+                (Some(_), None) if release => Start::Waited,
+                (Some(previous), None) => Start::After(previous),
             };
             // A release that must reopen its node's connection gets the connect its own
             // budget, then `timeout` again for itself (see `Nodes::execute`).
@@ -268,7 +360,7 @@ impl Flight {
     }
 
     pub(crate) fn is_idle(&self) -> bool {
-        self.requests.pending.is_empty()
+        self.requests.is_empty()
     }
 
     /// Keeps the requests moving until `until` completes (used while waiting to retry), and
@@ -297,7 +389,8 @@ impl Drop for Flight {
         if self.is_idle() {
             return;
         }
-        let mut requests = std::mem::take(&mut self.requests);
+        let direct = Direct::new(Arc::clone(&self.nodes));
+        let mut requests = std::mem::replace(&mut self.requests, Requests::new(direct));
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 // An operation ends at its quorum, and the other nodes' answers have often
@@ -317,7 +410,7 @@ impl Drop for Flight {
                 })
             }
             Err(_) => tracing::warn!(
-                requests = requests.pending.len(),
+                requests = requests.len(),
                 "no tokio runtime to finish in-flight lock requests; any key they set expires with its TTL"
             ),
         }
@@ -333,7 +426,7 @@ mod tests {
 
     /// A request that never answers, cut at `after` from now: yields its number, or
     /// `None` once its deadline passed.
-    fn silent(requests: &mut Requests<(u32, Option<()>)>, number: u32, after: Duration) {
+    fn silent(requests: &mut Requests<(u32, Option<()>), ()>, number: u32, after: Duration) {
         let expiry = Arc::clone(&requests.expiry);
         let at = Instant::now() + after;
         requests.pending.push(Box::pin(async move {
@@ -343,7 +436,7 @@ mod tests {
     }
 
     /// `requests.next()`, failing the test rather than hanging if nothing ends in 5 s.
-    async fn next<T>(requests: &mut Requests<T>) -> Option<T> {
+    async fn next<T>(requests: &mut Requests<T, ()>) -> Option<T> {
         tokio::time::timeout(Duration::from_secs(5), requests.next())
             .await
             .expect("a request ends by its deadline")
@@ -385,7 +478,7 @@ mod tests {
 
     #[tokio::test]
     async fn answered_requests_leave_no_deadline_behind() {
-        let mut requests: Requests<Result<u32, Elapsed>> = Requests::default();
+        let mut requests: Requests<Result<u32, Elapsed>, ()> = Requests::default();
         for number in 0..3 {
             let expiry = Arc::clone(&requests.expiry);
             let at = Instant::now() + Duration::from_secs(5);
@@ -409,7 +502,7 @@ mod tests {
 
     /// A request that answers after yielding `yields` times, as an answer arriving on a
     /// later pass of the runtime's I/O driver does.
-    fn answering(requests: &mut Requests<(u32, Option<()>)>, number: u32, yields: usize) {
+    fn answering(requests: &mut Requests<(u32, Option<()>), ()>, number: u32, yields: usize) {
         requests.pending.push(Box::pin(async move {
             for _ in 0..yields {
                 tokio::task::yield_now().await;

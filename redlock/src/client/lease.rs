@@ -280,8 +280,8 @@ pub(crate) async fn release(
     redlock
         .telemetry()
         .released(granted_at.elapsed(), lost || !held.is_valid(now));
-    let resource = held.target().describe();
-    let span = tracing::debug_span!("release", resource = %resource);
+    // Named in logs only: described (an allocation) only when a subscriber listens.
+    let span = tracing::debug_span!("release", resource = %held.target().describe());
     let report = async {
         let mut machine = held.release(redlock.config(), now);
         if until == Until::AllNodes {
@@ -299,7 +299,7 @@ pub(crate) async fn release(
     // This client's waiters need not wait for the nodes' notifications.
     redlock.waiting().released(held.target(), held.token());
     tracing::debug!(
-        resource = %resource,
+        resource = %held.target().describe(),
         released = report.released(),
         not_held = report.not_held(),
         in_flight = report.in_flight(),

@@ -68,6 +68,7 @@ mod background;
 mod builder;
 mod clock;
 mod connect;
+mod direct;
 mod drive;
 mod expiry;
 mod fence;

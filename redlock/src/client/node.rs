@@ -20,12 +20,13 @@ use tokio::sync::OnceCell;
 
 use super::background::Background;
 use super::clock::Clock;
+use super::direct::Inbox;
 use super::expiry::Expiry;
 use super::identity;
 use super::lanes::Gate;
 use super::lock;
 use super::pipe::{Closer, Pipe};
-use super::wire::{self, classify, connection_lost};
+use super::wire::{self, LockAnswer, classify, connection_lost};
 use redlock_core::{
     Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId,
     RememberedServer, Reply, RestartPolicy, RoundFailure, ServerGeneration, Timestamp,
@@ -40,7 +41,20 @@ pub(crate) enum Start<'a> {
     After(&'a Gate),
     /// It has waited already (a release waits for its lane itself): the clock is read again.
     Waited,
+    /// A direct attempt ([`Nodes::queue_direct`]) had it admitted on a connection, and the
+    /// core asked for more than sending it: the request continues from that admission.
+    // Boxed: rare, and a `Connection` inline would grow every request future.
+    Decided(Box<Decided>),
 }
+
+/// The admission a direct attempt got, on the connection it got it for.
+pub(crate) struct Decided {
+    connection: Connection,
+    admission: Admission,
+}
+
+/// A command a direct attempt did not queue, and what the attempt decided, if anything.
+pub(crate) type NotQueued = (Command, Option<Box<Decided>>);
 
 /// Every configured node, the rule of which may vote, and the clock that rule runs on.
 pub(crate) struct Nodes {
@@ -178,6 +192,69 @@ impl Nodes {
         }
     }
 
+    /// Queues the lock request `command` (a `SET … NX`) for node `index`'s next batch, its
+    /// answer going to `inbox` (made here on first use) under `number`: the direct request of
+    /// `direct.rs`, with no future of its own. Only when everything is ready and routine: the
+    /// connection open, something else unanswered on it (a lone command goes straight, as a
+    /// request of its own), and the core admitting the command at `now` as it is. Anything
+    /// else hands the command back, with the admission the core gave if it gave one (it may
+    /// have handed out a probe, which the request must then send).
+    pub(crate) fn queue_direct(
+        &self,
+        index: usize,
+        command: Command,
+        now: Timestamp,
+        inbox: &mut Option<Arc<Inbox>>,
+        number: u64,
+    ) -> Result<(ConnectionId, LockAnswer), NotQueued> {
+        // Looked at in place: a lone command (the rule with few operations at once) goes
+        // back without a clone of the connection.
+        let Some((node, connection)) = self.nodes.get(index).and_then(|node| {
+            let current = lock(&node.current);
+            let busy = current.as_ref().filter(|open| open.state.pipe.busy());
+            Some((node, busy?.clone()))
+        }) else {
+            return Err((command, None));
+        };
+        let admission = lock(&self.eligibility).admit(node.id, connection.id, &command, now);
+        if !matches!(admission, Admission::Send) {
+            let decided = Decided {
+                connection,
+                admission,
+            };
+            return Err((command, Some(Box::new(decided))));
+        }
+        let generation = connection.state.generation.get().copied();
+        let command = command.for_server(generation.unwrap_or_default());
+        let Some((cmd, answer)) = wire::lock_request(&command) else {
+            return Err((command, Some(Box::new(sent(connection)))));
+        };
+        let inbox = inbox.get_or_insert_with(|| Arc::new(Inbox::with_room(self.nodes.len())));
+        match connection.state.pipe.enqueue(cmd, inbox, number) {
+            Ok(()) => Ok((connection.id, answer)),
+            // Alone after all (what was out has been answered meanwhile), or the driver stopped.
+            Err(_) => Err((command, Some(Box::new(sent(connection))))),
+        }
+    }
+
+    /// A direct request on `connection` to node `index` was cut by its deadline: the core
+    /// learns that the node left it unanswered.
+    pub(crate) fn unanswered(&self, index: usize, connection: ConnectionId) {
+        if let Some(node) = self.nodes.get(index) {
+            lock(&self.eligibility).unanswered(node.id, connection);
+        }
+    }
+
+    /// A direct request on `connection` to node `index` failed with `failure`: a connection
+    /// that is gone is dropped, and the next command opens another.
+    pub(crate) fn failed(&self, index: usize, connection: ConnectionId, failure: &NodeFailure) {
+        if connection_lost(failure)
+            && let Some(node) = self.nodes.get(index)
+        {
+            node.forget(connection);
+        }
+    }
+
     /// Runs `command` on node `index` once the lane's previous command (see [`Start`]) has
     /// finished and the core admits it there, giving up at `deadline` (on the flight's
     /// `expiry`, once the command is sent; a wait for the connection has its own timer).
@@ -200,37 +277,35 @@ impl Nodes {
             .nodes
             .get(index)
             .ok_or_else(|| NodeFailure::Protocol(format!("no node #{index}")))?;
-        let (queued, read_at) = match start {
-            Start::At(now) => (None, Some(now)),
-            Start::After(previous) => (Some(previous), None),
-            Start::Waited => (None, None),
-        };
-        let (connection, read_at) = match (queued, node.open()) {
-            // Nothing to wait for (the common case): no timer either.
-            (None, Some(open)) => (open, read_at),
-            _ => {
-                // A release that has to reopen the connection would otherwise pay the
-                // connect out of its per-node timeout: a connect slower than that cuts the
-                // release before it is sent, and the key stays until its TTL. A release
-                // delays no round (nothing waits for its answer to decide), so it may take
-                // the time a connect is allowed. Every other command keeps one deadline: a
-                // round must not wait for a slow connect.
-                let connect_until = match release_budget {
-                    Some(_) => deadline.max(after(node.connect_timeout)),
-                    None => deadline,
-                };
-                let ready = async {
-                    if let Some(previous) = queued {
-                        previous.wait().await;
-                    }
-                    node.connection().await
-                };
-                // Nothing has been sent yet when this wait is cut.
-                let ready = tokio::time::timeout_at(connect_until, ready)
-                    .await
-                    .map_err(|_| NodeFailure::TimedOut)??;
-                (ready, None)
+        let (connection, read_at, decided) = match start {
+            Start::Decided(decided) => {
+                let Decided {
+                    connection,
+                    admission,
+                } = *decided;
+                (connection, None, Some(admission))
             }
+            Start::At(now) => match node.open() {
+                // Nothing to wait for (the common case): no timer either.
+                Some(open) => (open, Some(now), None),
+                None => (
+                    ready(node, None, deadline, release_budget).await?,
+                    None,
+                    None,
+                ),
+            },
+            Start::After(previous) => {
+                let ready = ready(node, Some(previous), deadline, release_budget);
+                (ready.await?, None, None)
+            }
+            Start::Waited => match node.open() {
+                Some(open) => (open, None, None),
+                None => (
+                    ready(node, None, deadline, release_budget).await?,
+                    None,
+                    None,
+                ),
+            },
         };
         let deadline = release_budget.map_or(deadline, |budget| deadline.max(after(budget)));
         // The connection the command went out on, once it has.
@@ -242,7 +317,8 @@ impl Nodes {
         // them along rather than copy them.
         let request = async move {
             // Releases are admitted at once (they never wait for an identification).
-            self.admit(node, &connection, &command, read_at).await?;
+            self.admit(node, &connection, &command, read_at, decided)
+                .await?;
             let id = connection.id;
             *sent_on_slot = Some(id);
             let generation = connection.state.generation.get().copied();
@@ -307,19 +383,26 @@ impl Nodes {
     /// probing it as often as asked to: a new connection whose first command (a release,
     /// which needs no identity) went unanswered is identified *and then* probed before its
     /// first `SET`. Every step is a round trip inside the request's own deadline. The first
-    /// look is at `read_at` when given (see [`Nodes::execute`]); every later one, after a
-    /// round trip, reads the clock.
+    /// look is `decided` when a direct attempt already asked the core, else at `read_at`
+    /// when given (see [`Nodes::execute`]); every later one, after a round trip, reads the
+    /// clock.
     async fn admit(
         &self,
         node: &Node,
         connection: &Connection,
         command: &Command,
         mut read_at: Option<Timestamp>,
+        mut decided: Option<Admission>,
     ) -> Result<(), NodeFailure> {
         let mut identified = false;
         loop {
-            let now = read_at.take().unwrap_or_else(|| self.clock.now());
-            let admission = lock(&self.eligibility).admit(node.id, connection.id, command, now);
+            let admission = match decided.take() {
+                Some(admission) => admission,
+                None => {
+                    let now = read_at.take().unwrap_or_else(|| self.clock.now());
+                    lock(&self.eligibility).admit(node.id, connection.id, command, now)
+                }
+            };
             match admission {
                 Admission::Send => return Ok(()),
                 Admission::Refuse(failure) => return Err(failure),
@@ -471,6 +554,44 @@ impl Nodes {
             other => tracing::debug!(event = ?other, "node eligibility"),
         }
     }
+}
+
+/// A command that a direct attempt admitted, and then could not queue after all: it is sent
+/// as a request of its own.
+fn sent(connection: Connection) -> Decided {
+    Decided {
+        connection,
+        admission: Admission::Send,
+    }
+}
+
+/// Waits for `previous` (the lane's previous command), if any, then for the node's
+/// connection, opening one if needed: nothing has been sent yet when this wait is cut.
+///
+/// A release that has to reopen the connection would otherwise pay the connect out of its
+/// per-node timeout: a connect slower than that cuts the release before it is sent, and the
+/// key stays until its TTL. A release delays no round (nothing waits for its answer to
+/// decide), so it may take the time a connect is allowed. Every other command keeps one
+/// deadline: a round must not wait for a slow connect.
+async fn ready(
+    node: &Node,
+    previous: Option<&Gate>,
+    deadline: Instant,
+    release_budget: Option<Duration>,
+) -> Result<Connection, NodeFailure> {
+    let connect_until = match release_budget {
+        Some(_) => deadline.max(after(node.connect_timeout)),
+        None => deadline,
+    };
+    let ready = async {
+        if let Some(previous) = previous {
+            previous.wait().await;
+        }
+        node.connection().await
+    };
+    tokio::time::timeout_at(connect_until, ready)
+        .await
+        .map_err(|_| NodeFailure::TimedOut)?
 }
 
 /// `duration` from now; a duration too long for the clock (a configured timeout is any

@@ -17,6 +17,10 @@
 //! coalesce, and the driver's hops (a wake-up, a pass of the runtime, a reply channel) would
 //! only add to its cost. The commands that follow it while it is out are queued.
 //!
+//! A request's answer goes to a reply slot of its own ([`Pipe::send`], for a request that is a
+//! future awaiting it), or to its operation's [`Inbox`] under the request's number
+//! ([`Pipe::enqueue`], for a direct request, `direct.rs`, which is no future at all).
+//!
 //! Order: the lanes (`lanes.rs`) see to the order of one resource's commands on a node (a
 //! command starts only once the previous one of its resource has its answer), so the order
 //! between a straight command and a batch does not matter; batches are written in the order
@@ -34,6 +38,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{RedisError, RedisResult, Value};
 use tokio::sync::oneshot;
 
+use super::direct::Inbox;
 use super::lock;
 
 /// The queue of one connection, shared by its requests and its driver task.
@@ -72,17 +77,25 @@ impl Drop for Closer {
 }
 
 /// Marks the queue closed if the driver task ends or is dropped (a runtime shut down), and
-/// fails what it still holds: the senders dropped here end their requests with an error.
+/// fails what it still holds with an error. (The answers of batches already on the wire are
+/// dropped with the driver: a request waiting on its own slot then fails, a direct request
+/// ends at its deadline.)
 struct Stopped(Arc<Shared>);
 
 impl Drop for Stopped {
     fn drop(&mut self) {
-        let mut queue = lock(&self.0.queue);
-        queue.closed = true;
-        let dropped = queue.answers.len();
-        queue.unanswered -= dropped;
-        queue.answers.clear();
-        queue.pipeline.clear();
+        let answers = {
+            let mut queue = lock(&self.0.queue);
+            queue.closed = true;
+            let dropped = queue.answers.len();
+            queue.unanswered -= dropped;
+            queue.pipeline.clear();
+            std::mem::take(&mut queue.answers)
+        };
+        // Outside the lock: an inbox wakes its operation.
+        for answer in answers {
+            answer.give(Err(stopped()));
+        }
     }
 }
 
@@ -97,6 +110,38 @@ impl Pipe {
         tokio::spawn(drive(Arc::clone(&shared), connection));
         let pipe = Self(shared);
         (pipe.clone(), Closer(pipe))
+    }
+
+    /// Whether something is queued or unanswered on the connection, with its driver running:
+    /// a command sent now would join a batch rather than go straight.
+    pub(crate) fn busy(&self) -> bool {
+        let queue = lock(&self.0.queue);
+        !queue.closed && queue.unanswered > 0
+    }
+
+    /// Queues `cmd` for the next batch, its answer for `inbox` under `number`. Refused (`cmd`
+    /// handed back) when the command would be alone on the connection, or its driver has
+    /// stopped: the caller then sends it as a request of its own ([`Pipe::send`]).
+    pub(crate) fn enqueue(
+        &self,
+        cmd: redis::Cmd,
+        inbox: &Arc<Inbox>,
+        number: u64,
+    ) -> Result<(), redis::Cmd> {
+        let wake = {
+            let mut queue = lock(&self.0.queue);
+            if queue.closed || queue.unanswered == 0 {
+                return Err(cmd);
+            }
+            queue.unanswered += 1;
+            queue.pipeline.add_command(cmd);
+            queue.answers.push(Answer::Inbox(Arc::clone(inbox), number));
+            std::mem::take(&mut queue.idle)
+        };
+        if wake {
+            self.0.driver.wake();
+        }
+        Ok(())
     }
 
     /// Sends `cmd` and returns its answer, server errors as errors (as `query_async` gives
@@ -115,7 +160,7 @@ impl Pipe {
             } else {
                 let (answer, answered) = oneshot::channel();
                 queue.pipeline.add_command(cmd);
-                queue.answers.push(answer);
+                queue.answers.push(Answer::Slot(answer));
                 Ok((answered, std::mem::take(&mut queue.idle)))
             }
         };
@@ -158,7 +203,24 @@ fn stopped() -> RedisError {
 type Batch = (redis::Pipeline, Vec<Answer>);
 
 /// Where one request's answer goes.
-type Answer = oneshot::Sender<RedisResult<Value>>;
+pub(crate) enum Answer {
+    /// The reply slot its request future awaits ([`Pipe::send`]).
+    Slot(oneshot::Sender<RedisResult<Value>>),
+    /// Its operation's inbox, under the request's number ([`Pipe::enqueue`]).
+    Inbox(Arc<Inbox>, u64),
+}
+
+impl Answer {
+    fn give(self, answer: RedisResult<Value>) {
+        match self {
+            // A request that gave up has dropped its slot: nobody waits for the answer.
+            Self::Slot(slot) => {
+                let _ = slot.send(answer);
+            }
+            Self::Inbox(inbox, number) => inbox.deliver(number, answer),
+        }
+    }
+}
 
 /// What the driver does next.
 enum Step {
@@ -234,7 +296,7 @@ fn hand_out(result: RedisResult<Vec<Value>>, answers: &mut Vec<Answer>) {
     let error = match result {
         Ok(values) if values.len() == answers.len() => {
             for (answer, value) in answers.drain(..).zip(values) {
-                let _ = answer.send(Ok(value));
+                answer.give(Ok(value));
             }
             return;
         }
@@ -246,6 +308,6 @@ fn hand_out(result: RedisResult<Vec<Value>>, answers: &mut Vec<Answer>) {
         Err(error) => error,
     };
     for answer in answers.drain(..) {
-        let _ = answer.send(Err(error.clone()));
+        answer.give(Err(error.clone()));
     }
 }

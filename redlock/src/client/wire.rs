@@ -25,32 +25,13 @@ pub(crate) async fn run(
     let link = &mut Link { connection, pipe };
     match command {
         Command::SetIfAbsent { key, token, ttl } => {
-            let value = link
-                .query(set_if_absent(key, token, *ttl))
-                .await
-                .map_err(classify)?;
-            Ok(match taken_by(value)? {
-                None => Reply::Acquired,
-                Some(Some(holder)) => Reply::TakenBy {
-                    holder,
-                    remaining: None,
-                },
-                Some(None) => Reply::Taken,
-            })
+            LockAnswer::WithHolder.read(link.query(set_if_absent(key, token, *ttl)).await)
         }
         Command::SetIfAbsentReportHolder { key, token, ttl } => {
             set_then_report_holder(key, token, *ttl, link.connection).await
         }
         Command::SetIfAbsentNoGet { key, token, ttl } => {
-            let value = link
-                .query(set_if_absent_no_get(key, token, *ttl))
-                .await
-                .map_err(classify)?;
-            match value {
-                Value::Okay => Ok(Reply::Acquired),
-                Value::Nil => Ok(Reply::TakenUnread),
-                other => Err(unexpected("SET NX", &other)),
-            }
+            LockAnswer::Unread.read(link.query(set_if_absent_no_get(key, token, *ttl)).await)
         }
         Command::SetIfAbsentThenReadHolder { key, token, ttl } => {
             set_then_read_holder(key, token, *ttl, link.connection).await
@@ -106,6 +87,51 @@ pub(crate) async fn run(
         other => Err(NodeFailure::Protocol(format!(
             "this client does not know how to send {other:?}"
         ))),
+    }
+}
+
+/// How to read the answer to a lock request (`SET … NX [GET] PX`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum LockAnswer {
+    /// `SET … NX GET PX`: a refusal names the holder.
+    WithHolder,
+    /// `SET … NX PX`, for a server before Redis 7.0: a refusal says nothing more.
+    Unread,
+}
+
+impl LockAnswer {
+    /// The core's reply to `answer` (server errors as errors).
+    pub(crate) fn read(self, answer: RedisResult<Value>) -> Result<Reply, NodeFailure> {
+        let value = answer.and_then(Value::extract_error).map_err(classify)?;
+        match self {
+            Self::WithHolder => Ok(match taken_by(value)? {
+                None => Reply::Acquired,
+                Some(Some(holder)) => Reply::TakenBy {
+                    holder,
+                    remaining: None,
+                },
+                Some(None) => Reply::Taken,
+            }),
+            Self::Unread => match value {
+                Value::Okay => Ok(Reply::Acquired),
+                Value::Nil => Ok(Reply::TakenUnread),
+                other => Err(unexpected("SET NX", &other)),
+            },
+        }
+    }
+}
+
+/// The lock request `command` is, as one Redis call, and how to read its answer; `None` for
+/// every other command. `command` is in the form its server takes (`Command::for_server`).
+pub(crate) fn lock_request(command: &Command) -> Option<(redis::Cmd, LockAnswer)> {
+    match command {
+        Command::SetIfAbsent { key, token, ttl } => {
+            Some((set_if_absent(key, token, *ttl), LockAnswer::WithHolder))
+        }
+        Command::SetIfAbsentNoGet { key, token, ttl } => {
+            Some((set_if_absent_no_get(key, token, *ttl), LockAnswer::Unread))
+        }
+        _ => None,
     }
 }
 
