@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use redlock::Error;
@@ -169,6 +169,12 @@ async fn a_release_that_must_reconnect_gets_the_connect_its_own_budget() {
         .unwrap();
     redlock.connect().await;
     let mut lease = redlock.try_acquire("ledger").await.unwrap();
+    // The acquisition returns at a quorum: node 0's `SET`, through the proxy, may land a
+    // moment later.
+    let landed = Instant::now() + Duration::from_secs(2);
+    while fleet.keys_with_prefix(0, PREFIX).unwrap().is_empty() && Instant::now() < landed {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     assert_eq!(fleet.keys_with_prefix(0, PREFIX).unwrap().len(), 1);
 
     // Node 0's connection breaks; the extension finds out (the other two keep the lease),
@@ -245,7 +251,7 @@ async fn a_release_by_hash_cut_by_its_deadline_finishes_inside_settle() {
     redlock.connect().await;
     let lease = redlock.acquire("cut").await.unwrap();
     fleet.pause(0).unwrap();
-    let paused = std::time::Instant::now();
+    let paused = Instant::now();
     let pid = fleet.pid(0).unwrap();
     let resume = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(500));
