@@ -672,3 +672,62 @@ async fn two_clients_that_start_together_hand_over_at_the_release() {
     );
     assert_no_lock_keys(&fleet).await;
 }
+
+/// One busy client cannot starve another's waiter: client A's four tasks take the lease in
+/// turn (each holds it 20 ms), handing it to each other inside the client, without the
+/// nodes; client B asks once A has run for a second. Within A, the next in line starts its
+/// round the moment a lease is released, a round trip before B can hear of the release; and
+/// B, whose early rounds were one per retry delay whatever they found, ran its rounds at
+/// moments unrelated to A's releases. B was granted after 49 to 89 of A's leases in a third
+/// of the trials. Now B runs an early round on each release that hands the key on (the
+/// core's `Waiting`), and after a few hand-offs in a row A's next in line waits for two
+/// release round trips (the core's `LocalTurns`): each of eight trials grants B within two
+/// such windows of A's leases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_client_lets_another_clients_waiter_in() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let fleet = fleet(5);
+    let bound = 2 * u64::from(redlock_core::LocalTurns::LIMIT + 1);
+    for trial in 0..8 {
+        let resource = format!("busy-{trial}");
+        let a = builder(&fleet).build().unwrap();
+        let b = builder(&fleet).build().unwrap();
+        let (_, _) = tokio::join!(a.connect(), b.connect());
+        let stop = Arc::new(AtomicBool::new(false));
+        let leases = Arc::new(AtomicU64::new(0));
+        let tasks: Vec<_> = (0..4)
+            .map(|_| {
+                let (a, stop, leases, resource) =
+                    (a.clone(), stop.clone(), leases.clone(), resource.clone());
+                tokio::spawn(async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        let Ok(lease) = a.acquire_timeout(&resource, Duration::from_secs(2)).await
+                        else {
+                            continue;
+                        };
+                        leases.fetch_add(1, Ordering::Relaxed);
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        lease.release().await;
+                    }
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (asked, before) = (Instant::now(), leases.load(Ordering::Relaxed));
+        let granted = b.acquire_timeout(&resource, Duration::from_secs(4)).await;
+        let (took, meanwhile) = (asked.elapsed(), leases.load(Ordering::Relaxed) - before);
+        stop.store(true, Ordering::Relaxed);
+        let Ok(lease) = granted else {
+            panic!("trial {trial}: B not granted in 4 s, while A took {meanwhile} leases");
+        };
+        lease.release().await;
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert!(
+            meanwhile <= bound,
+            "trial {trial}: B granted after {took:?}, while A took {meanwhile} leases (bound {bound})"
+        );
+    }
+    assert_no_lock_keys(&fleet).await;
+}

@@ -115,6 +115,7 @@ mod holder_reads;
 mod keep_alive;
 mod key;
 mod lease;
+mod local_turns;
 mod machine;
 mod readable;
 mod release;
@@ -155,6 +156,7 @@ pub use key::{
     Target,
 };
 pub use lease::{FenceTooLate, Held};
+pub use local_turns::LocalTurns;
 pub use machine::Machine;
 pub use readable::Readable;
 pub use release::{Release, ReleaseReport};

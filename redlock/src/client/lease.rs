@@ -297,7 +297,9 @@ pub(crate) async fn release(
     .instrument(span)
     .await;
     // This client's waiters need not wait for the nodes' notifications.
-    redlock.waiting().released(held.target(), held.token());
+    redlock
+        .waiting()
+        .released(held.target(), held.token(), now, clock.now());
     tracing::debug!(
         resource = %resource,
         released = report.released(),

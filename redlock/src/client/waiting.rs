@@ -24,7 +24,7 @@ use super::freed::{Freed, any_after, epoch, sequence};
 use super::lock;
 use super::notifications::Subscription;
 use super::registry::WeakMap;
-use redlock_core::{LockConfig, RoundFailure, Target, Timestamp, Token, Transmit};
+use redlock_core::{LocalTurns, LockConfig, RoundFailure, Target, Timestamp, Token, Transmit};
 
 /// This client's waiters for one target, first come first served: only the first in line
 /// runs rounds. Without the line, every waiter of the client would run a round at each
@@ -39,6 +39,11 @@ pub(crate) struct Line {
     /// its release instead of running a round that can only lose (and whose `SET`s would
     /// queue ahead of that release on every node).
     held_here: AtomicBool,
+    /// The hand-offs inside this client, which the core bounds (see [`LocalTurns`]): after a
+    /// few in a row, the next in line lets another process's waiter in.
+    turns: Mutex<LocalTurns>,
+    /// When the next in line may start its round, as the core decided at the last release.
+    not_before: Mutex<Option<Timestamp>>,
 }
 
 /// A place in a [`Line`]; leaving it (dropping it) lets the next one move up.
@@ -124,10 +129,27 @@ impl Waiting {
             .is_some_and(|line| !lock(&line.tickets).is_empty())
     }
 
-    /// This client released `target`'s lease `token`: tells its waiters here, without
-    /// waiting for the nodes' notifications.
-    pub(crate) fn released(&self, target: &Target, token: Token) {
+    /// This client released `target`'s lease `token` (the release round started at
+    /// `started` and returned at `returned`): tells its waiters here, without waiting for
+    /// the nodes' notifications, and lets the core's [`LocalTurns`] say when the next in
+    /// line may start its round.
+    pub(crate) fn released(
+        &self,
+        target: &Target,
+        token: Token,
+        started: Timestamp,
+        returned: Timestamp,
+    ) {
         if let Some(line) = self.lines.get(target) {
+            // Before the flag: the next in line reads its start once it sees the flag down.
+            let mut turns = lock(&line.turns);
+            *lock(&line.not_before) = if lock(&line.tickets).is_empty() {
+                turns.nobody_next();
+                None
+            } else {
+                Some(turns.handed_off(started, returned))
+            };
+            drop(turns);
             line.held_here.store(false, Ordering::Release);
         }
         for key in target.keys() {
@@ -224,6 +246,20 @@ impl<'a> Waiter<'a> {
                 () = tokio::time::sleep_until(fallback.into()) => return,
                 () = any_after(&self.signals, seen) => {}
             }
+        }
+    }
+
+    /// When this client's last release handed the lease to its own line, waits until the
+    /// core said the next in line may start its round (see [`LocalTurns`]): at once after a
+    /// few hand-offs in a row inside the client, then long enough for another process's
+    /// waiter to get in. Nothing for a waiter not in line.
+    pub(crate) async fn local_turn(&self, clock: &Clock) {
+        let Some(place) = &self.place else {
+            return;
+        };
+        let not_before = *lock(&place.line.not_before);
+        if let Some(at) = not_before.filter(|at| *at > clock.now()) {
+            clock.sleep_until(at).await;
         }
     }
 
