@@ -990,7 +990,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_round_that_won_no_node_wakes_on_a_release() {
+    fn a_round_that_won_a_node_and_read_no_owner_does_not_wake_on_a_release() {
         let config = LockConfig::new(3).with_retry(RetryPolicy::new(5, ms(100), ms(0)));
         let t0 = Timestamp::ZERO;
         let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
@@ -1022,7 +1022,7 @@ mod tests {
         };
         assert!(
             !wake_on_release,
-            "a split vote waits for its jittered start"
+            "won a node, no owner read on a quorum: waits for its jittered start"
         );
     }
 

@@ -8,8 +8,11 @@
 //! Neither decides anything about the lease: a woken waiter runs an ordinary quorum round,
 //! which the core judges as any other. They only decide *when* that round runs, so a
 //! message that is lost, late or wrong costs time, never safety; and since the core counts
-//! only the release of a holder the waiter saw, at most one early round per retry delay,
-//! a flood of messages on a key's channel costs no rounds.
+//! only the release of a holder the waiter saw, at most one early round per retry delay
+//! (or per genuine hand-off), a flood of messages on a key's channel costs no rounds. The
+//! line's hand-offs inside the client are bounded by the core's
+//! [`LocalTurns`](redlock_core::LocalTurns), so that a busy client lets other processes'
+//! waiters in.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
