@@ -115,7 +115,6 @@ mod holder_reads;
 mod keep_alive;
 mod key;
 mod lease;
-mod local_turns;
 mod machine;
 mod readable;
 mod release;
@@ -156,7 +155,6 @@ pub use key::{
     Target,
 };
 pub use lease::{FenceTooLate, Held};
-pub use local_turns::LocalTurns;
 pub use machine::Machine;
 pub use readable::Readable;
 pub use release::{Release, ReleaseReport};

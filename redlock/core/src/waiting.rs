@@ -13,11 +13,7 @@
 //! each node's `SET NX`, the token the key held there ([`Reply::TakenBy`]). A notification
 //! from node `n` frees node `n` only if it carries that node's holder token; the waiter
 //! starts an early round once a quorum of nodes is freed, and at most one early round per
-//! retry delay whatever arrives, bar those that follow a genuine hand-off: an early round
-//! that finds the key in new hands (none of the holders whose release woke it) was woken
-//! by a release no message can fake, and does not hold the next one back, so that a waiter
-//! races for each lease another process hands on (at most one round per lease handed on,
-//! which bounds the rounds by the holders' own rate). Everything else (junk, tokens nobody holds, a holder whose
+//! retry delay whatever arrives. Everything else (junk, tokens nobody holds, a holder whose
 //! token the round could not read, such as every holder of a multi-resource round, whose
 //! script does not say who holds a key, a notification lost while a subscription was down) leaves
 //! the waiter on its timer: the start the driver picked in the retry window, which already
@@ -120,13 +116,8 @@ pub struct Waiting {
     /// The least time between two early rounds: the retry delay, or the jitter when that is
     /// longer (a policy of jitter alone still spaces its early rounds).
     spacing: Duration,
-    /// When the latest early round started, while it counts against the next one.
+    /// When the latest early round started.
     last_early: Option<Timestamp>,
-    /// The tokens the lost round before the latest early round read (and whose release
-    /// started it): if the early round reads only tokens that are none of them, the key
-    /// really changed hands, which no forged message can make happen, and the round does
-    /// not hold the next one back.
-    early_for: Vec<Token>,
     state: State,
     /// The waiting marks, when the driver asked for them ([`Self::marking`]).
     marks: Option<Marks>,
@@ -208,9 +199,8 @@ enum Seen {
     /// The key was taken by a value the round could not read or that is not a token, or
     /// the node did not answer: nothing but this client's own release can free it.
     Unknown,
-    /// The release of this token was heard from this node (or, for this client's own
-    /// release, wherever the holder was unknown).
-    Freed(Token),
+    /// The holder's release was heard from this node.
+    Freed,
 }
 
 /// A notification kept while a round runs.
@@ -230,7 +220,6 @@ impl Waiting {
             quorum: config.quorum(),
             spacing: config.retry().delay().max(config.retry().jitter()),
             last_early: None,
-            early_for: Vec::new(),
             state: State::Running { heard: Vec::new() },
             marks: None,
         }
@@ -354,19 +343,6 @@ impl Waiting {
                     .map_or(Seen::Unknown, Seen::Holder)
             })
             .collect();
-        // An early round that read holders, none of them a token the round before it saw:
-        // the key changed hands (another waiter's round or another client's was first), a
-        // genuine release that no flood can fake. The next release may wake this waiter at
-        // once, so that it keeps racing for each hand-off (one round per lease handed on).
-        let early_for = std::mem::take(&mut self.early_for);
-        let mut read = nodes.iter().filter_map(|seen| match seen {
-            Seen::Holder(token) => Some(token),
-            _ => None,
-        });
-        let new_hands = read.clone().next().is_some() && read.all(|t| !early_for.contains(t));
-        if !early_for.is_empty() && new_hands {
-            self.last_early = None;
-        }
         if let Some(marks) = &mut self.marks
             && wake_on_release
             && !marks.stopped
@@ -414,18 +390,10 @@ impl Waiting {
     /// The next round starts at `now`; an early one (before the timer) is remembered, so
     /// that the next early round is at least a retry delay later.
     pub fn round_started(&mut self, now: Timestamp) {
-        self.early_for.clear();
-        if let State::Between { timer, nodes, .. } = &self.state
-            && now < *timer
+        if let State::Between { timer, .. } = self.state
+            && now < timer
         {
             self.last_early = Some(now);
-            for seen in nodes {
-                if let Seen::Holder(token) | Seen::Freed(token) = *seen
-                    && !self.early_for.contains(&token)
-                {
-                    self.early_for.push(token);
-                }
-            }
         }
         self.state = State::Running { heard: Vec::new() };
     }
@@ -484,28 +452,23 @@ impl Waiting {
                 if let Some(seen) = nodes.get_mut(node.index())
                     && *seen == Seen::Holder(token)
                 {
-                    *seen = Seen::Freed(token);
+                    *seen = Seen::Freed;
                 }
             }
             None => {
                 for seen in nodes.iter_mut() {
                     if matches!(*seen, Seen::Unknown) || *seen == Seen::Holder(token) {
-                        *seen = Seen::Freed(token);
+                        *seen = Seen::Freed;
                     }
                 }
             }
         }
-        let freed = nodes
-            .iter()
-            .filter(|seen| matches!(seen, Seen::Freed(_)))
-            .count();
+        let freed = nodes.iter().filter(|seen| **seen == Seen::Freed).count();
         if !*wake_on_release || early.is_some() || freed < self.quorum {
             return;
         }
         // Once per retry delay at most, whatever is heard: a replayed or forged release of
-        // the right token (anyone may PUBLISH it) costs a round per delay, no more. (An
-        // early round that found the key in new hands cleared `last_early`: a genuine
-        // release, see `round_lost`.)
+        // the right token (anyone may PUBLISH it) costs a round per delay, no more.
         let allowed = self
             .last_early
             .map_or(now, |last| last.saturating_add(self.spacing).max(now));
@@ -642,14 +605,13 @@ mod tests {
         w.round_lost(&lost(vec![held_by(token(7)); 3], at(0)), true, at(100));
         w.released_here(token(7), at(10));
         w.round_started(at(10));
-        // The early round finds the same holder (the release was forged, or a replay):
-        // another release of it wakes the waiter no sooner than a retry delay later.
-        w.round_lost(&lost(vec![held_by(token(7)); 3], at(12)), true, at(112));
-        w.released_here(token(7), at(20));
+        // The next round finds another holder, which releases at once: not before 110.
+        w.round_lost(&lost(vec![held_by(token(8)); 3], at(12)), true, at(112));
+        w.released_here(token(8), at(20));
         assert_eq!(w.next_round(), Some(at(110)));
         w.round_started(at(110));
-        w.round_lost(&lost(vec![held_by(token(7)); 3], at(111)), true, at(211));
-        w.released_here(token(7), at(115));
+        w.round_lost(&lost(vec![held_by(token(9)); 3], at(111)), true, at(211));
+        w.released_here(token(9), at(115));
         assert_eq!(w.next_round(), Some(at(210)));
 
         // A round started by its timer is not early: it does not push the next one back.
@@ -660,39 +622,6 @@ mod tests {
         w.round_lost(&lost(vec![held_by(token(8)); 3], at(101)), true, at(201));
         w.released_here(token(8), at(105));
         assert_eq!(w.next_round(), Some(at(105)));
-    }
-
-    /// A waiter of another process races a busy client for each hand-off: an early round
-    /// that finds the key in new hands (none of the holders whose release woke it) was
-    /// woken by a genuine release, which no flood can fake, so the next release of the new
-    /// holder wakes it at once; one that finds a holder that woke it still holds the next
-    /// one back a retry delay.
-    #[test]
-    fn an_early_round_that_finds_the_key_in_new_hands_does_not_hold_the_next_back() {
-        let mut w = Waiting::new(&config(3), key());
-        w.round_lost(&lost(vec![held_by(token(7)); 3], at(0)), true, at(100));
-        for node in 0..2 {
-            w.notified(NodeId::new(node), CHANNEL, &token(7).to_hex(), at(10));
-        }
-        w.round_started(at(10));
-        w.round_lost(&lost(vec![held_by(token(8)); 3], at(12)), true, at(112));
-        for node in 0..2 {
-            w.notified(NodeId::new(node), CHANNEL, &token(8).to_hex(), at(20));
-        }
-        assert_eq!(
-            w.next_round(),
-            Some(at(20)),
-            "the key changed hands: at once"
-        );
-        w.round_started(at(20));
-        // Found 8 still on a node (node 2's release was never heard): held back.
-        let mut mixed = vec![held_by(token(9)); 3];
-        mixed[2] = held_by(token(8));
-        w.round_lost(&lost(mixed, at(22)), true, at(122));
-        for node in 0..2 {
-            w.notified(NodeId::new(node), CHANNEL, &token(9).to_hex(), at(30));
-        }
-        assert_eq!(w.next_round(), Some(at(120)));
     }
 
     fn marking(nodes: usize) -> Waiting {

@@ -149,7 +149,6 @@ impl<'a> Acquisition<'a> {
                         wake_on_release,
                     };
                     self.until_next_round(&mut op, &mut waiter, &lost).await;
-                    op.flight.run_until(waiter.local_turn(clock)).await;
                     self.next_round(&mut op, &mut waiter);
                 }
                 Some(AcquireEvent::Failed(failure)) => return Err(self.failed(failure)),
@@ -173,7 +172,6 @@ impl<'a> Acquisition<'a> {
                 .window_after(clock.now())
                 .pick(&mut rand::rng());
             waiter.while_held_here(clock.instant(fallback)).await;
-            waiter.local_turn(clock).await;
         } else {
             self.budget.last_round();
         }

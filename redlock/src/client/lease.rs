@@ -297,9 +297,7 @@ pub(crate) async fn release(
     .instrument(span)
     .await;
     // This client's waiters need not wait for the nodes' notifications.
-    redlock
-        .waiting()
-        .released(held.target(), held.token(), now, clock.now());
+    redlock.waiting().released(held.target(), held.token());
     tracing::debug!(
         resource = %resource,
         released = report.released(),

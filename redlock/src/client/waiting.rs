@@ -8,11 +8,8 @@
 //! Neither decides anything about the lease: a woken waiter runs an ordinary quorum round,
 //! which the core judges as any other. They only decide *when* that round runs, so a
 //! message that is lost, late or wrong costs time, never safety; and since the core counts
-//! only the release of a holder the waiter saw, at most one early round per retry delay
-//! (or per genuine hand-off), a flood of messages on a key's channel costs no rounds. The
-//! line's hand-offs inside the client are bounded by the core's
-//! [`LocalTurns`](redlock_core::LocalTurns), so that a busy client lets other processes'
-//! waiters in.
+//! only the release of a holder the waiter saw, at most one early round per retry delay,
+//! a flood of messages on a key's channel costs no rounds.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -27,7 +24,7 @@ use super::freed::{Freed, any_after, epoch, sequence};
 use super::lock;
 use super::notifications::Subscription;
 use super::registry::WeakMap;
-use redlock_core::{LocalTurns, LockConfig, RoundFailure, Target, Timestamp, Token, Transmit};
+use redlock_core::{LockConfig, RoundFailure, Target, Timestamp, Token, Transmit};
 
 /// This client's waiters for one target, first come first served: only the first in line
 /// runs rounds. Without the line, every waiter of the client would run a round at each
@@ -42,11 +39,6 @@ pub(crate) struct Line {
     /// its release instead of running a round that can only lose (and whose `SET`s would
     /// queue ahead of that release on every node).
     held_here: AtomicBool,
-    /// The hand-offs inside this client, which the core bounds (see [`LocalTurns`]): after a
-    /// few in a row, the next in line lets another process's waiter in.
-    turns: Mutex<LocalTurns>,
-    /// When the next in line may start its round, as the core decided at the last release.
-    not_before: Mutex<Option<Timestamp>>,
 }
 
 /// A place in a [`Line`]; leaving it (dropping it) lets the next one move up.
@@ -132,27 +124,10 @@ impl Waiting {
             .is_some_and(|line| !lock(&line.tickets).is_empty())
     }
 
-    /// This client released `target`'s lease `token` (the release round started at
-    /// `started` and returned at `returned`): tells its waiters here, without waiting for
-    /// the nodes' notifications, and lets the core's [`LocalTurns`] say when the next in
-    /// line may start its round.
-    pub(crate) fn released(
-        &self,
-        target: &Target,
-        token: Token,
-        started: Timestamp,
-        returned: Timestamp,
-    ) {
+    /// This client released `target`'s lease `token`: tells its waiters here, without
+    /// waiting for the nodes' notifications.
+    pub(crate) fn released(&self, target: &Target, token: Token) {
         if let Some(line) = self.lines.get(target) {
-            // Before the flag: the next in line reads its start once it sees the flag down.
-            let mut turns = lock(&line.turns);
-            *lock(&line.not_before) = if lock(&line.tickets).is_empty() {
-                turns.nobody_next();
-                None
-            } else {
-                Some(turns.handed_off(started, returned))
-            };
-            drop(turns);
             line.held_here.store(false, Ordering::Release);
         }
         for key in target.keys() {
@@ -249,20 +224,6 @@ impl<'a> Waiter<'a> {
                 () = tokio::time::sleep_until(fallback.into()) => return,
                 () = any_after(&self.signals, seen) => {}
             }
-        }
-    }
-
-    /// When this client's last release handed the lease to its own line, waits until the
-    /// core said the next in line may start its round (see [`LocalTurns`]): at once after a
-    /// few hand-offs in a row inside the client, then long enough for another process's
-    /// waiter to get in. Nothing for a waiter not in line.
-    pub(crate) async fn local_turn(&self, clock: &Clock) {
-        let Some(place) = &self.place else {
-            return;
-        };
-        let not_before = *lock(&place.line.not_before);
-        if let Some(at) = not_before.filter(|at| *at > clock.now()) {
-            clock.sleep_until(at).await;
         }
     }
 
