@@ -108,13 +108,16 @@ fn every_search_visits_the_states_the_first_explorer_visited() {
     // one thread), distinct, depth). Without the reduction, these are the counts of the
     // explorer of the first release, less the states told apart only by which client acted
     // last where no pause can follow (no longer kept: 50,033 states and 18,116 distinct
-    // for the first case then).
+    // for the first case then), and as the waiting's wake rule changed the model since (a
+    // lost round that won a node but read one owner on a quorum wakes on its release): the
+    // first case was 33,623 states, 12,414 distinct, depth 32 before it, the last 261,125,
+    // 97,739 and 39.
     let cases = [
-        (SMALL, true, 33_623, 33_208, 12_414, 32),
-        (SMALL, false, 34_153, 33_738, 12_737, 32),
+        (SMALL, true, 33_701, 33_286, 12_388, 31),
+        (SMALL, false, 34_219, 33_804, 12_703, 31),
         (SMALL_DROP, true, 135_403, 120_188, 64_481, 45),
         (SMALL_DROP, false, 214_131, 189_068, 102_547, 45),
-        (DRIFT, true, 261_125, 257_478, 97_739, 39),
+        (DRIFT, true, 260_735, 257_088, 97_040, 37),
     ];
     for (text, symmetry, states, reduced_states, distinct, depth) in cases {
         let spec = check::parse(text, "inline").unwrap();

@@ -320,13 +320,9 @@ impl Acquire {
                 // Refused credentials or permissions do not pass: no retry for them.
                 if may_retry && !failure.is_denied() {
                     self.state = State::AwaitingRetry;
-                    let won_any = failure
-                        .nodes
-                        .iter()
-                        .any(|status| status.reply().is_some_and(Reply::is_acquired));
                     let retry = AcquireEvent::Retry {
                         window,
-                        wake_on_release: reason == FailureReason::Contended && !won_any,
+                        wake_on_release: failure.wakes_on_release(),
                         failure,
                         free_at,
                     };
@@ -616,8 +612,9 @@ mod tests {
     }
 
     /// Reads that fail or never answer are given up at the node timeout: the retry is
-    /// reported without those holders. A round that won a node (a split vote, which does not
-    /// wake on a release) reads nothing.
+    /// reported without those holders. A round that won a node reads the holders only where
+    /// they may show one owner on a quorum (whose release it then wakes on); a split vote
+    /// that no read can change reads nothing.
     #[test]
     fn holder_reads_are_given_up_at_the_node_timeout_and_skipped_for_split_votes() {
         let config = LockConfig::new(3).with_retry(RetryPolicy::new(3, ms(1_000), ms(0)));
@@ -637,11 +634,42 @@ mod tests {
         let unread = NodeStatus::Replied(Reply::TakenUnread);
         assert_eq!(failure.nodes[..2], [unread.clone(), unread]);
 
+        // Won node 0, refused unread by the other two: the reads tell whether one owner
+        // holds both (a quorum), and so whether its release is worth waking for.
+        for (holders, wakes) in [([7, 7], true), ([7, 8], false)] {
+            let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+            let sets = drain(&mut m);
+            m.handle_reply(sets[0].request, Ok(Reply::Acquired), t0);
+            m.handle_reply(sets[1].request, Ok(Reply::TakenUnread), t0);
+            m.handle_reply(sets[2].request, Ok(Reply::TakenUnread), t0);
+            assert!(m.poll_outcome().is_none(), "the retry waits for the reads");
+            let reads = holder_reads(&mut m);
+            assert_eq!(reads.len(), 2);
+            for (read, holder) in reads.iter().zip(holders) {
+                let held = crate::KeyReading {
+                    value: Some(crate::KeyValue::Token(Token::from_bytes([holder; 16]))),
+                    expires_in: Some(ms(400)),
+                    fence: None,
+                };
+                m.handle_reply(read.request, Ok(Reply::Read(held)), t0);
+            }
+            let Some(AcquireEvent::Retry {
+                wake_on_release, ..
+            }) = m.poll_outcome()
+            else {
+                panic!("expected a retry")
+            };
+            assert_eq!(wake_on_release, wakes, "holders {holders:?}");
+        }
+
+        // Four nodes, two won and two refused: no owner can hold a quorum of three.
+        let config = LockConfig::new(4).with_retry(RetryPolicy::new(3, ms(1_000), ms(0)));
         let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
         let sets = drain(&mut m);
         m.handle_reply(sets[0].request, Ok(Reply::Acquired), t0);
-        m.handle_reply(sets[1].request, Ok(Reply::TakenUnread), t0);
+        m.handle_reply(sets[1].request, Ok(Reply::Acquired), t0);
         m.handle_reply(sets[2].request, Ok(Reply::TakenUnread), t0);
+        m.handle_reply(sets[3].request, Ok(Reply::TakenUnread), t0);
         assert!(matches!(
             m.poll_outcome(),
             Some(AcquireEvent::Retry {
@@ -962,7 +990,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_round_that_won_no_node_wakes_on_a_release() {
+    fn a_round_that_won_a_node_and_read_no_owner_does_not_wake_on_a_release() {
         let config = LockConfig::new(3).with_retry(RetryPolicy::new(5, ms(100), ms(0)));
         let t0 = Timestamp::ZERO;
         let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
@@ -994,8 +1022,110 @@ mod tests {
         };
         assert!(
             !wake_on_release,
-            "a split vote waits for its jittered start"
+            "won a node, no owner read on a quorum: waits for its jittered start"
         );
+    }
+
+    /// The round that lost the usual race of two clients starting together won a node, but
+    /// the holders it read show one owner on a quorum: that owner's release frees the
+    /// resource, so the round wakes on it. A round whose refusals name no owner with a quorum
+    /// (a split vote) keeps to its jittered start.
+    #[test]
+    fn a_round_that_won_a_node_wakes_on_the_release_of_an_owner_holding_a_quorum() {
+        let holder = Token::from_bytes([9; 16]);
+        let other = Token::from_bytes([8; 16]);
+        let by = |holder| {
+            Ok(Reply::TakenBy {
+                holder,
+                remaining: Some(ms(400)),
+            })
+        };
+        // Three nodes: ours, then the holder's on the other two (a quorum).
+        for (replies, wakes) in [
+            (vec![Ok(Reply::Acquired), by(holder), by(holder)], true),
+            (vec![Ok(Reply::Acquired), by(holder), by(other)], false),
+        ] {
+            let config = LockConfig::new(3).with_retry(RetryPolicy::new(5, ms(100), ms(0)));
+            let t0 = Timestamp::ZERO;
+            let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+            let sets = drain(&mut m);
+            for (set, reply) in sets.iter().zip(replies) {
+                m.handle_reply(set.request, reply, t0);
+            }
+            let Some(AcquireEvent::Retry {
+                wake_on_release, ..
+            }) = m.poll_outcome()
+            else {
+                panic!("expected a retry")
+            };
+            assert_eq!(wake_on_release, wakes, "one owner on a quorum: {wakes}");
+        }
+        // Five nodes: two ours, three the holder's (a quorum of five).
+        let config = LockConfig::new(5).with_retry(RetryPolicy::new(5, ms(100), ms(0)));
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        m.handle_reply(sets[0].request, Ok(Reply::Acquired), t0);
+        m.handle_reply(sets[1].request, Ok(Reply::Acquired), t0);
+        for set in &sets[2..] {
+            m.handle_reply(set.request, by(holder), t0);
+        }
+        assert!(matches!(
+            m.poll_outcome(),
+            Some(AcquireEvent::Retry {
+                wake_on_release: true,
+                ..
+            })
+        ));
+    }
+
+    proptest::proptest! {
+        /// Whatever the nodes answer (won, taken by one of three owners, taken unnamed,
+        /// timed out), a lost round wakes on a release exactly when it lost to others and
+        /// won no node or read one owner on a quorum; and then that owner's release, heard
+        /// from the nodes it held, starts the next round at once.
+        #[test]
+        fn a_lost_round_wakes_on_the_release_of_an_owner_holding_a_quorum(
+            answers in proptest::collection::vec(0..6u8, 1..8),
+        ) {
+            let config = LockConfig::new(answers.len())
+                .with_retry(RetryPolicy::new(5, ms(100), ms(0)));
+            let t0 = Timestamp::ZERO;
+            let owner = |n: u8| Token::from_bytes([n; 16]);
+            let mut m = Acquire::new(&config, key(), Token::from_bytes([100; 16]), t0);
+            for (set, &answer) in drain(&mut m).iter().zip(&answers) {
+                let reply = match answer {
+                    0 => Ok(Reply::Acquired),
+                    1..=3 => Ok(Reply::TakenBy { holder: owner(answer), remaining: None }),
+                    4 => Ok(Reply::Taken),
+                    _ => Err(NodeFailure::TimedOut),
+                };
+                m.handle_reply(set.request, reply, t0);
+            }
+            m.handle_timeout(t0.saturating_add(config.node_timeout()));
+            let Some(AcquireEvent::Retry { failure, wake_on_release, .. }) = m.poll_outcome() else {
+                return Ok(()); // Won.
+            };
+            let quorum = crate::quorum(answers.len());
+            let held = |n: u8| {
+                failure.nodes.iter().filter(|s| s.reply().and_then(Reply::holder) == Some(owner(n))).count()
+            };
+            let owner_with_quorum = (1..=3).find(|&n| held(n) >= quorum);
+            let won_any = failure.nodes.iter().any(|s| s.reply() == Some(Reply::Acquired));
+            let expected = failure.reason == FailureReason::Contended
+                && (!won_any || owner_with_quorum.is_some());
+            proptest::prop_assert_eq!(wake_on_release, expected, "{:?}", failure.nodes);
+            if let Some(n) = owner_with_quorum {
+                let mut waiting = crate::Waiting::new(&config, key());
+                waiting.round_lost(&failure, wake_on_release, t0.saturating_add(ms(100)));
+                for (index, status) in failure.nodes.iter().enumerate() {
+                    if status.reply().and_then(Reply::holder) == Some(owner(n)) {
+                        waiting.notified(NodeId::new(index), b"redlock:r", &owner(n).to_hex(), t0);
+                    }
+                }
+                proptest::prop_assert!(waiting.round_due(t0), "the owner's release wakes the waiter");
+            }
+        }
     }
 
     #[test]

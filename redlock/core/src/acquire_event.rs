@@ -70,10 +70,13 @@ pub enum AcquireEvent {
         /// When, on the client's clock, enough of the other owners' keys expire for a quorum
         /// to be possible again, if the round learnt it.
         free_at: Option<Timestamp>,
-        /// Whether a release of another owner's keys is worth waking early for: the round
-        /// lost to others without winning a single node. A round that won some nodes lost
-        /// to a split vote; the other losers' cleanups would wake every one of them at once
-        /// into the same split, so it waits for its jittered start instead. (An input of
+        /// Whether a release of another owner's keys is worth waking early for
+        /// ([`RoundFailure::wakes_on_release`]): the round lost to others, and won no node
+        /// or read one owner holding the key on a quorum (clients that start together: the
+        /// loser won a node, the winner's release frees the resource). A round that won
+        /// some nodes and names no such owner lost to a split vote; the other losers'
+        /// cleanups would wake every one of them at once into the same split, so it waits
+        /// for its jittered start instead. (An input of
         /// [`Waiting::round_lost`](super::Waiting::round_lost).)
         wake_on_release: bool,
     },

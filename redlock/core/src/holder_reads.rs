@@ -31,21 +31,20 @@ pub(crate) struct HolderReads {
 impl HolderReads {
     /// The reads `event` (a retry) needs: one for each node that answered
     /// [`Reply::TakenUnread`], on `key`, in round `round`, given up at `deadline`. `None`
-    /// when no node needs one (or the event is no retry that wakes on a release).
+    /// when no node needs one, or when what they could tell would not make the round one
+    /// that wakes on a release (`RoundFailure::worth_reading_holders`).
     pub(crate) fn start(
         event: &AcquireEvent,
         key: &LockKey,
         round: u32,
         deadline: Timestamp,
     ) -> Option<(Self, Vec<Transmit>)> {
-        let AcquireEvent::Retry {
-            failure,
-            wake_on_release: true,
-            ..
-        } = event
-        else {
+        let AcquireEvent::Retry { failure, .. } = event else {
             return None;
         };
+        if !failure.worth_reading_holders() {
+            return None;
+        }
         let waiting_for: Vec<NodeId> = failure
             .nodes
             .iter()
@@ -113,12 +112,14 @@ impl HolderReads {
                 window,
                 failure,
                 free_at,
-                wake_on_release,
+                ..
             } => AcquireEvent::Retry {
                 window: free_at.map_or(window, |at| window.ending_by(at)),
+                // The holders read may show one owner on a quorum (a round that won some
+                // nodes then wakes on its release).
+                wake_on_release: failure.wakes_on_release(),
                 failure,
                 free_at,
-                wake_on_release,
             },
             other => other,
         }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::renumber::{NodePermutation, RenumberNodes, renumber_per_node};
 use super::validity::validity_deadline;
-use super::{LockConfig, NodeFailure, NodeId, NodeStatus, Reply, Timestamp};
+use super::{LockConfig, NodeFailure, NodeId, NodeStatus, Reply, Timestamp, Token};
 
 /// Why a round did not win.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -86,6 +86,57 @@ impl RoundFailure {
             .filter(|n| *n > 0)?;
         remaining.sort_unstable();
         remaining.get(must_expire - 1).copied()
+    }
+
+    /// The token that the round read holding the key ([`Reply::TakenBy`]) on a quorum of
+    /// the nodes, if one did: the owner whose release frees the resource.
+    pub fn owner_with_quorum(&self) -> Option<Token> {
+        let quorum = super::quorum(self.nodes.len());
+        let holders: Vec<Token> = self
+            .nodes
+            .iter()
+            .filter_map(|status| status.reply().and_then(Reply::holder))
+            .collect();
+        holders
+            .iter()
+            .find(|&&token| holders.iter().filter(|&&t| t == token).count() >= quorum)
+            .copied()
+    }
+
+    /// Whether a release of the holders this round saw is worth waking early for (see
+    /// [`AcquireEvent::Retry`](super::AcquireEvent::Retry)): the round lost to others, and
+    /// either won no node, or read one owner on a quorum (the race of clients that start
+    /// together: the loser won a node, but the winner's release frees the resource). A round
+    /// that won some nodes and names no owner with a quorum lost to a split vote: the other
+    /// losers' cleanups would wake every one of them at once into the same split, so it
+    /// waits for its jittered start.
+    pub fn wakes_on_release(&self) -> bool {
+        self.reason == FailureReason::Contended
+            && (!self.won_any() || self.owner_with_quorum().is_some())
+    }
+
+    /// Whether reading the holders of the nodes that refused without naming one
+    /// ([`Reply::TakenUnread`], servers before Redis 7.0) could show the round
+    /// [worth waking for](Self::wakes_on_release): it lost to others, and won no node or
+    /// was refused by enough nodes that one owner may hold a quorum.
+    pub(crate) fn worth_reading_holders(&self) -> bool {
+        let refused = self
+            .nodes
+            .iter()
+            .filter(|status| {
+                status
+                    .reply()
+                    .is_some_and(|reply| reply == Reply::TakenUnread || reply.holder().is_some())
+            })
+            .count();
+        self.reason == FailureReason::Contended
+            && (!self.won_any() || refused >= super::quorum(self.nodes.len()))
+    }
+
+    fn won_any(&self) -> bool {
+        self.nodes
+            .iter()
+            .any(|status| status.reply().is_some_and(Reply::is_acquired))
     }
 
     /// Whether so many nodes refused this client ([`NodeFailure::Denied`]: credentials,

@@ -234,6 +234,7 @@ impl<'a> Acquisition<'a> {
         waiter: &mut Waiter<'_>,
         lost: &Lost,
     ) {
+        // Subscribed first: the marks of `round_lost` wait for the subscription.
         waiter.listen();
         let timer = lost.window.pick(&mut rand::rng());
         waiter.round_lost(

@@ -15,13 +15,13 @@
 //! breaks. Notifications are a shortcut and nothing more: while a node's subscription is
 //! down, or when the ACL refuses the channel, waiters fall back on their retry timers.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use futures::StreamExt;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 use super::freed::Freed;
 use super::lock;
@@ -36,6 +36,15 @@ const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::fro
 pub(crate) struct Notifications {
     nodes: Arc<[Subscriber]>,
     freed: Arc<WeakMap<String, Freed>>,
+    /// Raised whenever a node's task settles a subscription (see [`Subscription::settled`]).
+    settled: Arc<Settling>,
+}
+
+/// Counts the subscriptions the nodes settled, and wakes those who wait for the next.
+#[derive(Default)]
+struct Settling {
+    count: AtomicU64,
+    raised: Notify,
 }
 
 /// One node's subscription connection.
@@ -56,6 +65,10 @@ struct Subscriber {
 #[derive(Default)]
 struct Channels {
     wanted: HashMap<String, usize>,
+    /// The channels whose `SUBSCRIBE` the node answered on the current connection (or
+    /// refused: nothing will come for those, and nothing is gained by waiting): a release
+    /// published from then on reaches the task. Emptied when the connection breaks.
+    settled: HashSet<String>,
     task: Option<mpsc::UnboundedSender<Change>>,
 }
 
@@ -74,6 +87,7 @@ enum Request<'a> {
 pub(crate) struct Subscription {
     nodes: Arc<[Subscriber]>,
     keys: Vec<String>,
+    settled: Arc<Settling>,
 }
 
 impl Notifications {
@@ -96,7 +110,11 @@ impl Notifications {
                 refused_reported: Arc::default(),
             })
             .collect();
-        Self { nodes, freed }
+        Self {
+            nodes,
+            freed,
+            settled: Arc::default(),
+        }
     }
 
     /// Subscribes to `keys` on every node until the returned guard is dropped. Must be
@@ -108,13 +126,48 @@ impl Notifications {
                 let count = channels.wanted.entry(key.clone()).or_default();
                 *count += 1;
                 if *count == 1 {
-                    node.send(&mut channels, Change::Subscribe(key.clone()), &self.freed);
+                    let change = Change::Subscribe(key.clone());
+                    node.send(&mut channels, change, &self.freed, &self.settled);
                 }
             }
         }
         Subscription {
             nodes: Arc::clone(&self.nodes),
             keys,
+            settled: Arc::clone(&self.settled),
+        }
+    }
+}
+
+impl Subscription {
+    /// Whether `node` answered the `SUBSCRIBE` of every key (or refused it): a release
+    /// published there from now on is heard (or never will be). A waiter marks its interest
+    /// on a node only then, so that no announced release falls between its mark and its
+    /// subscription; one before the mark, the mark itself reads.
+    pub(crate) fn settled(&self, node: NodeId) -> bool {
+        self.nodes.get(node.index()).is_none_or(|subscriber| {
+            let channels = lock(&subscriber.state);
+            self.keys.iter().all(|key| channels.settled.contains(key))
+        })
+    }
+
+    /// How many times the nodes settled a subscription: read it before looking at
+    /// [`settled`](Self::settled), then wait with [`settled_after`](Self::settled_after).
+    pub(crate) fn epoch(&self) -> u64 {
+        self.settled.count.load(Ordering::Acquire)
+    }
+
+    /// Returns once a node settled a subscription after [`epoch`](Self::epoch) read `seen`.
+    pub(crate) async fn settled_after(&self, seen: u64) {
+        loop {
+            let raised = self.settled.raised.notified();
+            tokio::pin!(raised);
+            // Registered before the look, so a settlement in between still wakes us.
+            raised.as_mut().enable();
+            if self.epoch() != seen {
+                return;
+            }
+            raised.await;
         }
     }
 }
@@ -130,6 +183,7 @@ impl Drop for Subscription {
                 *count -= 1;
                 if *count == 0 {
                     channels.wanted.remove(key);
+                    channels.settled.remove(key);
                     if let Some(task) = &channels.task {
                         // A task that has ended has nothing subscribed any more.
                         let _ = task.send(Change::Unsubscribe(key.clone()));
@@ -142,7 +196,13 @@ impl Drop for Subscription {
 
 impl Subscriber {
     /// Hands `change` to the node's task, starting the task if it is not running.
-    fn send(&self, channels: &mut Channels, change: Change, freed: &Arc<WeakMap<String, Freed>>) {
+    fn send(
+        &self,
+        channels: &mut Channels,
+        change: Change,
+        freed: &Arc<WeakMap<String, Freed>>,
+        settled: &Arc<Settling>,
+    ) {
         if let Some(task) = &channels.task
             && !task.is_closed()
         {
@@ -163,6 +223,7 @@ impl Subscriber {
             state: Arc::downgrade(&self.state),
             freed: Arc::clone(freed),
             refused_reported: Arc::clone(&self.refused_reported),
+            settled: Arc::clone(settled),
         };
         runtime.spawn(task.run(receiver));
     }
@@ -179,6 +240,7 @@ struct Task {
     state: Weak<Mutex<Channels>>,
     freed: Arc<WeakMap<String, Freed>>,
     refused_reported: Arc<AtomicBool>,
+    settled: Arc<Settling>,
 }
 
 impl Task {
@@ -210,6 +272,7 @@ impl Task {
             if !wanted.is_empty() && !self.request(&mut sink, Request::Subscribe(&wanted)).await {
                 continue;
             }
+            self.settle(&wanted);
             // A release while the subscription was down went unnoticed: the waiters keep
             // to their retry timers for it (a wake-up without a token to check would be
             // exactly what a flood could trigger).
@@ -223,6 +286,9 @@ impl Task {
                         };
                         if !self.request(&mut sink, request).await {
                             break;
+                        }
+                        if let Some(Change::Subscribe(key)) = &change {
+                            self.settle(std::slice::from_ref(key));
                         }
                     }
                     message = stream.next() => {
@@ -240,14 +306,42 @@ impl Task {
                     }
                 }
             }
+            // Nothing is subscribed until the next connection subscribes again.
+            self.forget();
         }
     }
 
-    /// The channels wanted now; `None` once the client is gone.
+    /// The channels wanted now; `None` once the client is gone. Called on each new
+    /// connection: nothing is subscribed on it yet.
     fn wanted(&self) -> Option<Vec<String>> {
         let state = self.state.upgrade()?;
-        let channels = lock(&state);
+        let mut channels = lock(&state);
+        channels.settled.clear();
         Some(channels.wanted.keys().cloned().collect())
+    }
+
+    /// The connection is gone, and its subscriptions with it.
+    fn forget(&self) {
+        if let Some(state) = self.state.upgrade() {
+            lock(&state).settled.clear();
+        }
+    }
+
+    /// The node answered the `SUBSCRIBE` of `keys`: records it (for those still wanted) and
+    /// tells the waiters.
+    fn settle(&self, keys: &[String]) {
+        let Some(state) = self.state.upgrade() else {
+            return;
+        };
+        let mut channels = lock(&state);
+        for key in keys {
+            if channels.wanted.contains_key(key) {
+                channels.settled.insert(key.clone());
+            }
+        }
+        drop(channels);
+        self.settled.count.fetch_add(1, Ordering::AcqRel);
+        self.settled.raised.notify_waiters();
     }
 
     /// Sends `request`; `false` when the connection must be reopened. A refusal by the

@@ -24,7 +24,7 @@ use super::freed::{Freed, any_after, epoch, sequence};
 use super::lock;
 use super::notifications::Subscription;
 use super::registry::WeakMap;
-use redlock_core::{LockConfig, RoundFailure, Target, Timestamp, Token};
+use redlock_core::{LockConfig, RoundFailure, Target, Timestamp, Token, Transmit};
 
 /// This client's waiters for one target, first come first served: only the first in line
 /// runs rounds. Without the line, every waiter of the client would run a round at each
@@ -159,6 +159,13 @@ pub(crate) struct Waiter<'a> {
     /// the waiter is `Sync` (a `Flight` is not, and `&Waiter` is held across awaits); every
     /// use has `&mut` and takes it with `get_mut`, without locking.
     marks: Mutex<Option<Flight>>,
+    /// The marks of the latest lost round not sent yet: each waits until its node answered
+    /// the subscription (see [`Subscription::settled`]), or until `hold_until`.
+    held: Vec<Transmit>,
+    /// When the held marks go out whatever the subscription's state: a node that takes
+    /// longer than a round's node timeout to subscribe is not waited for (its mark still
+    /// reads the key, and the timer remains).
+    hold_until: Timestamp,
 }
 
 impl<'a> Waiter<'a> {
@@ -172,6 +179,8 @@ impl<'a> Waiter<'a> {
             cursor: 0,
             rounds: None,
             marks: Mutex::new(None),
+            held: Vec::new(),
+            hold_until: Timestamp::ZERO,
         }
     }
 
@@ -241,8 +250,13 @@ impl<'a> Waiter<'a> {
     /// The core then marks this waiter's interest on the nodes where the round saw a
     /// holder (so that their release scripts announce its release), over the flight
     /// `marks` makes on the first lost round: on lanes of its own, so that a mark nobody
-    /// polls (the next round started at once) holds up no `SET`. Its answers are read
-    /// while the waiter waits ([`until_next_round`](Self::until_next_round)).
+    /// polls (the next round started at once) holds up no `SET`. Each mark goes out once
+    /// its node answered this waiter's subscription ([`listen`](Self::listen) first): a
+    /// release announced after the mark is then heard, and one that landed before it, the
+    /// mark reads (the key free or held by another). Sent before, a release between the
+    /// mark and the subscription would be announced to nobody, and the waiter would sleep
+    /// its retry delay. The answers are read while the waiter waits
+    /// ([`until_next_round`](Self::until_next_round)).
     pub(crate) fn round_lost(
         &mut self,
         config: &LockConfig,
@@ -258,8 +272,17 @@ impl<'a> Waiter<'a> {
                 .marking(waiter_id.next(), config.ttl())
         });
         rounds.round_lost(failure, wake_on_release, timer);
-        let flight = unpoisoned(&mut self.marks).get_or_insert_with(marks);
-        flight.send_all(|| rounds.poll_transmit());
+        // The marks of an older lost round still held are replaced: the core ignores
+        // their answers.
+        self.held = std::iter::from_fn(|| rounds.poll_transmit()).collect();
+        self.hold_until = failure.decided_at.saturating_add(config.node_timeout());
+        unpoisoned(&mut self.marks).get_or_insert_with(marks);
+        send_settled(
+            &mut self.held,
+            self.subscription.as_ref(),
+            unpoisoned(&mut self.marks),
+            failure.decided_at < self.hold_until,
+        );
     }
 
     /// Returns when the core's [`Waiting`](redlock_core::Waiting) says the next round
@@ -273,6 +296,9 @@ impl<'a> Waiter<'a> {
             cursor,
             rounds,
             marks,
+            subscription,
+            held,
+            hold_until,
             ..
         } = self;
         let Some(rounds) = rounds else {
@@ -282,9 +308,13 @@ impl<'a> Waiter<'a> {
         loop {
             // The epoch before reading: a release in between still wakes us.
             let seen = epoch(signals);
+            // Read before the look at the subscription: a node that settles in between
+            // still wakes us.
+            let settling = subscription.as_ref().map(|s| (s, s.epoch()));
             let from = std::mem::replace(cursor, sequence());
             read_logs(signals, target, from, rounds, clock.now());
             let now = clock.now();
+            send_settled(held, subscription.as_ref(), marks, now < *hold_until);
             let Some(next) = rounds.next_round() else {
                 return;
             };
@@ -304,9 +334,22 @@ impl<'a> Waiter<'a> {
                     None => std::future::pending().await,
                 }
             };
+            // Held marks: woken when a node settles, and at the end of the hold.
+            let (settling, wake) = if held.is_empty() {
+                (None, next)
+            } else {
+                (settling, next.min(*hold_until))
+            };
+            let settled = async move {
+                match settling {
+                    Some((subscription, seen)) => subscription.settled_after(seen).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
-                () = clock.sleep_until(next) => {}
+                () = clock.sleep_until(wake) => {}
                 () = any_after(signals, seen) => {}
+                () = settled => {}
                 Some(done) = answered => rounds.handle_reply(done.request, done.result, clock.now()),
             }
         }
@@ -323,6 +366,29 @@ impl Drop for Waiter<'_> {
             flight.send_all(|| rounds.poll_transmit());
         }
     }
+}
+
+/// Sends the `held` marks whose node answered the `subscription` (all of them once
+/// `holding` is over, or without a subscription) over the marks' flight.
+fn send_settled(
+    held: &mut Vec<Transmit>,
+    subscription: Option<&Subscription>,
+    flight: &mut Option<Flight>,
+    holding: bool,
+) {
+    let Some(flight) = flight else {
+        return;
+    };
+    let mut ready = Vec::new();
+    held.retain(|mark| {
+        let send = !holding || subscription.is_none_or(|s| s.settled(mark.node));
+        if send {
+            ready.push(mark.clone());
+        }
+        !send
+    });
+    let mut ready = ready.into_iter();
+    flight.send_all(|| ready.next());
 }
 
 /// The marks' flight, from `&mut` (no lock taken; a poisoned mutex is used as it is, since
