@@ -10,12 +10,54 @@ use std::time::Duration;
 
 use common::*;
 use redlock::Error;
+use redlock_tests::RedisFleet;
 
 /// Resources acquired at once, every other one held by someone else beforehand.
 const RESOURCES: usize = 64;
 
 fn resource(i: usize) -> String {
     format!("batched-{i}")
+}
+
+/// A client whose acquisitions try once, with a node timeout long enough for a paused node.
+async fn batching_client(fleet: &RedisFleet) -> redlock::Redlock {
+    let redlock = builder(fleet)
+        .ttl(Duration::from_secs(60))
+        .node_timeout(Duration::from_secs(2))
+        .retry_count(0)
+        .build()
+        .unwrap();
+    assert!(redlock.connect().await.has_quorum());
+    redlock
+}
+
+/// A plain connection to each node, to set keys and pause the node beside the client.
+fn direct_connections(fleet: &RedisFleet) -> Vec<redis::Connection> {
+    (0..fleet.len())
+        .map(|i| fleet.connect(i).unwrap())
+        .collect()
+}
+
+/// Resource `i` held by `value` on `node` for a minute.
+fn hold(node: &mut redis::Connection, i: usize, value: &str) {
+    redis::cmd("SET")
+        .arg(format!("{PREFIX}{}", resource(i)))
+        .arg(value)
+        .arg("PX")
+        .arg(60_000)
+        .exec(node)
+        .unwrap();
+}
+
+/// Holds the node's writes for 300 ms: the first `SET` on each connection waits on it and
+/// the others queue behind it.
+fn pause_writes(node: &mut redis::Connection) {
+    redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(300)
+        .arg("WRITE")
+        .exec(node)
+        .unwrap();
 }
 
 /// Whether resource `i` is held by a foreign value on every node before the acquisitions.
@@ -30,32 +72,13 @@ fn foreign(i: usize) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_request_of_a_shared_batch_gets_its_own_answer() {
     let fleet = fleet(3);
-    let redlock = builder(&fleet)
-        .ttl(Duration::from_secs(60))
-        .node_timeout(Duration::from_secs(2))
-        .retry_count(0)
-        .build()
-        .unwrap();
-    assert!(redlock.connect().await.has_quorum());
-    let mut nodes: Vec<redis::Connection> = (0..fleet.len())
-        .map(|i| fleet.connect(i).unwrap())
-        .collect();
+    let redlock = batching_client(&fleet).await;
+    let mut nodes = direct_connections(&fleet);
     for node in &mut nodes {
         for i in (0..RESOURCES).filter(|&i| foreign(i)) {
-            redis::cmd("SET")
-                .arg(format!("{PREFIX}{}", resource(i)))
-                .arg("someone else")
-                .arg("PX")
-                .arg(60_000)
-                .exec(node)
-                .unwrap();
+            hold(node, i, "someone else");
         }
-        redis::cmd("CLIENT")
-            .arg("PAUSE")
-            .arg(300)
-            .arg("WRITE")
-            .exec(node)
-            .unwrap();
+        pause_writes(node);
     }
 
     let tasks: Vec<_> = (0..RESOURCES)
@@ -139,36 +162,17 @@ async fn each_node_answer_of_a_shared_batch_reaches_the_request_for_that_node() 
     use redlock::core::NodeStatus;
 
     let fleet = fleet(3);
-    let redlock = builder(&fleet)
-        .ttl(Duration::from_secs(60))
-        .node_timeout(Duration::from_secs(2))
-        .retry_count(0)
-        .build()
-        .unwrap();
-    assert!(redlock.connect().await.has_quorum());
-    let mut nodes: Vec<redis::Connection> = (0..fleet.len())
-        .map(|i| fleet.connect(i).unwrap())
-        .collect();
+    let redlock = batching_client(&fleet).await;
+    let mut nodes = direct_connections(&fleet);
     for (index, node) in nodes.iter_mut().enumerate().take(2) {
         for i in 0..RESOURCES {
-            redis::cmd("SET")
-                .arg(format!("{PREFIX}{}", resource(i)))
-                .arg(format!("holder on node {index}"))
-                .arg("PX")
-                .arg(60_000)
-                .exec(node)
-                .unwrap();
+            hold(node, i, &format!("holder on node {index}"));
         }
     }
     // As above: the first `SET` on each connection waits on the paused node, and the others
     // queue behind it, many operations in one batch.
     for node in &mut nodes {
-        redis::cmd("CLIENT")
-            .arg("PAUSE")
-            .arg(300)
-            .arg("WRITE")
-            .exec(node)
-            .unwrap();
+        pause_writes(node);
     }
     let tasks: Vec<_> = (0..RESOURCES)
         .map(|i| {
