@@ -49,6 +49,18 @@ fn hold(node: &mut redis::Connection, i: usize, value: &str) {
         .unwrap();
 }
 
+/// Every resource tried at once, each by a task of its own: its index and outcome.
+fn acquire_every_resource(
+    redlock: &redlock::Redlock,
+) -> Vec<tokio::task::JoinHandle<(usize, Result<redlock::Lease, Error>)>> {
+    (0..RESOURCES)
+        .map(|i| {
+            let redlock = redlock.clone();
+            tokio::spawn(async move { (i, redlock.try_acquire(&resource(i)).await) })
+        })
+        .collect()
+}
+
 /// Holds the node's writes for 300 ms: the first `SET` on each connection waits on it and
 /// the others queue behind it.
 fn pause_writes(node: &mut redis::Connection) {
@@ -81,12 +93,7 @@ async fn every_request_of_a_shared_batch_gets_its_own_answer() {
         pause_writes(node);
     }
 
-    let tasks: Vec<_> = (0..RESOURCES)
-        .map(|i| {
-            let redlock = redlock.clone();
-            tokio::spawn(async move { (i, redlock.try_acquire(&resource(i)).await) })
-        })
-        .collect();
+    let tasks = acquire_every_resource(&redlock);
     let mut leases = Vec::new();
     for task in tasks {
         let (i, outcome) = task.await.unwrap();
@@ -174,12 +181,7 @@ async fn each_node_answer_of_a_shared_batch_reaches_the_request_for_that_node() 
     for node in &mut nodes {
         pause_writes(node);
     }
-    let tasks: Vec<_> = (0..RESOURCES)
-        .map(|i| {
-            let redlock = redlock.clone();
-            tokio::spawn(async move { (i, redlock.try_acquire(&resource(i)).await) })
-        })
-        .collect();
+    let tasks = acquire_every_resource(&redlock);
     for task in tasks {
         let (i, outcome) = task.await.unwrap();
         let Err(error @ Error::Taken { .. }) = outcome else {
