@@ -221,12 +221,7 @@ impl Direct {
     /// The request's completion; its gate opens here.
     fn ended(&self, entry: Entry, result: Result<redlock_core::Reply, NodeFailure>) -> Completion {
         if let Err(failure) = &result {
-            let node = self
-                .nodes
-                .iter()
-                .nth(entry.node)
-                .map_or("?", |n| &**n.address());
-            tracing::debug!(node, error = %failure, "node request failed");
+            self.nodes.trace_failure(entry.node, failure);
         }
         Completion {
             request: entry.request,

@@ -330,8 +330,7 @@ impl Flight {
                 )
                 .await;
             if let Err(failure) = &result {
-                let node = nodes.iter().nth(index).map_or("?", |n| &**n.address());
-                tracing::debug!(node, error = %failure, "node request failed");
+                nodes.trace_failure(index, failure);
             }
             // Opens the gate of the next command to this node.
             drop(done);

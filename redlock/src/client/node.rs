@@ -148,6 +148,7 @@ impl Nodes {
         self.nodes.len()
     }
 
+    #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Node> {
         self.nodes.iter()
     }
@@ -245,6 +246,13 @@ impl Nodes {
         }
     }
 
+    /// Says at debug level that a request to node `index` failed (the event
+    /// `node request failed`, documented in `client/mod.rs`).
+    pub(crate) fn trace_failure(&self, index: usize, failure: &NodeFailure) {
+        let node = self.nodes.get(index).map_or("?", |n| &**n.address());
+        tracing::debug!(node, error = %failure, "node request failed");
+    }
+
     /// A direct request on `connection` to node `index` failed with `failure`: a connection
     /// that is gone is dropped, and the next command opens another.
     pub(crate) fn failed(&self, index: usize, connection: ConnectionId, failure: &NodeFailure) {
@@ -277,6 +285,10 @@ impl Nodes {
             .nodes
             .get(index)
             .ok_or_else(|| NodeFailure::Protocol(format!("no node #{index}")))?;
+        let pass_reading = match start {
+            Start::At(now) => Some(now),
+            _ => None,
+        };
         let (connection, read_at, decided) = match start {
             Start::Decided(decided) => {
                 let Decided {
@@ -285,21 +297,14 @@ impl Nodes {
                 } = *decided;
                 (connection, None, Some(admission))
             }
-            Start::At(now) => match node.open() {
-                // Nothing to wait for (the common case): no timer either.
-                Some(open) => (open, Some(now), None),
-                None => (
-                    ready(node, None, deadline, release_budget).await?,
-                    None,
-                    None,
-                ),
-            },
             Start::After(previous) => {
                 let ready = ready(node, Some(previous), deadline, release_budget);
                 (ready.await?, None, None)
             }
-            Start::Waited => match node.open() {
-                Some(open) => (open, None, None),
+            // Nothing to wait for (the common case): no timer either. The pass's reading of
+            // the clock holds only while nothing has been waited for.
+            Start::At(_) | Start::Waited => match node.open() {
+                Some(open) => (open, pass_reading, None),
                 None => (
                     ready(node, None, deadline, release_budget).await?,
                     None,
