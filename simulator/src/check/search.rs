@@ -191,15 +191,16 @@ const MAX_MEMORY: u8 = 3;
 
 impl<'a> Search<'a> {
     pub(super) fn new(model: &'a Model, options: Options) -> Self {
+        let reduction = Reduction::new(
+            model,
+            options.reduction,
+            options.swarm.map_or(0, Member::hash_seed),
+        );
         Self {
             model,
             options,
-            visited: Visited::new(options.reduction),
-            reduction: Reduction::new(
-                model,
-                options.reduction,
-                options.swarm.map_or(0, Member::hash_seed),
-            ),
+            visited: Visited::new(reduction.steps()),
+            reduction,
             stop: AtomicU8::new(GOING),
             states: AtomicU64::new(0),
             peak_memory: AtomicU64::new(memory::resident()),

@@ -401,6 +401,15 @@ impl<'a> Reduction<'a> {
         }
     }
 
+    /// The steps that may sleep (none when off), as a mask.
+    pub(super) fn steps(&self) -> u64 {
+        match self.numbering.actions.len() {
+            _ if !self.on => 0,
+            64 => u64::MAX,
+            n => (1 << n) - 1,
+        }
+    }
+
     /// Leaves in `actions` the steps `pending` takes.
     pub(super) fn select(&self, actions: &mut Vec<Action>, pending: &Pending) {
         if !self.on {

@@ -105,9 +105,9 @@ fn count(n: u64) -> String {
 /// What fits before the search starts: the bound, and how many distinct states the
 /// fingerprint set holds within it.
 fn estimate(max_memory: u64, chosen: bool) -> String {
-    // The fingerprint tables take 21 to 43 bytes a state; the breadth-first levels take
+    // The fingerprint tables take 20 to 40 bytes a state; the breadth-first levels take
     // at most a quarter of the bound.
-    let states = (max_memory - max_memory / 4) / 43;
+    let states = (max_memory - max_memory / 4) / 40;
     format!(
         "memory bound {} ({}): room for at least {} distinct states",
         memory::format_size(max_memory),
