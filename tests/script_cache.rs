@@ -93,3 +93,126 @@ async fn a_restarted_node_has_the_scripts_before_its_first_evalsha() {
     assert_eq!(calls(&fleet, 0, &["eval"]), 0, "by hash, not whole");
     assert_eq!(lock_keys(&fleet), 0, "{}", describe_keys(&fleet));
 }
+
+/// Leases released at once, so that on each connection the releases after the first are
+/// queued behind it, each in the batch of its connection (the direct requests of
+/// `redlock/src/client/direct.rs`), and returns the reports.
+async fn release_all_at_once(leases: Vec<redlock::Lease>) -> Vec<redlock::ReleaseReport> {
+    let tasks: Vec<_> = leases
+        .into_iter()
+        .map(|lease| tokio::spawn(lease.release()))
+        .collect();
+    let mut reports = Vec::new();
+    for task in tasks {
+        reports.push(task.await.unwrap());
+    }
+    reports
+}
+
+/// `count` leases of this client, acquired one after another.
+async fn leases(redlock: &redlock::Redlock, name: &str, count: usize) -> Vec<redlock::Lease> {
+    let mut leases = Vec::new();
+    for i in 0..count {
+        leases.push(redlock.acquire(&format!("{name}-{i}")).await.unwrap());
+    }
+    leases
+}
+
+fn flush_scripts(fleet: &redlock_tests::RedisFleet) {
+    for i in 0..fleet.len() {
+        let mut c = fleet.connect(i).unwrap();
+        let _: () = redis::cmd("SCRIPT").arg("FLUSH").query(&mut c).unwrap();
+    }
+}
+
+/// After `SCRIPT FLUSH`, releases queued behind another on their connection (each node's
+/// writes are held for 300 ms, so the first release on each connection waits there and the
+/// others queue behind it, as direct requests) each get `NOSCRIPT`, follow it with the script
+/// sent whole, and report the node released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releases_queued_behind_others_after_script_flush_each_follow_with_the_whole_script() {
+    const LEASES: usize = 16;
+    let fleet = fleet(3);
+    let redlock = builder(&fleet)
+        .ttl(Duration::from_secs(60))
+        .node_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    redlock.connect().await;
+    let leases = leases(&redlock, "queued-flush", LEASES).await;
+    flush_scripts(&fleet);
+    for i in 0..fleet.len() {
+        let mut c = fleet.connect(i).unwrap();
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(300)
+            .arg("WRITE")
+            .query(&mut c)
+            .unwrap();
+    }
+    let reports = release_all_at_once(leases).await;
+    for report in &reports {
+        assert_eq!(report.released(), 3, "{report:?}");
+    }
+    assert_eq!(lock_keys(&fleet), 0, "{}", describe_keys(&fleet));
+    for i in 0..fleet.len() {
+        assert!(calls(&fleet, i, &["eval"]) >= 1, "node {i}: no EVAL");
+    }
+}
+
+/// The late `NOSCRIPT` of a release queued behind another: after `SCRIPT FLUSH`, node 0 is
+/// stopped while many leases are released at once (the first release on its connection goes
+/// out on its own, the others queue behind it as direct requests); every release there is cut
+/// by the per-node timeout, and node 0 answers their `EVALSHA`s with `NOSCRIPT` only when it
+/// resumes, half a second later. Each must still be followed by its `EVAL`, inside
+/// `settle()`: right after it, node 0 holds no key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releases_queued_on_a_stalled_node_with_an_empty_script_cache_finish_inside_settle() {
+    const LEASES: usize = 16;
+    let mut fleet = fleet(3);
+    let redlock = builder(&fleet)
+        .ttl(Duration::from_secs(60))
+        .node_timeout(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    redlock.connect().await;
+    let leases = leases(&redlock, "stalled-flush", LEASES).await;
+    let set_everywhere = eventually(Duration::from_secs(2), || async {
+        lock_keys(&fleet) == 3 * LEASES
+    })
+    .await;
+    assert!(set_everywhere, "{}", describe_keys(&fleet));
+    flush_scripts(&fleet);
+    let evals_before = calls(&fleet, 0, &["eval"]);
+
+    fleet.pause(0).unwrap();
+    let paused = std::time::Instant::now();
+    let pid = fleet.pid(0).unwrap();
+    let resume = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+            nix::sys::signal::Signal::SIGCONT,
+        )
+        .unwrap();
+    });
+    let reports = release_all_at_once(leases).await;
+    for report in &reports {
+        assert!(report.is_quorum_free(), "{report:?}");
+    }
+    redlock.settle().await;
+    let settled = paused.elapsed();
+    resume.join().unwrap();
+    assert!(
+        settled >= Duration::from_millis(500),
+        "settle() returned {settled:?} after the pause, before node 0 could answer"
+    );
+    assert_eq!(
+        fleet.keys_with_prefix(0, PREFIX).unwrap(),
+        vec![],
+        "releases did not reach node 0"
+    );
+    // One `EVAL` after each `NOSCRIPT`: every release there went by hash first.
+    assert_eq!(calls(&fleet, 0, &["eval"]), evals_before + LEASES as u64);
+    assert_no_lock_keys(&fleet).await;
+}

@@ -1,16 +1,16 @@
-//! Direct requests: a lock request queued straight on its connection's batch, with no future,
-//! task node or reply slot of its own.
+//! Direct requests: a lock request or a release queued straight on its connection's batch,
+//! with no future, task node or reply slot of its own.
 //!
 //! A request that is a future costs its operation a boxed future (its lane, admission and
 //! deadline: 1.6 KB), a node in the operation's `FuturesUnordered`, a reply slot and the
-//! wake-ups through each. The routine case needs none of it: a `SET … NX` whose lane is free,
-//! whose connection is open and already carries other requests (a lone command goes straight
-//! to redis-rs instead, `pipe.rs`), and which the core admits as it is. Such a request is
-//! admitted and queued on the spot, while its operation sends ([`Direct::send`]); its answer
-//! comes back, by the request's number, into one [`Inbox`] per operation, and its deadline
-//! is one entry here, which the operation's one timer covers (`flight.rs`). Anything else (a
-//! lane to wait for, a connection to open or identify, a probe, a release and its
-//! `NOSCRIPT` fallback, a command of several calls) stays a request future, as before.
+//! wake-ups through each. The routine case needs none of it: a `SET … NX` or a release whose
+//! lane is free, whose connection is open and already carries other requests (a lone command
+//! goes straight to redis-rs instead, `pipe.rs`), and which the core admits as it is. Such a
+//! request is admitted and queued on the spot, while its operation sends ([`Direct::send`]);
+//! its answer comes back, by the request's number, into one [`Inbox`] per operation, and its
+//! deadline is one entry here, which the operation's one timer covers (`flight.rs`). Anything
+//! else (a lane to wait for, a connection to open or identify, a probe, a command of several
+//! calls) stays a request future, as before.
 //!
 //! What the lanes, the core and the queue guarantee holds unchanged. The lane's gate is
 //! installed before the command is queued and opens when the request ends (answered, cut by
@@ -18,6 +18,16 @@
 //! admission is the core's, at the pass's reading of the clock, as for a request future that
 //! waits for nothing. A command once queued is always written: a request cut by its deadline
 //! is one the node left unanswered, as the core is told.
+//!
+//! A release by the script's hash needs two things more, which its request future gives it
+//! otherwise (`wire.rs`, `Nodes::execute`). An answer `NOSCRIPT` (the node's script cache was
+//! emptied under the connection) is followed, on the same connection, by the script sent
+//! whole, and the request ends with that call's answer: its gate stays closed until then.
+//! And a release cut by its deadline may still be answered `NOSCRIPT` later: its entry stays
+//! (its operation has its completion, its gate is open) until the node answers or the
+//! node's connect timeout has passed since the cut, so that the `EVAL` still follows, and the
+//! operation's requests, which the client's background work finishes, wait for it (as
+//! `Redlock::settle` then does).
 
 use std::sync::{Arc, Mutex};
 use std::task::Context;
@@ -29,9 +39,9 @@ use tokio::time::Instant;
 use super::flight::Completion;
 use super::lanes::OpensOnDrop;
 use super::lock;
-use super::node::{Decided, Nodes};
-use super::wire::LockAnswer;
-use redlock_core::{Command, ConnectionId, NodeFailure, RequestId, Timestamp, Transmit};
+use super::node::{Decided, Nodes, QueuedOn};
+use super::wire::{self, LockAnswer, OneCall};
+use redlock_core::{Command, ConnectionId, NodeFailure, Reply, RequestId, Timestamp, Transmit};
 
 /// Where the connections' drivers put the answers to an operation's direct requests.
 pub(crate) struct Inbox {
@@ -58,14 +68,36 @@ impl Inbox {
 
 /// One direct request, until its answer or its deadline.
 struct Entry {
+    /// The number its current call's answer comes back under.
     number: u64,
     request: RequestId,
     node: usize,
     connection: ConnectionId,
     deadline: Instant,
-    answer: LockAnswer,
-    /// Opens the lane's gate when the request ends.
-    _done: OpensOnDrop,
+    reading: Reading,
+    /// Opens the lane's gate when the request ends; `None` once it has ended for its
+    /// operation and only a release's `NOSCRIPT` fallback is still awaited.
+    done: Option<OpensOnDrop>,
+}
+
+/// How a direct request's answer is read.
+enum Reading {
+    Lock(LockAnswer),
+    Release(Release),
+}
+
+/// What a direct release keeps until it ends.
+struct Release {
+    /// To send the script whole after `NOSCRIPT`.
+    command: Command,
+    /// The connection it went out on, for that call.
+    on: QueuedOn,
+    /// Whether its call now out is by the script's hash (it may be answered `NOSCRIPT`).
+    by_hash: bool,
+    /// Whether it went out by hash at first: cut by its deadline, it then stays until
+    /// answered (its `EVALSHA`, or the `EVAL` that followed it), as a request future's
+    /// release by hash finishes in the background (`Nodes::execute`).
+    trails: bool,
 }
 
 /// A command [`Direct::send`] did not queue, its gate, and the admission the attempt got if
@@ -100,7 +132,7 @@ impl Direct {
     }
 
     /// Queues `transmit` as a direct request admitted at `now` and cut at `deadline`, if it
-    /// is a lock request and everything is ready ([`Nodes::queue_direct`]); hands it back
+    /// is a lock request or a release and everything is ready ([`Nodes::queue_direct`]); hands it back
     /// otherwise, with its gate and what the attempt decided. Its lane must have nothing to
     /// wait for: `done` is the gate the next command on the lane waits for.
     pub(crate) fn send(
@@ -115,7 +147,7 @@ impl Direct {
             node,
             command,
         } = transmit;
-        if !matches!(command, Command::SetIfAbsent { .. }) {
+        if !goes_direct(&command) {
             let transmit = Transmit {
                 request,
                 node,
@@ -129,7 +161,7 @@ impl Direct {
             .nodes
             .queue_direct(index, command, now, &mut self.inbox, number)
         {
-            Ok((connection, answer)) => {
+            Ok((on, call, command)) => {
                 if self.entries.capacity() == 0 {
                     // Room for one request per node, and as many answers taken at once: the
                     // two buffers of the operation's direct requests, allocated once.
@@ -138,14 +170,25 @@ impl Direct {
                 }
                 self.next += 1;
                 self.sooner = Some(self.sooner.map_or(deadline, |at| at.min(deadline)));
+                let connection = on.id();
+                let reading = match call {
+                    // A lock request needs neither its command nor its connection again.
+                    OneCall::Lock(answer) => Reading::Lock(answer),
+                    OneCall::Release { by_hash } => Reading::Release(Release {
+                        command,
+                        on,
+                        by_hash,
+                        trails: by_hash,
+                    }),
+                };
                 self.entries.push(Entry {
                     number,
                     request,
                     node: index,
                     connection,
                     deadline,
-                    answer,
-                    _done: done,
+                    reading,
+                    done: Some(done),
                 });
                 Ok(())
             }
@@ -197,35 +240,95 @@ impl Direct {
         }
         while let Some((number, answer)) = self.taken.pop() {
             // A request cut by its deadline has left: its late answer is dropped.
-            if let Some(at) = self.entries.iter().position(|e| e.number == number) {
-                let entry = self.entries.swap_remove(at);
-                return Some(self.answered(entry, answer));
+            if let Some(at) = self.entries.iter().position(|e| e.number == number)
+                && let Some(done) = self.answered(at, answer)
+            {
+                return Some(done);
             }
         }
         let reached = reached?;
-        let at = self.entries.iter().position(|e| e.deadline <= reached)?;
-        let entry = self.entries.swap_remove(at);
-        // Queued means written (`pipe.rs`): the node left it unanswered.
-        self.nodes.unanswered(entry.node, entry.connection);
-        Some(self.ended(entry, Err(NodeFailure::TimedOut)))
+        while let Some(at) = self.entries.iter().position(|e| e.deadline <= reached) {
+            if let Some(done) = self.cut(at) {
+                return Some(done);
+            }
+        }
+        None
     }
 
-    fn answered(&self, entry: Entry, answer: RedisResult<Value>) -> Completion {
-        let result = entry.answer.read(answer);
+    /// Entry `at` has its answer: its completion, unless the answer asks for the script sent
+    /// whole (the entry then waits for that call's answer) or the request has ended already.
+    fn answered(&mut self, at: usize, answer: RedisResult<Value>) -> Option<Completion> {
+        let entry = &mut self.entries[at];
+        if let Reading::Release(release) = &mut entry.reading
+            && release.by_hash
+            && wire::wants_whole(&answer)
+            && let Some(inbox) = &self.inbox
+            && let Some((whole, _)) = wire::one_call(&release.command, false)
+            // Refused only when the driver has stopped: the answer is then read as it is.
+            && release.on.follow(whole, inbox, self.next).is_ok()
+        {
+            entry.number = self.next;
+            self.next += 1;
+            release.by_hash = false;
+            return None;
+        }
+        let entry = self.entries.swap_remove(at);
+        // A release that trails its deadline: its operation has its completion.
+        let done = entry.done?;
+        let result = match entry.reading {
+            Reading::Lock(reading) => reading.read(answer),
+            Reading::Release(_) => wire::read_release(answer),
+        };
         if let Err(failure) = &result {
             self.nodes.failed(entry.node, entry.connection, failure);
         }
-        self.ended(entry, result)
+        drop(done);
+        Some(self.ended(entry.node, entry.request, result))
     }
 
-    /// The request's completion; its gate opens here.
-    fn ended(&self, entry: Entry, result: Result<redlock_core::Reply, NodeFailure>) -> Completion {
-        if let Err(failure) = &result {
-            self.nodes.trace_failure(entry.node, failure);
+    /// Entry `at` has reached its deadline: cut, it ends for its operation (its gate opens),
+    /// and a release by hash stays until its answer or the connect timeout (see the module's
+    /// description). An entry that only trailed is dropped.
+    fn cut(&mut self, at: usize) -> Option<Completion> {
+        let entry = &mut self.entries[at];
+        let Some(done) = entry.done.take() else {
+            // The node has not answered in the connect timeout after the cut: given up, as
+            // a request future's background finish is.
+            self.entries.swap_remove(at);
+            return None;
+        };
+        let (node, request) = (entry.node, entry.request);
+        // Queued means written (`pipe.rs`): the node left it unanswered.
+        self.nodes.unanswered(node, entry.connection);
+        if matches!(&entry.reading, Reading::Release(release) if release.trails) {
+            let bound = Instant::now() + self.nodes.connect_timeout(node);
+            entry.deadline = bound;
+            self.sooner = Some(self.sooner.map_or(bound, |at| at.min(bound)));
+        } else {
+            self.entries.swap_remove(at);
         }
-        Completion {
-            request: entry.request,
-            result,
-        }
+        drop(done);
+        Some(self.ended(node, request, Err(NodeFailure::TimedOut)))
     }
+
+    /// The request's completion.
+    fn ended(
+        &self,
+        node: usize,
+        request: RequestId,
+        result: Result<Reply, NodeFailure>,
+    ) -> Completion {
+        if let Err(failure) = &result {
+            self.nodes.trace_failure(node, failure);
+        }
+        Completion { request, result }
+    }
+}
+
+/// Whether `command` can go as a direct request: a lock request or a release, each one call.
+pub(crate) fn goes_direct(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::SetIfAbsent { .. } | Command::ReleaseIfOwner { .. }
+    )
 }

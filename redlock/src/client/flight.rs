@@ -24,11 +24,11 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::{Instant, Sleep};
 
 use super::background::Background;
-use super::direct::Direct;
+use super::direct::{Direct, goes_direct};
 use super::expiry::Expiry;
 use super::lanes::{Gate, Lanes, OpensOnDrop};
 use super::node::{Nodes, Start};
-use redlock_core::{Command, NodeFailure, Reply, RequestId, Timestamp, Transmit};
+use redlock_core::{NodeFailure, Reply, RequestId, Timestamp, Transmit};
 
 /// A finished request.
 pub(crate) struct Completion {
@@ -272,11 +272,12 @@ impl Flight {
             .lanes
             .push(index, gate)
             .filter(|previous| !previous.is_open());
-        // Only a lock request can go direct: anything else is not moved through the attempt.
-        let lock_request = matches!(transmit.command, Command::SetIfAbsent { .. });
+        // Only a lock request or a release can go direct: anything else is not moved
+        // through the attempt.
+        let direct = goes_direct(&transmit.command);
         let (transmit, done, decided) = match previous {
             Some(_) => (transmit, done, None),
-            None if !lock_request => (transmit, done, None),
+            None if !direct => (transmit, done, None),
             None => {
                 let deadline = pass.sent_at + self.timeout;
                 match self.requests.side.send(transmit, pass.now, deadline, done) {

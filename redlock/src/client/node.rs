@@ -26,7 +26,7 @@ use super::identity;
 use super::lanes::Gate;
 use super::lock;
 use super::pipe::{Closer, Pipe};
-use super::wire::{self, LockAnswer, classify, connection_lost};
+use super::wire::{self, OneCall, classify, connection_lost};
 use redlock_core::{
     Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId,
     RememberedServer, Reply, RestartPolicy, RoundFailure, ServerGeneration, Timestamp,
@@ -55,6 +55,36 @@ pub(crate) struct Decided {
 
 /// A command a direct attempt did not queue, and what the attempt decided, if anything.
 pub(crate) type NotQueued = (Command, Option<Box<Decided>>);
+
+/// A command a direct attempt queued: the connection it went out on, how to read its answer,
+/// and the command itself (in the form its server takes), which a release by hash needs
+/// again if the node answers `NOSCRIPT`.
+pub(crate) type Queued = (QueuedOn, OneCall, Command);
+
+/// The connection a direct request was queued on. Held, it keeps the connection's driver
+/// running (`pipe.rs`): a release by hash holds it until it ends, so that a `NOSCRIPT`
+/// answer can be followed on the same connection by the script sent whole.
+pub(crate) struct QueuedOn {
+    id: ConnectionId,
+    state: Arc<ConnectionState>,
+}
+
+impl QueuedOn {
+    pub(crate) fn id(&self) -> ConnectionId {
+        self.id
+    }
+
+    /// Queues `cmd` on the connection for `inbox` under `number`, alone or not; refused
+    /// only when the connection's driver has stopped (its runtime is shutting down).
+    pub(crate) fn follow(
+        &self,
+        cmd: redis::Cmd,
+        inbox: &Arc<Inbox>,
+        number: u64,
+    ) -> Result<(), redis::Cmd> {
+        self.state.pipe.follow(cmd, inbox, number)
+    }
+}
 
 /// Every configured node, the rule of which may vote, and the clock that rule runs on.
 pub(crate) struct Nodes {
@@ -193,13 +223,14 @@ impl Nodes {
         }
     }
 
-    /// Queues the lock request `command` (a `SET … NX`) for node `index`'s next batch, its
-    /// answer going to `inbox` (made here on first use) under `number`: the direct request of
-    /// `direct.rs`, with no future of its own. Only when everything is ready and routine: the
-    /// connection open, something else unanswered on it (a lone command goes straight, as a
-    /// request of its own), and the core admitting the command at `now` as it is. Anything
-    /// else hands the command back, with the admission the core gave if it gave one (it may
-    /// have handed out a probe, which the request must then send).
+    /// Queues `command`, a lock request (`SET … NX`) or a release, for node `index`'s next
+    /// batch, its answer going to `inbox` (made here on first use) under `number`: the direct
+    /// request of `direct.rs`, with no future of its own. Only when everything is ready and
+    /// routine: the connection open, something else unanswered on it (a lone command goes
+    /// straight, as a request of its own), and the core admitting the command at `now` as it
+    /// is. Anything else hands the command back, with the admission the core gave if it gave
+    /// one (it may have handed out a probe, which the request must then send). A release goes
+    /// by the script's hash once the connection has loaded the scripts, as a request future's.
     pub(crate) fn queue_direct(
         &self,
         index: usize,
@@ -207,7 +238,7 @@ impl Nodes {
         now: Timestamp,
         inbox: &mut Option<Arc<Inbox>>,
         number: u64,
-    ) -> Result<(ConnectionId, LockAnswer), NotQueued> {
+    ) -> Result<Queued, NotQueued> {
         // Looked at in place: a lone command (the rule with few operations at once) goes
         // back without a clone of the connection.
         let Some((node, connection)) = self.nodes.get(index).and_then(|node| {
@@ -227,15 +258,30 @@ impl Nodes {
         }
         let generation = connection.state.generation.get().copied();
         let command = command.for_server(generation.unwrap_or_default());
-        let Some((cmd, answer)) = wire::lock_request(&command) else {
+        let by_hash = connection.state.scripts_loaded.load(Ordering::Acquire);
+        let Some((cmd, call)) = wire::one_call(&command, by_hash) else {
             return Err((command, Some(Box::new(sent(connection)))));
         };
         let inbox = inbox.get_or_insert_with(|| Arc::new(Inbox::with_room(self.nodes.len())));
         match connection.state.pipe.enqueue(cmd, inbox, number) {
-            Ok(()) => Ok((connection.id, answer)),
+            Ok(()) => {
+                let on = QueuedOn {
+                    id: connection.id,
+                    state: connection.state,
+                };
+                Ok((on, call, command))
+            }
             // Alone after all (what was out has been answered meanwhile), or the driver stopped.
             Err(_) => Err((command, Some(Box::new(sent(connection))))),
         }
+    }
+
+    /// How long opening a connection to node `index` may take: the bound on a release by
+    /// hash that goes on after its deadline (see [`Nodes::execute`]).
+    pub(crate) fn connect_timeout(&self, index: usize) -> Duration {
+        self.nodes
+            .get(index)
+            .map_or(Duration::ZERO, |node| node.connect_timeout)
     }
 
     /// A direct request on `connection` to node `index` was cut by its deadline: the core

@@ -19,7 +19,8 @@
 //!
 //! A request's answer goes to a reply slot of its own ([`Pipe::send`], for a request that is a
 //! future awaiting it), or to its operation's [`Inbox`] under the request's number
-//! ([`Pipe::enqueue`], for a direct request, `direct.rs`, which is no future at all).
+//! ([`Pipe::enqueue`], for a direct request, `direct.rs`, which is no future at all; and
+//! [`Pipe::follow`] for the script a direct release sends whole after `NOSCRIPT`).
 //!
 //! Order: the lanes (`lanes.rs`) see to the order of one resource's commands on a node (a
 //! command starts only once the previous one of its resource has its answer), so the order
@@ -128,9 +129,33 @@ impl Pipe {
         inbox: &Arc<Inbox>,
         number: u64,
     ) -> Result<(), redis::Cmd> {
+        self.push(cmd, inbox, number, true)
+    }
+
+    /// Queues `cmd` for the next batch, its answer for `inbox` under `number`, even when it
+    /// is alone on the connection: for a direct request's second call (a release's script
+    /// sent whole after `NOSCRIPT`), which has no future to go straight with. Refused only
+    /// when the driver has stopped (the caller holds the connection, so it is not closed
+    /// otherwise).
+    pub(crate) fn follow(
+        &self,
+        cmd: redis::Cmd,
+        inbox: &Arc<Inbox>,
+        number: u64,
+    ) -> Result<(), redis::Cmd> {
+        self.push(cmd, inbox, number, false)
+    }
+
+    fn push(
+        &self,
+        cmd: redis::Cmd,
+        inbox: &Arc<Inbox>,
+        number: u64,
+        only_behind_others: bool,
+    ) -> Result<(), redis::Cmd> {
         let wake = {
             let mut queue = lock(&self.0.queue);
-            if queue.closed || queue.unanswered == 0 {
+            if queue.closed || (only_behind_others && queue.unanswered == 0) {
                 return Err(cmd);
             }
             queue.unanswered += 1;

@@ -45,8 +45,7 @@ pub(crate) async fn run(
         Command::ReleaseIfOwner { key, token } => {
             let script = Owned::new(&scripts::RELEASE, token, None);
             let keys = [key.as_str(), &key.wait_key()];
-            let value = script.call(link, &keys, by_hash).await?;
-            owner_reply(value, Reply::Released, "release")
+            release_reply(script.call(link, &keys, by_hash).await?)
         }
         Command::ExtendIfOwner { key, token, ttl } => {
             let script = Owned::new(&scripts::EXTEND, token, Some(*ttl));
@@ -121,18 +120,69 @@ impl LockAnswer {
     }
 }
 
-/// The lock request `command` is, as one Redis call, and how to read its answer; `None` for
-/// every other command. `command` is in the form its server takes (`Command::for_server`).
-pub(crate) fn lock_request(command: &Command) -> Option<(redis::Cmd, LockAnswer)> {
+/// How to read the answer to a direct request (`direct.rs`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum OneCall {
+    /// A lock request.
+    Lock(LockAnswer),
+    /// A release, by the script's hash (`EVALSHA`: a `NOSCRIPT` answer must be followed by
+    /// the script sent whole, [`wants_whole`]) or whole (`EVAL`).
+    Release { by_hash: bool },
+}
+
+/// The request `command` is, as one Redis call a direct request can carry, and how to read
+/// its answer: a lock request, or a release (by the script's hash when `by_hash`); `None`
+/// for every other command. `command` is in the form its server takes
+/// (`Command::for_server`).
+pub(crate) fn one_call(command: &Command, by_hash: bool) -> Option<(redis::Cmd, OneCall)> {
     match command {
-        Command::SetIfAbsent { key, token, ttl } => {
-            Some((set_if_absent(key, token, *ttl), LockAnswer::WithHolder))
-        }
-        Command::SetIfAbsentNoGet { key, token, ttl } => {
-            Some((set_if_absent_no_get(key, token, *ttl), LockAnswer::Unread))
+        Command::SetIfAbsent { key, token, ttl } => Some((
+            set_if_absent(key, token, *ttl),
+            OneCall::Lock(LockAnswer::WithHolder),
+        )),
+        Command::SetIfAbsentNoGet { key, token, ttl } => Some((
+            set_if_absent_no_get(key, token, *ttl),
+            OneCall::Lock(LockAnswer::Unread),
+        )),
+        Command::ReleaseIfOwner { key, token } => {
+            let script = Owned::new(&scripts::RELEASE, token, None);
+            let keys = [key.as_str(), &key.wait_key()];
+            Some((script.command(&keys, by_hash), OneCall::Release { by_hash }))
         }
         _ => None,
     }
+}
+
+/// The core's reply to the answer of a release (`ReleaseIfOwner`) that came back on its
+/// own, a server error as an error (a direct release's, `direct.rs`).
+pub(crate) fn read_release(answer: RedisResult<Value>) -> Result<Reply, NodeFailure> {
+    let value = answer.and_then(Value::extract_error).map_err(classify)?;
+    release_reply(value)
+}
+
+/// What the release script's answer means: the one place where it is read, for a release
+/// sent as a request future ([`run`]) and for a direct one ([`read_release`]).
+fn release_reply(value: Value) -> Result<Reply, NodeFailure> {
+    owner_reply(value, Reply::Released, "release")
+}
+
+/// Whether `answer`, to a script called by its hash, asks for the script sent whole: the
+/// node does not have it (`NOSCRIPT`: its cache was emptied under this connection) or
+/// refuses `EVALSHA` to this user (`NOPERM`). Among a batch's answers a server error is a
+/// value in place; from a request of its own, an error.
+pub(crate) fn wants_whole(answer: &RedisResult<Value>) -> bool {
+    let kind = match answer {
+        Ok(Value::ServerError(error)) => error.kind(),
+        Err(error) => match error.kind() {
+            ErrorKind::Server(kind) => Some(kind),
+            _ => None,
+        },
+        Ok(_) => None,
+    };
+    matches!(
+        kind,
+        Some(ServerErrorKind::NoScript | ServerErrorKind::NoPerm)
+    )
 }
 
 /// A connection, and its queue when its one-call requests go in batches.
@@ -164,6 +214,25 @@ impl<'a> Owned<'a> {
         Self { script, token, ttl }
     }
 
+    /// The script's call on `keys`: by its hash (`EVALSHA`) when `by_hash`, whole otherwise.
+    fn command(&self, keys: &[&str], by_hash: bool) -> redis::Cmd {
+        let mut cmd = if by_hash {
+            self.script.evalsha(keys)
+        } else {
+            self.script.eval(keys)
+        };
+        self.args(&mut cmd);
+        cmd
+    }
+
+    /// Appends the script's arguments.
+    fn args(&self, cmd: &mut redis::Cmd) {
+        cmd.arg(&self.token.to_hex()[..]);
+        if let Some(ttl) = self.ttl {
+            cmd.arg(Command::px(ttl));
+        }
+    }
+
     /// Runs the script on `keys` (see [`call`]).
     async fn call(
         &self,
@@ -171,13 +240,7 @@ impl<'a> Owned<'a> {
         keys: &[&str],
         by_hash: bool,
     ) -> Result<Value, NodeFailure> {
-        let args = |cmd: &mut redis::Cmd| {
-            cmd.arg(&self.token.to_hex()[..]);
-            if let Some(ttl) = self.ttl {
-                cmd.arg(Command::px(ttl));
-            }
-        };
-        call(link, self.script, keys, args, by_hash).await
+        call(link, self.script, keys, |cmd| self.args(cmd), by_hash).await
     }
 
     /// Runs the script on every key of a multi-key command.
@@ -333,13 +396,9 @@ async fn call(
     if by_hash {
         let mut cmd = script.evalsha(keys);
         args(&mut cmd);
-        match link.query(cmd).await {
-            Err(error)
-                if matches!(
-                    error.kind(),
-                    ErrorKind::Server(ServerErrorKind::NoScript | ServerErrorKind::NoPerm)
-                ) => {}
-            answer => return answer.map_err(classify),
+        let answer = link.query(cmd).await;
+        if !wants_whole(&answer) {
+            return answer.map_err(classify);
         }
     }
     let mut cmd = script.eval(keys);
