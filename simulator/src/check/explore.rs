@@ -4,7 +4,7 @@
 //! It goes breadth first, level by level, while the levels fit in a share of the memory
 //! bound (so that a counterexample found there is a shortest one), then depth first from
 //! every state of the last level (so that memory no longer grows with the frontier: what
-//! grows is the set of fingerprints, 16 bytes a state in tables at most three quarters
+//! grows is the set of fingerprints, 16 bytes a state in tables at most four fifths
 //! full). Both searches visit the same states: a distinct state is expanded once, whichever
 //! search reaches it, and every successor of it is generated; so the counts of states
 //! generated and distinct do not depend on where the search turned depth first, nor on
@@ -90,9 +90,9 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
             frontier = Vec::new();
             break;
         }
-        let levels = breadth_first_level(&search, &frontier);
+        let levels = breadth_first_level(&search, &mut frontier);
         let previous = frontier.len();
-        frontier = Vec::new();
+        frontier = Vec::with_capacity(levels.iter().map(|level| level.next.len()).sum());
         for level in levels {
             result.states += level.states;
             result.reached |= level.reached;
@@ -137,13 +137,15 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
     result
 }
 
-/// One breadth-first level: each state's successors, on the threads, each its part.
-fn breadth_first_level(search: &Search<'_>, frontier: &[Entry]) -> Vec<Level> {
+/// One breadth-first level: each state's successors, on the threads, each its part. A
+/// state's parts are freed once it is expanded, so that the level's successors reuse their
+/// memory instead of touching new pages (the level's own entries go with the level).
+fn breadth_first_level(search: &Search<'_>, frontier: &mut [Entry]) -> Vec<Level> {
     let threads = search.options.threads.max(1);
     let chunk = frontier.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
         let workers: Vec<_> = frontier
-            .chunks(chunk)
+            .chunks_mut(chunk)
             .map(|part| scope.spawn(move || expand(search, part)))
             .collect();
         workers
@@ -156,7 +158,7 @@ fn breadth_first_level(search: &Search<'_>, frontier: &[Entry]) -> Vec<Level> {
     })
 }
 
-fn expand(search: &Search<'_>, part: &[Entry]) -> Level {
+fn expand(search: &Search<'_>, part: &mut [Entry]) -> Level {
     let (model, symmetry) = (search.model, search.options.symmetries());
     let reduction = &search.reduction;
     let mut actions = Vec::new();
@@ -191,6 +193,7 @@ fn expand(search: &Search<'_>, part: &[Entry]) -> Level {
             };
             level.next.push((*index, action, next, pending));
         }
+        state.free_parts();
     }
     search.look(unreported);
     level

@@ -70,6 +70,13 @@ pub(crate) struct Naming {
 }
 
 impl CheckState {
+    /// Frees what it holds on the heap (its nodes and clients), leaving a state that is
+    /// not to be used again: a breadth-first level frees each of its states once expanded.
+    pub(super) fn free_parts(&mut self) {
+        self.nodes = Vec::new();
+        self.clients = Vec::new();
+    }
+
     /// Its fingerprint (see [`Self::fingerprint_ranked`]).
     pub(crate) fn fingerprint(&self, symmetry: Symmetry, seed: u64) -> Fingerprint {
         self.fingerprint_ranked(symmetry, seed).0
