@@ -46,7 +46,7 @@ pub(crate) async fn run(
             let script = Owned::new(&scripts::RELEASE, token, None);
             let keys = [key.as_str(), &key.wait_key()];
             let value = script.call(link, &keys, by_hash).await?;
-            owner_reply(value, Reply::Released, "release")
+            release_reply(value)
         }
         Command::ExtendIfOwner { key, token, ttl } => {
             let script = Owned::new(&scripts::EXTEND, token, Some(*ttl));
@@ -503,6 +503,16 @@ fn owner_reply(value: Value, done: Reply, script: &str) -> Result<Reply, NodeFai
         Value::Int(0) => Ok(Reply::NotHeld),
         Value::Int(-1) => Ok(Reply::HeldByOther),
         other => Err(unexpected(script, &other)),
+    }
+}
+
+/// The release script's answer ([`scripts::RELEASE`]): as every ownership script's, and 2
+/// when the key was deleted while a waiter of another client had marked it
+/// ([`Reply::ReleasedOthersWaiting`]), which bounds this client's local hand-offs.
+pub(crate) fn release_reply(value: Value) -> Result<Reply, NodeFailure> {
+    match value {
+        Value::Int(2) => Ok(Reply::ReleasedOthersWaiting),
+        other => owner_reply(other, Reply::Released, "release"),
     }
 }
 
