@@ -296,9 +296,10 @@ async fn an_uncontended_lease_costs_each_node_one_set_and_one_evalsha() {
         let mut ran = ran;
         ran.sort();
         // Two requests per lease: the SET and the EVALSHA of the release script, whose own
-        // GET and DEL the node counts too; no PUBLISH, since no waiter marked the key (one
-        // per release before the waiting marks).
-        let expected: Vec<(String, u64)> = ["del", "evalsha", "get", "set"]
+        // GET, HKEYS (whose marks, if any: none here) and DEL the node counts too; no
+        // PUBLISH, since no waiter marked the key (one per release before the waiting
+        // marks).
+        let expected: Vec<(String, u64)> = ["del", "evalsha", "get", "hkeys", "set"]
             .iter()
             .map(|name| ((*name).to_owned(), LEASES))
             .collect();

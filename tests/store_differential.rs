@@ -61,8 +61,14 @@ fn resource(index: usize) -> LockKey {
     LockKey::new("diff:", ["a", "b"][index]).unwrap()
 }
 
+/// Three tokens: the first two of one client (one client prefix), the third of another, so
+/// that a release meets waiting marks of its own client and of another
+/// ([`Reply::ReleasedOthersWaiting`]).
 fn token(index: u8) -> Token {
-    Token::from_bytes([index + 1; 16])
+    let mut bytes = [index + 1; 16];
+    let client = if index < 2 { 0xaa } else { 0xbb };
+    bytes[..redlock_core::CLIENT_PREFIX_LEN].fill(client);
+    Token::from_bytes(bytes)
 }
 
 /// Every single-key command the client sends a lock node (a waiter's marks included, with

@@ -401,6 +401,12 @@ pub enum Reply {
     },
     /// `ReleaseIfOwner`: the key held the token and is deleted.
     Released,
+    /// `ReleaseIfOwner`: the key held the token and is deleted, and a waiter of another
+    /// client had marked its interest there (a field of the marks' hash whose
+    /// [client prefix](crate::CLIENT_PREFIX_LEN) differs from the token's). The
+    /// [`Release`](crate::Release) machine counts it as [`Reply::Released`] and reports the
+    /// node in [`ReleaseReport::others_waiting`](crate::ReleaseReport::others_waiting).
+    ReleasedOthersWaiting,
     /// `ExtendIfOwner`: the key held the token and its expiry was reset.
     Extended,
     /// `ReleaseIfOwner`/`ExtendIfOwner`: the key does not exist (expired or never set).
@@ -703,6 +709,9 @@ impl fmt::Display for NodeStatus {
                 },
             ) => write!(f, "taken by another owner for {}", Readable(*remaining)),
             Self::Replied(Reply::Released) => f.write_str("released"),
+            Self::Replied(Reply::ReleasedOthersWaiting) => {
+                f.write_str("released (another client waits)")
+            }
             Self::Replied(Reply::Extended) => f.write_str("extended"),
             Self::Replied(Reply::NotHeld) => f.write_str("not held"),
             Self::Replied(Reply::HeldByOther) => f.write_str("held by another owner"),

@@ -105,6 +105,7 @@
 
 mod acquire;
 mod acquire_event;
+mod bypass;
 mod command;
 mod config;
 mod eligibility;
@@ -135,6 +136,7 @@ mod renumber_proptests;
 
 pub use acquire::Acquire;
 pub use acquire_event::{AcquireEvent, AcquireFailure, Grant};
+pub use bypass::{Bypass, LOCAL_HAND_OFFS, MAX_YIELD, MIN_YIELD, YIELD_ROUND_TRIPS};
 pub use command::{
     Command, ConnectionId, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Transmit,
 };
@@ -163,7 +165,7 @@ pub use retry::{RetryPolicy, RetryWindow};
 pub use round::{FailureReason, RoundFailure, denies_quorum};
 pub use supervise::{Ending, MAX_DEFAULT_GRACE, StopCause, Supervisor, SupervisorAction};
 pub use time::Timestamp;
-pub use token::{TOKEN_LEN, Token};
+pub use token::{CLIENT_PREFIX_LEN, TOKEN_LEN, Token};
 pub use validity::{
     DRIFT_FLOOR, DriftFactor, drift_allowance, quorum, validity, validity_deadline,
 };

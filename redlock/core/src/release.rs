@@ -46,6 +46,11 @@ pub struct ReleaseReport {
     /// release finished are [`NodeStatus::Pending`]; their requests complete in the
     /// background.
     pub nodes: Vec<NodeStatus>,
+    /// On how many of the nodes that released (counted in [`released`](Self::released)) a
+    /// waiter of another client had marked its interest
+    /// ([`Reply::ReleasedOthersWaiting`]): what bounds this client's hand-offs among its
+    /// own waiters ([`Bypass`](crate::Bypass)).
+    pub others_waiting: usize,
 }
 
 impl ReleaseReport {
@@ -165,6 +170,8 @@ pub struct Release {
     transmits: VecDeque<Transmit>,
     /// Whether it waits for every node rather than for a quorum.
     all: bool,
+    /// Nodes that answered [`Reply::ReleasedOthersWaiting`].
+    others_waiting: usize,
     done: bool,
     outcome: Option<ReleaseReport>,
 }
@@ -196,6 +203,7 @@ impl Release {
             statuses: vec![NodeStatus::Pending; config.nodes()],
             transmits,
             all: false,
+            others_waiting: 0,
             done: false,
             outcome: None,
         };
@@ -259,6 +267,7 @@ impl Release {
             self.done = true;
             self.outcome = Some(ReleaseReport {
                 nodes: self.statuses.clone(),
+                others_waiting: self.others_waiting,
             });
         }
     }
@@ -287,6 +296,10 @@ impl Machine for Release {
             return;
         }
         *slot = match reply {
+            Ok(Reply::ReleasedOthersWaiting) => {
+                self.others_waiting += 1;
+                NodeStatus::Replied(Reply::Released)
+            }
             Ok(reply @ (Reply::Released | Reply::NotHeld | Reply::HeldByOther)) => {
                 NodeStatus::Replied(reply)
             }
@@ -446,6 +459,7 @@ mod tests {
                 NodeStatus::Pending,
                 NodeStatus::Pending,
             ],
+            others_waiting: 0,
         };
         assert_eq!(
             report.to_string(),
@@ -454,6 +468,7 @@ mod tests {
         assert_eq!(report.pending(), report.in_flight());
         let one = ReleaseReport {
             nodes: vec![NodeStatus::Replied(Reply::Released)],
+            others_waiting: 0,
         };
         assert_eq!(one.to_string(), "released on 1 of 1 node");
         assert_eq!(

@@ -7,6 +7,13 @@ use rand::Rng;
 /// The length of a token in bytes: 128 bits.
 pub const TOKEN_LEN: usize = 16;
 
+/// How many leading bytes of a token name the client that drew it (the client's tokens and
+/// its waiters' ids share them; the remaining 96 bits are drawn afresh each time). The
+/// release script compares them (8 hex characters) to tell a waiting mark of another
+/// process from one of the releasing client's own waiters
+/// ([`Reply::ReleasedOthersWaiting`](crate::Reply::ReleasedOthersWaiting)).
+pub const CLIENT_PREFIX_LEN: usize = 4;
+
 /// The random value that marks one acquisition round as the owner of a key.
 ///
 /// Every round writes a fresh token, so a late or duplicated command from an old round can
@@ -34,6 +41,21 @@ impl Token {
         let mut bytes = [0; TOKEN_LEN];
         rng.fill_bytes(&mut bytes);
         Self(bytes)
+    }
+
+    /// A token drawn from `rng` under the client prefix `client` (see
+    /// [`CLIENT_PREFIX_LEN`]).
+    pub fn random_of<R: Rng + ?Sized>(client: [u8; CLIENT_PREFIX_LEN], rng: &mut R) -> Self {
+        let mut bytes = [0; TOKEN_LEN];
+        bytes[..CLIENT_PREFIX_LEN].copy_from_slice(&client);
+        rng.fill_bytes(&mut bytes[CLIENT_PREFIX_LEN..]);
+        Self(bytes)
+    }
+
+    /// Whether `self` and `other` were drawn by the same client (their first
+    /// [`CLIENT_PREFIX_LEN`] bytes agree).
+    pub fn same_client(&self, other: &Self) -> bool {
+        self.0[..CLIENT_PREFIX_LEN] == other.0[..CLIENT_PREFIX_LEN]
     }
 
     /// The raw bytes.
@@ -105,6 +127,7 @@ impl fmt::Debug for Token {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use rand::SeedableRng;
 
     proptest! {
         #[test]
@@ -119,6 +142,17 @@ mod tests {
             let hex = Token::from_bytes(bytes).to_hex();
             prop_assert_eq!(hex.as_slice(), expected.as_bytes());
         }
+    }
+
+    #[test]
+    fn a_clients_tokens_share_its_prefix_and_nothing_else() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let a = Token::random_of([1, 2, 3, 4], &mut rng);
+        let b = Token::random_of([1, 2, 3, 4], &mut rng);
+        let other = Token::random_of([1, 2, 3, 5], &mut rng);
+        assert!(a.same_client(&b) && a != b);
+        assert!(!a.same_client(&other));
+        assert_eq!(&a.to_hex()[..8], b"01020304");
     }
 
     #[test]

@@ -146,7 +146,11 @@ struct Marks {
 enum State {
     /// A round runs: what is heard meanwhile is kept until it is decided (a release that
     /// lands during the round must still count).
-    Running { heard: Vec<Heard> },
+    Running {
+        heard: Vec<Heard>,
+        /// When it is an early round: the release that woke it.
+        early: Option<EarlyRound>,
+    },
     /// Between rounds.
     Between {
         /// The start the driver picked in the retry window.
@@ -158,7 +162,18 @@ enum State {
         nodes: Vec<Seen>,
         /// The early start, once a quorum of nodes is freed.
         early: Option<Timestamp>,
+        /// Every holder the lost round saw, sorted, once each.
+        seen: Vec<Token>,
     },
+}
+
+/// An early round while it runs: the holders the round before it saw, and the previous
+/// early start, which counts again if the round finds the key in new hands (see
+/// [`Waiting::round_lost`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct EarlyRound {
+    seen: Vec<Token>,
+    before: Option<Timestamp>,
 }
 
 impl Marks {
@@ -220,7 +235,10 @@ impl Waiting {
             quorum: config.quorum(),
             spacing: config.retry().delay().max(config.retry().jitter()),
             last_early: None,
-            state: State::Running { heard: Vec::new() },
+            state: State::Running {
+                heard: Vec::new(),
+                early: None,
+            },
             marks: None,
         }
     }
@@ -328,10 +346,19 @@ impl Waiting {
     /// the next one starts at `timer` (the start the driver picked in the event's window), or
     /// earlier once the holders `failure` saw have released a quorum of nodes, if
     /// `wake_on_release`. Notifications heard while the round ran count now.
+    ///
+    /// An early round lost because the key is in new hands on a quorum of nodes (tokens the
+    /// round before it never saw) does not hold the next early round back:
+    /// the release it woke for was real, and the lease went to a waiter quicker than this
+    /// one (most often another process's next in line, which starts without the nodes'
+    /// notification). Held back a retry delay, this waiter would run its next round at a
+    /// moment unrelated to any release, and lose it to whoever holds the key then. A forged
+    /// or replayed release of a holder that still holds finds the same hands, and the spacing
+    /// stands: only a real change of hands, one per release, lets a round through early.
     pub fn round_lost(&mut self, failure: &RoundFailure, wake_on_release: bool, timer: Timestamp) {
-        let heard = match &mut self.state {
-            State::Running { heard } => std::mem::take(heard),
-            State::Between { .. } => Vec::new(),
+        let (heard, early_round) = match &mut self.state {
+            State::Running { heard, early } => (std::mem::take(heard), early.take()),
+            State::Between { .. } => (Vec::new(), None),
         };
         let nodes: Vec<Seen> = failure
             .nodes
@@ -349,11 +376,26 @@ impl Waiting {
         {
             marks.mark(&nodes);
         }
+        if let Some(early_round) = early_round
+            && in_new_hands(&nodes, &early_round.seen, self.quorum)
+        {
+            self.last_early = early_round.before;
+        }
+        let mut seen: Vec<Token> = nodes
+            .iter()
+            .filter_map(|seen| match seen {
+                Seen::Holder(holder) => Some(*holder),
+                _ => None,
+            })
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
         self.state = State::Between {
             timer,
             wake_on_release,
             nodes,
             early: None,
+            seen,
         };
         // Heard before the round was decided: the earliest instant it can count is now,
         // which `decided_at` is.
@@ -390,12 +432,20 @@ impl Waiting {
     /// The next round starts at `now`; an early one (before the timer) is remembered, so
     /// that the next early round is at least a retry delay later.
     pub fn round_started(&mut self, now: Timestamp) {
-        if let State::Between { timer, .. } = self.state
-            && now < timer
+        let mut early = None;
+        if let State::Between { timer, seen, .. } = &mut self.state
+            && now < *timer
         {
+            early = Some(EarlyRound {
+                seen: std::mem::take(seen),
+                before: self.last_early,
+            });
             self.last_early = Some(now);
         }
-        self.state = State::Running { heard: Vec::new() };
+        self.state = State::Running {
+            heard: Vec::new(),
+            early,
+        };
     }
 
     /// When the next round starts: the timer, or the early start once the holders' release
@@ -421,7 +471,7 @@ impl Waiting {
 
     fn hear(&mut self, heard: Heard, now: Timestamp) {
         match (&mut self.state, heard) {
-            (State::Running { heard: kept }, _) => {
+            (State::Running { heard: kept, .. }, _) => {
                 if kept.len() == HEARD_DURING_A_ROUND {
                     kept.remove(0);
                 }
@@ -443,6 +493,7 @@ impl Waiting {
             wake_on_release,
             nodes,
             early,
+            ..
         } = &mut self.state
         else {
             return;
@@ -478,10 +529,21 @@ impl Waiting {
     }
 }
 
+/// Whether a quorum of `nodes` shows the key held by tokens not in `before` (sorted).
+fn in_new_hands(nodes: &[Seen], before: &[Token], quorum: usize) -> bool {
+    nodes
+        .iter()
+        .filter(
+            |seen| matches!(seen, Seen::Holder(holder) if before.binary_search(holder).is_err()),
+        )
+        .count()
+        >= quorum
+}
+
 impl RenumberNodes for Waiting {
     fn renumber_nodes(&mut self, perm: &NodePermutation) {
         match &mut self.state {
-            State::Running { heard } => {
+            State::Running { heard, .. } => {
                 for heard in heard {
                     if let Heard::Notified { node, .. } = heard {
                         node.renumber_nodes(perm);
@@ -603,15 +665,17 @@ mod tests {
     fn early_rounds_are_a_retry_delay_apart() {
         let mut w = Waiting::new(&config(3), key());
         w.round_lost(&lost(vec![held_by(token(7)); 3], at(0)), true, at(100));
-        w.released_here(token(7), at(10));
+        w.notified(NodeId::new(0), CHANNEL, &token(7).to_hex(), at(10));
+        w.notified(NodeId::new(1), CHANNEL, &token(7).to_hex(), at(10));
         w.round_started(at(10));
-        // The next round finds another holder, which releases at once: not before 110.
-        w.round_lost(&lost(vec![held_by(token(8)); 3], at(12)), true, at(112));
-        w.released_here(token(8), at(20));
+        // The release was forged: the next round finds the same holder, whose release
+        // (forged again, or real) wakes no round before 110.
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(12)), true, at(112));
+        w.released_here(token(7), at(20));
         assert_eq!(w.next_round(), Some(at(110)));
         w.round_started(at(110));
-        w.round_lost(&lost(vec![held_by(token(9)); 3], at(111)), true, at(211));
-        w.released_here(token(9), at(115));
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(111)), true, at(211));
+        w.released_here(token(7), at(115));
         assert_eq!(w.next_round(), Some(at(210)));
 
         // A round started by its timer is not early: it does not push the next one back.
@@ -622,6 +686,35 @@ mod tests {
         w.round_lost(&lost(vec![held_by(token(8)); 3], at(101)), true, at(201));
         w.released_here(token(8), at(105));
         assert_eq!(w.next_round(), Some(at(105)));
+    }
+
+    /// An early round that finds the key in new hands (the release it woke for was real,
+    /// and a quicker waiter took the key) does not hold the next one back: the next
+    /// release of the new holder wakes a round at once, and so on at every hand-off.
+    #[test]
+    fn an_early_round_lost_to_new_hands_does_not_hold_the_next_back() {
+        let mut w = Waiting::new(&config(3), key());
+        w.round_lost(&lost(vec![held_by(token(7)); 3], at(0)), true, at(100));
+        for (holder, t) in [(7, 10), (8, 20), (9, 30)] {
+            w.notified(NodeId::new(0), CHANNEL, &token(holder).to_hex(), at(t));
+            w.notified(NodeId::new(1), CHANNEL, &token(holder).to_hex(), at(t));
+            assert_eq!(w.next_round(), Some(at(t)), "woken by {holder}'s release");
+            w.round_started(at(t));
+            w.round_lost(
+                &lost(vec![held_by(token(holder + 1)); 3], at(t + 2)),
+                true,
+                at(t + 102),
+            );
+        }
+        // The same hands on only a minority of nodes: the spacing stands.
+        w.notified(NodeId::new(0), CHANNEL, &token(10).to_hex(), at(40));
+        w.notified(NodeId::new(1), CHANNEL, &token(10).to_hex(), at(40));
+        w.round_started(at(40));
+        let mixed = vec![held_by(token(10)), held_by(token(10)), held_by(token(11))];
+        w.round_lost(&lost(mixed, at(42)), true, at(142));
+        w.notified(NodeId::new(0), CHANNEL, &token(10).to_hex(), at(50));
+        w.notified(NodeId::new(1), CHANNEL, &token(10).to_hex(), at(50));
+        assert_eq!(w.next_round(), Some(at(140)));
     }
 
     fn marking(nodes: usize) -> Waiting {

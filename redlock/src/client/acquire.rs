@@ -169,6 +169,7 @@ impl<'a> Acquisition<'a> {
                 .window_after(clock.now())
                 .pick(&mut rand::rng());
             waiter.while_held_here(clock.instant(fallback)).await;
+            waiter.after_yield(clock).await;
         } else {
             self.budget.last_round();
         }
@@ -244,9 +245,9 @@ impl<'a> Acquisition<'a> {
             timer,
             || self.redlock.flight(&self.budget.config, Lanes::apart()),
         );
-        op.flight
-            .run_until(waiter.until_next_round(self.redlock.clock()))
-            .await;
+        let clock = self.redlock.clock();
+        op.flight.run_until(waiter.until_next_round(clock)).await;
+        op.flight.run_until(waiter.after_yield(clock)).await;
     }
 
     /// The lease is granted: a handle with this acquisition's parameters, the next in line

@@ -296,8 +296,11 @@ pub(crate) async fn release(
     }
     .instrument(span)
     .await;
-    // This client's waiters need not wait for the nodes' notifications.
-    redlock.waiting().released(held.target(), held.token());
+    // This client's waiters need not wait for the nodes' notifications (unless the
+    // release yields to another process's waiter).
+    redlock
+        .waiting()
+        .released(held.target(), held.token(), &report, now, clock.now());
     tracing::debug!(
         resource = %held.target().describe(),
         released = report.released(),

@@ -24,7 +24,9 @@ use super::freed::{Freed, any_after, epoch, sequence};
 use super::lock;
 use super::notifications::Subscription;
 use super::registry::WeakMap;
-use redlock_core::{LockConfig, RoundFailure, Target, Timestamp, Token, Transmit};
+use redlock_core::{
+    Bypass, LockConfig, ReleaseReport, RoundFailure, Target, Timestamp, Token, Transmit,
+};
 
 /// This client's waiters for one target, first come first served: only the first in line
 /// runs rounds. Without the line, every waiter of the client would run a round at each
@@ -39,6 +41,9 @@ pub(crate) struct Line {
     /// its release instead of running a round that can only lose (and whose `SET`s would
     /// queue ahead of that release on every node).
     held_here: AtomicBool,
+    /// The core's count of this client's hand-offs past another process's waiter, and when
+    /// the first in line may start its next round (after a release that yields).
+    bypass: Mutex<(Bypass, Timestamp)>,
 }
 
 /// A place in a [`Line`]; leaving it (dropping it) lets the next one move up.
@@ -124,10 +129,27 @@ impl Waiting {
             .is_some_and(|line| !lock(&line.tickets).is_empty())
     }
 
-    /// This client released `target`'s lease `token`: tells its waiters here, without
-    /// waiting for the nodes' notifications.
-    pub(crate) fn released(&self, target: &Target, token: Token) {
+    /// This client released `target`'s lease `token` (`report`, from `sent_at` to `now`):
+    /// tells its waiters here, without waiting for the nodes' notifications. The core's
+    /// [`Bypass`] says when the first in line may start its round: at once, unless this
+    /// client has passed the lease among its own waiters too often while another process
+    /// waited.
+    pub(crate) fn released(
+        &self,
+        target: &Target,
+        token: Token,
+        report: &ReleaseReport,
+        sent_at: Timestamp,
+        now: Timestamp,
+    ) {
         if let Some(line) = self.lines.get(target) {
+            let successor = !lock(&line.tickets).is_empty();
+            {
+                let mut bypass = lock(&line.bypass);
+                let start = bypass.0.released(report, sent_at, now, successor);
+                bypass.1 = start;
+            }
+            // Stored before the flag falls: the next in line reads it after.
             line.held_here.store(false, Ordering::Release);
         }
         for key in target.keys() {
@@ -224,6 +246,18 @@ impl<'a> Waiter<'a> {
                 () = tokio::time::sleep_until(fallback.into()) => return,
                 () = any_after(&self.signals, seen) => {}
             }
+        }
+    }
+
+    /// Returns once this client's latest release lets the first in line start its round
+    /// (at once, unless it yields to another process's waiter: see [`Waiting::released`]).
+    pub(crate) async fn after_yield(&self, clock: &Clock) {
+        let Some(place) = &self.place else {
+            return;
+        };
+        let start = lock(&place.line.bypass).1;
+        if clock.now() < start {
+            clock.sleep_until(start).await;
         }
     }
 

@@ -160,12 +160,6 @@ pub(crate) fn read_release(answer: RedisResult<Value>) -> Result<Reply, NodeFail
     release_reply(value)
 }
 
-/// What the release script's answer means: the one place where it is read, for a release
-/// sent as a request future ([`run`]) and for a direct one ([`read_release`]).
-fn release_reply(value: Value) -> Result<Reply, NodeFailure> {
-    owner_reply(value, Reply::Released, "release")
-}
-
 /// Whether `answer`, to a script called by its hash, asks for the script sent whole: the
 /// node does not have it (`NOSCRIPT`: its cache was emptied under this connection) or
 /// refuses `EVALSHA` to this user (`NOPERM`). Among a batch's answers a server error is a
@@ -562,6 +556,18 @@ fn owner_reply(value: Value, done: Reply, script: &str) -> Result<Reply, NodeFai
         Value::Int(0) => Ok(Reply::NotHeld),
         Value::Int(-1) => Ok(Reply::HeldByOther),
         other => Err(unexpected(script, &other)),
+    }
+}
+
+/// The release script's answer ([`scripts::RELEASE`]): as every ownership script's, and 2
+/// when the key was deleted while a waiter of another client had marked it
+/// ([`Reply::ReleasedOthersWaiting`]), which bounds this client's local hand-offs. The one
+/// place where it is read, for a release sent as a request future ([`run`]) and for a
+/// direct one ([`read_release`]).
+fn release_reply(value: Value) -> Result<Reply, NodeFailure> {
+    match value {
+        Value::Int(2) => Ok(Reply::ReleasedOthersWaiting),
+        other => owner_reply(other, Reply::Released, "release"),
     }
 }
 

@@ -11,29 +11,45 @@ use super::LuaScript;
 /// at `KEYS[2]`, [`MARK_WAITING`]), and then, only if there were marks, tells the key's
 /// waiters: a `PUBLISH` of the token on the channel named after the key (so that a client
 /// can tell its own releases from others'). A release nobody waits for publishes nothing
-/// and costs what a plain compare-and-delete costs: one `DEL` of both keys, which answers
-/// 2 only when the marks were there. The marks go with the release that announced them: a
-/// waiter that loses its next round marks again. The `PUBLISH` goes through `redis.pcall`,
-/// so that a user whose ACL does not grant the channel still releases (its waiters then
-/// wake on their retry timers).
+/// and costs what a plain compare-and-delete costs, and one `HKEYS` of a missing hash: one
+/// `DEL` of both keys, which answers 2 only when the marks were there. The marks go with
+/// the release that announced them: a waiter that loses its next round marks again. The
+/// `PUBLISH` goes through `redis.pcall`, so that a user whose ACL does not grant the channel
+/// still releases (its waiters then wake on their retry timers).
+///
+/// Before the marks go, it reads whose they are: a waiter's id begins with its client's
+/// prefix, as the client's tokens do ([`redlock_core::CLIENT_PREFIX_LEN`] bytes, 8 hex
+/// characters), so a field whose first 8 characters differ from the token's is a waiter of
+/// another process, and the release answers 2 instead of 1. That is what bounds the
+/// client's hand-offs among its own waiters ([`redlock_core::Bypass`]).
 ///
 /// `KEYS[1]` the lock key, `KEYS[2]` its marks ([`redlock_core::LockKey::wait_key`]),
 /// `ARGV[1]` our token.
-/// Returns 1 when deleted, 0 when the key does not exist, -1 when another token holds it.
+/// Returns 1 when deleted, 2 when deleted while a waiter of another client had marked it,
+/// 0 when the key does not exist, -1 when another token holds it.
 const RELEASE_SOURCE: &str = r"
 local value = redis.call('GET', KEYS[1])
 if value == ARGV[1] then
+    local released = 1
+    local client = string.sub(ARGV[1], 1, 8)
+    for _, waiter in ipairs(redis.call('HKEYS', KEYS[2])) do
+        if string.sub(waiter, 1, 8) ~= client then
+            released = 2
+            break
+        end
+    end
     if redis.call('DEL', KEYS[1], KEYS[2]) == 2 then
         redis.pcall('PUBLISH', KEYS[1], ARGV[1])
     end
-    return 1
+    return released
 elseif value == false then
     return 0
 end
 return -1
 ";
 
-/// A waiter marks its interest in the key's release: field `ARGV[1]` (its id) in the hash
+/// A waiter marks its interest in the key's release: field `ARGV[1]` (its id, which begins
+/// with its client's prefix, see [`RELEASE`]) in the hash
 /// `KEYS[2]`, whose expiry is raised to `ARGV[2]` milliseconds unless it is already later
 /// (the hash is shared by every waiter of the key, so a mark never shortens another's; no
 /// `PEXPIRE .. GT`, which Redis 6.2 lacks). Then reads the lock key in the same atomic

@@ -602,8 +602,10 @@ impl Model {
         if live_before && !outlives_tick(node) {
             happened.released_live_key = true;
         }
-        if let (NodeOp::ReleaseIfOwner { token, .. }, NodeReply::Core(Reply::Released)) =
-            (&cmd, &reply)
+        if let (
+            NodeOp::ReleaseIfOwner { token, .. },
+            NodeReply::Core(Reply::Released | Reply::ReleasedOthersWaiting),
+        ) = (&cmd, &reply)
         {
             // Without marks, every release publishes; with them, only where a waiter's mark
             // was (and never, for the fault that leaves the release silent).

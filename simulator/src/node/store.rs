@@ -223,7 +223,8 @@ impl Store {
 
     /// The release script: deletes `key` only while it holds `token`, and the waiters'
     /// marks at `wait_key` with it (`DEL key wait_key`; whether it publishes is
-    /// [`Self::announces`], asked before). The replica is sent the lock key's deletion
+    /// [`Self::announces`], asked before). [`Reply::ReleasedOthersWaiting`] when a mark
+    /// of another client was there (a waiter id whose client prefix is not the token's). The replica is sent the lock key's deletion
     /// only: a mark left there costs a needless `PUBLISH` after a failover, until it expires.
     fn release_if_owner(
         &mut self,
@@ -236,9 +237,18 @@ impl Store {
             None => (Reply::NotHeld, None),
             Some(false) => (Reply::HeldByOther, None),
             Some(true) => {
+                let others_waiting = self.live(wait_key, now).is_some_and(|entry| {
+                    matches!(&entry.value, Value::Marks(marks)
+                        if marks.iter().any(|waiter| !waiter.same_client(&token)))
+                });
                 self.keys.remove(key);
                 self.keys.remove(wait_key);
-                (Reply::Released, Some(Effect::Del { key: key.clone() }))
+                let reply = if others_waiting {
+                    Reply::ReleasedOthersWaiting
+                } else {
+                    Reply::Released
+                };
+                (reply, Some(Effect::Del { key: key.clone() }))
             }
         }
     }
@@ -456,6 +466,48 @@ mod tests {
         Token::from_bytes([n; 16])
     }
 
+    /// A mark of the releasing client's own waiter announces the release, but says no other
+    /// process waits; one of another client beside it does.
+    #[test]
+    fn a_release_tells_another_clients_mark_from_its_own() {
+        let (key, wait_key): (Name, Name) = ("k".into(), "k\0wait".into());
+        let mut store = Store::default();
+        let of = |client: u8, n: u8| {
+            let mut bytes = [n; 16];
+            bytes[..redlock_core::CLIENT_PREFIX_LEN].fill(client);
+            Token::from_bytes(bytes)
+        };
+        let holder = of(1, 1);
+        let mark = |waiter| NodeOp::MarkWaiting {
+            key: key.clone(),
+            wait_key: wait_key.clone(),
+            waiter,
+            ttl_ms: 1_000,
+        };
+        let set = NodeOp::SetNx {
+            key: key.clone(),
+            token: holder,
+            ttl_ms: 1_000,
+        };
+        let release = NodeOp::ReleaseIfOwner {
+            key: key.clone(),
+            wait_key: wait_key.clone(),
+            token: holder,
+        };
+        let reply = |store: &mut Store, op: &NodeOp| match store.execute(op, 0).0 {
+            NodeReply::Core(reply) => reply,
+            other => panic!("{other:?}"),
+        };
+        reply(&mut store, &set);
+        reply(&mut store, &mark(of(1, 2)));
+        assert!(store.announces(&release, 0));
+        assert_eq!(reply(&mut store, &release), Reply::Released);
+        reply(&mut store, &set);
+        reply(&mut store, &mark(of(1, 2)));
+        reply(&mut store, &mark(of(2, 3)));
+        assert_eq!(reply(&mut store, &release), Reply::ReleasedOthersWaiting);
+    }
+
     #[test]
     fn a_release_announces_only_where_a_mark_is_and_takes_the_marks_with_it() {
         let (key, wait_key): (Name, Name) = ("k".into(), "k\0wait".into());
@@ -495,7 +547,11 @@ mod tests {
         // The shorter mark did not shorten the hash's life: still there at 400.
         assert!(store.marked(&wait_key, 400));
         assert!(store.announces(&release, 400));
-        assert_eq!(reply(&mut store, &release, 400), Reply::Released);
+        // Waiters 7 and 8 are of other clients (their prefixes are not the token's).
+        assert_eq!(
+            reply(&mut store, &release, 400),
+            Reply::ReleasedOthersWaiting
+        );
         // The release took the marks: the next one announces nothing.
         assert!(!store.marked(&wait_key, 401));
         // A waiter's own removal; the hash goes with its last field.

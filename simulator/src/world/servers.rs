@@ -39,8 +39,10 @@ impl World<'_> {
         let announces = self.servers[s].announces(cmd, self.now);
         let (reply, effect) = self.servers[s].execute(cmd, self.now);
         self.track_spans(s, cmd, &reply);
-        if let (NodeOp::ReleaseIfOwner { key, token, .. }, NodeReply::Core(Reply::Released)) =
-            (cmd, &reply)
+        if let (
+            NodeOp::ReleaseIfOwner { key, token, .. },
+            NodeReply::Core(Reply::Released | Reply::ReleasedOthersWaiting),
+        ) = (cmd, &reply)
             && announces
         {
             // The release script publishes the released token on the key's channel, when

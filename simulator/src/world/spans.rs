@@ -61,9 +61,10 @@ impl World<'_> {
                     entry.1 = Some(now_ms + ttl_ms);
                 }
             }
-            (NodeOp::ReleaseIfOwner { token, .. }, Reply::Released) => {
-                self.close_span(server, *token)
-            }
+            (
+                NodeOp::ReleaseIfOwner { token, .. },
+                Reply::Released | Reply::ReleasedOthersWaiting,
+            ) => self.close_span(server, *token),
             (NodeOp::Del { .. }, Reply::Released) => {
                 for token in self.spans.tokens_on(server) {
                     self.close_span(server, token);
