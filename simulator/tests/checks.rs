@@ -380,7 +380,8 @@ fn node_symmetry_changes_no_outcome() {
             "{name} is not in the catalogue"
         );
     }
-    compare_with_and_without_node_symmetry(
+    compare_with_and_without(
+        Symmetry::Nodes,
         |name, _| NODE_SYMMETRY_CI.contains(&name),
         NODE_SYMMETRY_CI.len(),
     );
@@ -398,18 +399,33 @@ const NODE_SYMMETRY_CI: &[&str] = &[
 #[test]
 #[ignore = "minutes on two cores: the other CI checks, both ways"]
 fn node_symmetry_changes_no_outcome_in_the_other_ci_checks() {
-    compare_with_and_without_node_symmetry(|name, ci| ci && !NODE_SYMMETRY_CI.contains(&name), 15);
+    compare_with_and_without(
+        Symmetry::Nodes,
+        |name, ci| ci && !NODE_SYMMETRY_CI.contains(&name),
+        15,
+    );
 }
 
 #[test]
 #[ignore = "hours and gigabytes: the checks too large for CI (ci = false), both ways"]
 fn node_symmetry_changes_no_outcome_in_the_large_checks() {
-    compare_with_and_without_node_symmetry(|_, ci| !ci, 6);
+    compare_with_and_without(Symmetry::Nodes, |_, ci| !ci, 6);
+}
+
+/// Which symmetry a comparison turns off.
+#[derive(Clone, Copy, Debug)]
+enum Symmetry {
+    Nodes,
+    Clients,
 }
 
 /// Runs every check that `pick` takes by its file name and whether it runs in CI with and
-/// without node symmetry and compares them; at least `expected` are compared.
-fn compare_with_and_without_node_symmetry(pick: impl Fn(&str, bool) -> bool, expected: usize) {
+/// without `symmetry` and compares them; at least `expected` are compared.
+fn compare_with_and_without(
+    symmetry: Symmetry,
+    pick: impl Fn(&str, bool) -> bool,
+    expected: usize,
+) {
     let mut compared = 0;
     for file in check_files() {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
@@ -417,18 +433,24 @@ fn compare_with_and_without_node_symmetry(pick: impl Fn(&str, bool) -> bool, exp
         if !pick(&name, spec.ci) {
             continue;
         }
-        let run = |node_symmetry| {
-            let options = Options {
-                node_symmetry,
-                ..options()
+        let run = |on| {
+            let options = match symmetry {
+                Symmetry::Nodes => Options {
+                    node_symmetry: on,
+                    ..options()
+                },
+                Symmetry::Clients => Options {
+                    symmetry: on,
+                    ..options()
+                },
             };
             check::check(spec.clone(), options)
         };
         let (with, without) = (run(true), run(false));
         let (a, b) = (&with.exploration, &without.exploration);
         eprintln!(
-            "{name}: without node symmetry {} states, {} distinct, {:.2} s; with {} states, \
-             {} distinct, {:.2} s; {}",
+            "{name}: without {symmetry:?} symmetry {} states, {} distinct, {:.2} s; with {} \
+             states, {} distinct, {:.2} s; {}",
             b.states,
             b.distinct,
             b.elapsed.as_secs_f64(),
@@ -452,6 +474,55 @@ fn compare_with_and_without_node_symmetry(pick: impl Fn(&str, bool) -> bool, exp
         compared += 1;
     }
     assert!(compared >= expected, "{compared} checks compared");
+}
+
+/// Every check explored with and without client symmetry ends alike: the same outcome, the
+/// same violated property (whose path, found with client symmetry, replays), the same
+/// completeness, and no more distinct states with it. The counts are printed (`--
+/// --nocapture`). CI compares the checks of `CLIENT_SYMMETRY_CI` (seconds between them);
+/// the other CI checks (minutes) and the large ones (hours) run on demand (`cargo test -p
+/// redlock-sim --test checks -- --ignored client_symmetry`).
+#[test]
+fn client_symmetry_changes_no_outcome() {
+    let files = check_files();
+    for name in CLIENT_SYMMETRY_CI {
+        assert!(
+            files.iter().any(|f| f.ends_with(name)),
+            "{name} is not in the catalogue"
+        );
+    }
+    compare_with_and_without(
+        Symmetry::Clients,
+        |name, _| CLIENT_SYMMETRY_CI.contains(&name),
+        CLIENT_SYMMETRY_CI.len(),
+    );
+}
+
+/// The checks CI compares with and without client symmetry: small ones, each way in a few
+/// seconds, mutations among them, the three-client one (m5) and the waiting marks (a
+/// node's marks name several clients).
+const CLIENT_SYMMETRY_CI: &[&str] = &[
+    "no-restart-quarantine.toml",
+    "plain-del-release.toml",
+    "teeth-m2-drift-beyond-factor.toml",
+    "teeth-m5-three-clients-plain-del.toml",
+    "waiting-marks-unannounced.toml",
+];
+
+#[test]
+#[ignore = "minutes on two cores: the other CI checks, both ways"]
+fn client_symmetry_changes_no_outcome_in_the_other_ci_checks() {
+    compare_with_and_without(
+        Symmetry::Clients,
+        |name, ci| ci && !CLIENT_SYMMETRY_CI.contains(&name),
+        21,
+    );
+}
+
+#[test]
+#[ignore = "hours and gigabytes: the checks too large for CI (ci = false), both ways"]
+fn client_symmetry_changes_no_outcome_in_the_large_checks() {
+    compare_with_and_without(Symmetry::Clients, |_, ci| !ci, 6);
 }
 
 /// A lease its holder believes past its deadline only because a paused keep-alive's

@@ -22,6 +22,7 @@ mod renumber;
 
 use super::rate::Strays;
 use super::spec::{CheckSpec, WaiterMarks, WorkStop};
+use super::token::model_token;
 use crate::client::faults::{Faults, Keys, RoundClock};
 use crate::net::message::{NodeOp, NodeReply};
 use crate::net::name::Name;
@@ -213,6 +214,8 @@ pub(super) struct Client {
     pub(super) phase: Phase,
     iteration: u32,
     op: u16,
+    /// Tokens it has drawn: its next is numbered one more (`token.rs`).
+    drawn: u16,
     eligibility: Eligibility,
     faults: Faults,
     /// Per node: its connection and the messages on their way, in one allocation.
@@ -224,21 +227,11 @@ pub(super) struct Env<'a> {
     pub(super) spec: &'a CheckSpec,
     pub(super) key: &'a LockKey,
     pub(super) keys: &'a Keys,
-    /// The next token to hand out (tokens are numbered in the world, not per client, so
-    /// that clients stay interchangeable).
-    pub(super) tokens: &'a mut u16,
+    /// The client that steps: the owner written in the tokens it draws (`token.rs`).
+    pub(super) client: u8,
     /// Grants made so far, by every client.
     pub(super) grants: u16,
     pub(super) happened: Happened,
-}
-
-impl Env<'_> {
-    fn fresh_token(&mut self) -> Token {
-        *self.tokens += 1;
-        let mut bytes = [0; 16];
-        bytes[..2].copy_from_slice(&self.tokens.to_be_bytes());
-        Token::from_bytes(bytes)
-    }
 }
 
 impl Client {
@@ -252,6 +245,7 @@ impl Client {
             phase: Phase::Idle,
             iteration: 0,
             op: 0,
+            drawn: 0,
             eligibility: Eligibility::new(nodes, spec.restart),
             faults: Faults::new(spec.timing, spec.release, spec.extend, spec.loss_order),
             links: vec![NodeLink::default(); nodes],
@@ -300,10 +294,16 @@ impl Client {
         self.settle(env);
     }
 
+    /// A token of its own, never drawn before by any client.
+    fn fresh_token(&mut self, env: &Env<'_>) -> Token {
+        self.drawn += 1;
+        model_token(env.client, self.drawn)
+    }
+
     fn begin_acquire(&mut self, env: &mut Env<'_>) {
         let now = self.now(env.spec);
         let key = env.key.clone();
-        let token = env.fresh_token();
+        let token = self.fresh_token(env);
         self.op += 1;
         let mut waiting = Waiting::new(&env.spec.config, key.clone());
         if env.spec.waiter_marks != WaiterMarks::Off {
@@ -397,6 +397,11 @@ impl Client {
         }
     }
 
+    /// Tokens it has drawn.
+    pub(super) fn tokens_drawn(&self) -> u16 {
+        self.drawn
+    }
+
     /// Whether it has not started yet.
     pub(super) fn is_idle(&self) -> bool {
         matches!(self.phase, Phase::Idle)
@@ -447,12 +452,11 @@ impl Client {
     /// Its due timers fire.
     pub(super) fn fire(&mut self, env: &mut Env<'_>) {
         let now = self.now(env.spec);
-        let token = match &self.phase {
-            Phase::Acquiring(a) if a.waiting.next_round().is_some_and(|at| at <= now) => {
-                Some(env.fresh_token())
-            }
-            _ => None,
+        let next_round = match &self.phase {
+            Phase::Acquiring(a) => a.waiting.next_round().is_some_and(|at| at <= now),
+            _ => false,
         };
+        let token = next_round.then(|| self.fresh_token(env));
         match &mut self.phase {
             Phase::Acquiring(a) => match token {
                 Some(token) => {

@@ -24,6 +24,7 @@
 //! | `client.rs`, `node.rs`, `rate.rs` | a client's driver of the core's machines; a node; how far a clock strays |
 //! | `search.rs`, `explore.rs`, `depth_first.rs`, `visited.rs` | what the searches share (options, progress, the visited set, the stop flag); the explorer: breadth first, then depth first; the states seen |
 //! | `node_symmetry.rs` | node symmetry: a state renumbered, and the least fingerprint over the renumberings of its nodes |
+//! | `client_symmetry.rs`, `token.rs` | client symmetry: the least fingerprint over the renamings of the clients; the model's tokens, which name the client that drew them |
 //! | `sleep.rs` | the partial-order reduction: sleep sets over independent steps, and what a state reached again is still to take |
 //! | `fingerprint.rs`, `memory.rs` | the 128-bit hash; the memory bound and the process's memory |
 //! | `steps.rs` | the model stepped from outside, for another explorer ([`ModelSteps`]) |
@@ -47,6 +48,7 @@
 //! ```
 
 mod client;
+mod client_symmetry;
 mod depth_first;
 mod explore;
 mod file;
@@ -65,6 +67,7 @@ mod spec;
 mod state;
 mod steps;
 pub mod swarm;
+mod token;
 mod visited;
 
 use std::fmt::Write as _;
@@ -340,6 +343,8 @@ impl CheckReport {
             "collision_bound": collision_bound(e.distinct),
             "peak_memory_bytes": e.peak_memory,
             "depth_first_from": e.depth_first_from,
+            "client_symmetry": self.symmetry,
+            // The older name of `client_symmetry`, for readers of earlier records.
             "symmetry": self.symmetry,
             "node_symmetry": self.node_symmetry,
             "reduction": self.reduction,

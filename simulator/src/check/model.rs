@@ -202,7 +202,6 @@ impl Model {
                 .map(|_| Client::new(&self.spec))
                 .collect(),
             faults_used: 0,
-            tokens: 0,
             grants: 0,
             tick_fresh: true,
             max_fence: 0,
@@ -218,22 +217,21 @@ impl Model {
             client.connect(&identities, &self.spec);
         }
         let starts_now = self.spec.start_within_ticks == 0;
-        for c in (0..state.clients.len()).filter(|_| starts_now) {
-            let CheckState {
-                clients, tokens, ..
-            } = &mut state;
-            let mut env = self.env(tokens, 0);
-            clients[c].start(&mut env);
+        for (c, client) in state.clients.iter_mut().enumerate() {
+            if starts_now {
+                client.start(&mut self.env(c as u8, 0));
+            }
         }
         state
     }
 
-    fn env<'a>(&'a self, tokens: &'a mut u16, grants: u16) -> Env<'a> {
+    /// What client `client` needs from the world for a step.
+    fn env(&self, client: u8, grants: u16) -> Env<'_> {
         Env {
             spec: &self.spec,
             key: &self.key,
             keys: &self.keys,
-            tokens,
+            client,
             grants,
             happened: Happened::default(),
         }
@@ -419,13 +417,13 @@ impl Model {
             let CheckState {
                 nodes,
                 clients,
-                tokens,
                 faults_used,
                 time,
                 grants,
                 ..
             } = &mut next;
-            let mut env = self.env(tokens, *grants);
+            let actor = action.client().map_or(0, |c| c as u8);
+            let mut env = self.env(actor, *grants);
             match action {
                 Action::Tick { slow, fast } => {
                     *time += 1;

@@ -1,7 +1,10 @@
 //! A node of the model: its keys (the simulator's [`Store`], the same operations as a
 //! simulated server), its clock in ticks, and its incarnations.
 
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
+
+use redlock_core::Token;
 
 use super::rate::Strays;
 use super::spec::{CheckSpec, Durability};
@@ -43,6 +46,19 @@ impl Node {
             strays: Strays::default(),
             down_for: 0,
         }
+    }
+
+    /// Feeds `h` what the derived `Hash` of this node would with every token renamed by
+    /// `rename` (client symmetry, `client_symmetry.rs`): the same fields in the same order.
+    pub(super) fn hash_renamed<H: Hasher>(&self, rename: impl Fn(Token) -> Token, h: &mut H) {
+        self.up.hash(h);
+        self.incarnation.hash(h);
+        self.keys.hash_renamed(rename, h);
+        self.clock.hash(h);
+        self.within_tick_ms.hash(h);
+        self.started.hash(h);
+        self.strays.hash(h);
+        self.down_for.hash(h);
     }
 
     /// Performs `op` (the node is up), as the server `index`.

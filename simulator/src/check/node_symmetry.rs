@@ -20,9 +20,9 @@ use std::hash::Hash;
 
 use redlock_core::NodePermutation;
 
-use super::client::Client;
+use super::client_symmetry::Owners;
 use super::fingerprint::{Fingerprint, Hasher128};
-use super::state::{CheckState, MAX_NODES, Naming, NodeRanks, Ranks};
+use super::state::{CheckState, HashClient, MAX_CLIENTS, MAX_NODES, Naming, NodeRanks, Ranks};
 
 /// The identity renumbering, as node ranks.
 pub(super) fn identity() -> NodeRanks {
@@ -86,7 +86,13 @@ fn canonical_with(
     let mut own = [0u128; MAX_NODES];
     for (n, (slot, node)) in own.iter_mut().zip(&state.nodes).enumerate() {
         let mut h = Hasher128::default();
-        node.hash(&mut h);
+        if clients {
+            // With client symmetry, its tokens without their owners: no renaming of the
+            // clients changes a node's own fingerprint.
+            node.hash_renamed(|t| Owners([0; MAX_CLIENTS]).rename(t), &mut h);
+        } else {
+            node.hash(&mut h);
+        }
         // What the clients have on their way with it, summed so that the clients' order
         // does not count (client symmetry).
         let links = state.clients.iter().fold(0u128, |sum, client| {
@@ -143,8 +149,8 @@ fn canonical_with(
             // `a_node_state_names_no_node`).
             let to = ranks[..count].iter().map(|&r| usize::from(r)).collect();
             let perm = NodePermutation::new(to).expect("ranks of distinct nodes");
-            let hash_client = |client: &Client, h: &mut Hasher128| client.hash_renumbered(&perm, h);
-            state.client_fingerprint_of(&order[..count], hash_client, clients, seed)
+            let hash_client = HashClient::Renumbered(&perm);
+            state.client_fingerprint_of(&order[..count], &hash_client, clients, seed)
         };
         match &best {
             Some((least, ..)) if fp > *least => {}
@@ -168,7 +174,7 @@ fn canonical_with(
 /// Steps `order` to the next combination of the permutations of its runs (each run in
 /// lexicographic order, the first run fastest); `false` once every one has been seen (and
 /// the runs are sorted again).
-fn next_combination(order: &mut [u8; MAX_NODES], runs: &[(usize, usize)]) -> bool {
+pub(super) fn next_combination(order: &mut [u8; MAX_NODES], runs: &[(usize, usize)]) -> bool {
     runs.iter()
         .any(|&(start, end)| next_permutation(&mut order[start..end]))
 }

@@ -21,9 +21,11 @@ use super::state::{CheckState, MAX_CLIENTS, MAX_NODES, Naming, Symmetry};
 use super::visited::{Visit, Visited};
 use crate::net::message::NodeOp;
 
-/// What a step did to what the world shares (bits): the token counter, a grant (the grant
-/// counter and the highest fence), a read of the grant counter (an extension's outcome),
-/// a broken property.
+/// What a step did that another step may notice (bits): a token drawn (an acquisition
+/// begun, which a release's notification reaches or not, as the release comes after it or
+/// before), a grant (the grant counter and the highest fence), a read of the grant counter
+/// (an extension's outcome), a broken property. Tokens are drawn per client (`token.rs`):
+/// two clients' draws touch nothing shared.
 const TOKENS: u8 = 1;
 const GRANT: u8 = 2;
 const READS_GRANTS: u8 = 4;
@@ -32,7 +34,7 @@ const VIOLATION: u8 = 8;
 /// The shared things a step at `before` touched, leading to `after`.
 fn effect(before: &CheckState, after: &CheckState, happened: &Happened) -> u8 {
     let mut effect = 0;
-    if after.tokens != before.tokens {
+    if after.tokens_drawn() != before.tokens_drawn() {
         effect |= TOKENS;
     }
     if happened.granted.is_some() || after.grants != before.grants {
@@ -49,9 +51,8 @@ fn effect(before: &CheckState, after: &CheckState, happened: &Happened) -> u8 {
 
 /// Whether steps with effects `a` and `b` touch a shared thing, one of them writing it.
 fn effects_conflict(a: u8, b: u8) -> bool {
-    let writes_tokens = a & b & TOKENS != 0;
     let grants = |x: u8, y: u8| x & GRANT != 0 && y & (GRANT | READS_GRANTS) != 0;
-    (a | b) & VIOLATION != 0 || writes_tokens || grants(a, b) || grants(b, a)
+    (a | b) & VIOLATION != 0 || grants(a, b) || grants(b, a)
 }
 
 /// A sleep set: steps by their index in a [`Numbering`], each with the effect it had where

@@ -4,7 +4,10 @@
 
 use std::hash::{Hash, Hasher};
 
+use redlock_core::NodePermutation;
+
 use super::client::Client;
+use super::client_symmetry;
 use super::fingerprint::{Fingerprint, Hasher128};
 use super::node::Node;
 use super::node_symmetry;
@@ -32,7 +35,6 @@ pub(crate) struct CheckState {
     pub(super) nodes: Vec<Node>,
     pub(super) clients: Vec<Client>,
     pub(super) faults_used: u32,
-    pub(super) tokens: u16,
     /// Grants so far.
     pub(super) grants: u16,
     /// Whether nothing but resumes happened since true time last moved on.
@@ -40,6 +42,21 @@ pub(crate) struct CheckState {
     pub(super) max_fence: u64,
     /// The *always* property this state breaks, if any.
     pub(crate) violation: Option<Property>,
+}
+
+/// How a fingerprint hashes each client: as it is, or renumbered (node symmetry).
+pub(crate) enum HashClient<'a> {
+    AsIs,
+    Renumbered(&'a NodePermutation),
+}
+
+impl HashClient<'_> {
+    pub(crate) fn hash<H: Hasher>(&self, client: &Client, h: &mut H) {
+        match self {
+            Self::AsIs => client.hash(h),
+            Self::Renumbered(perm) => client.hash_renumbered(perm, h),
+        }
+    }
 }
 
 /// Which renamings a fingerprint ignores: of the clients, of the nodes.
@@ -77,6 +94,14 @@ impl CheckState {
         self.clients = Vec::new();
     }
 
+    /// Tokens drawn by every client so far.
+    pub(super) fn tokens_drawn(&self) -> u32 {
+        self.clients
+            .iter()
+            .map(|c| u32::from(c.tokens_drawn()))
+            .sum()
+    }
+
     /// Its fingerprint (see [`Self::fingerprint_ranked`]).
     pub(crate) fn fingerprint(&self, symmetry: Symmetry, seed: u64) -> Fingerprint {
         self.fingerprint_ranked(symmetry, seed).0
@@ -106,90 +131,65 @@ impl CheckState {
     }
 
     /// Its fingerprint with the nodes as they are numbered. With `symmetry`, the clients are
-    /// interchangeable: the fingerprint is taken over their fingerprints sorted, so states
-    /// that differ only in which client is which share one. That is sound because the
-    /// clients share one configuration and nothing in a state names a client except its own
-    /// position (tokens are numbered by the world, not by the client).
+    /// interchangeable: the fingerprint is the least over the renamings of the clients that
+    /// sort them by their own fingerprints (`client_symmetry.rs`), so states that differ only
+    /// in which client is which share one.
     ///
-    /// Also where each client stands in the order the fingerprint took them: `ranks[c]` is
-    /// client `c`'s place (the identity without symmetry), or `None` when two clients hash
-    /// alike, so that no one order is the fingerprint's.
+    /// Also where each client stands in the renaming the fingerprint took: `ranks[c]` is
+    /// client `c`'s place (the identity without symmetry), or `None` when two renamings give
+    /// the fingerprint, so that no one naming is the fingerprint's.
     pub(crate) fn client_fingerprint(
         &self,
         symmetry: bool,
         seed: u64,
     ) -> (Fingerprint, Option<Ranks>) {
         let order = node_symmetry::identity();
-        let hash_client = |client: &Client, h: &mut Hasher128| client.hash(h);
-        self.client_fingerprint_of(&order[..self.nodes.len()], hash_client, symmetry, seed)
+        self.client_fingerprint_of(
+            &order[..self.nodes.len()],
+            &HashClient::AsIs,
+            symmetry,
+            seed,
+        )
     }
 
     /// [`Self::client_fingerprint`] of this state with its nodes taken in `order` (node
     /// `order[j]` as node `j`) and each client hashed by `hash_client`: the fingerprint of
     /// the state renumbered, without a copy of it, when `hash_client` hashes each client
     /// renumbered (node symmetry fingerprints a state under every renumbering it tries).
-    /// The same hash, field by field and in the same order, as the derived `Hash` of that
-    /// state.
+    /// Without client symmetry, the same hash, field by field and in the same order, as the
+    /// derived `Hash` of that state.
     pub(crate) fn client_fingerprint_of(
         &self,
         order: &[u8],
-        hash_client: impl Fn(&Client, &mut Hasher128),
+        hash_client: &HashClient<'_>,
         symmetry: bool,
         seed: u64,
     ) -> (Fingerprint, Option<Ranks>) {
-        let hash_nodes = |h: &mut Hasher128| {
-            // As a slice hashes: its length, then each element.
-            h.write_usize(order.len());
-            for &n in order {
-                self.nodes[usize::from(n)].hash(h);
-            }
-        };
-        let clients = &self.clients;
-        let count = clients.len();
-        let mut ranks = [0u8; MAX_CLIENTS];
-        for (c, rank) in ranks.iter_mut().enumerate().take(count) {
-            *rank = c as u8;
+        let count = self.clients.len();
+        if symmetry && count <= MAX_CLIENTS {
+            return client_symmetry::canonical(self, order, hash_client, seed);
         }
-        if !symmetry || count > MAX_CLIENTS {
-            let mut h = Hasher128::seeded(seed);
-            self.time.hash(&mut h);
-            hash_nodes(&mut h);
-            h.write_usize(count);
-            for client in clients {
-                hash_client(client, &mut h);
-            }
-            self.hash_globals(&mut h);
-            return (h.finish128(), (count <= MAX_CLIENTS).then_some(ranks));
-        }
-        let mut fps = [(0u128, 0u8); MAX_CLIENTS];
-        for (c, (slot, client)) in fps.iter_mut().zip(clients).enumerate() {
-            let mut h = Hasher128::seeded(seed);
-            hash_client(client, &mut h);
-            *slot = (h.finish128(), c as u8);
-        }
-        fps[..count].sort_unstable();
         let mut h = Hasher128::seeded(seed);
         self.time.hash(&mut h);
-        hash_nodes(&mut h);
-        let mut sorted = [0u128; MAX_CLIENTS];
-        for (slot, (fp, _)) in sorted.iter_mut().zip(&fps[..count]) {
-            *slot = *fp;
+        // As a slice hashes: its length, then each element.
+        h.write_usize(order.len());
+        for &n in order {
+            self.nodes[usize::from(n)].hash(&mut h);
         }
-        sorted[..count].hash(&mut h);
+        h.write_usize(count);
+        for client in &self.clients {
+            hash_client.hash(client, &mut h);
+        }
         self.hash_globals(&mut h);
-        let tied = fps[..count].windows(2).any(|w| w[0].0 == w[1].0);
-        for (rank, (_, c)) in fps[..count].iter().enumerate() {
-            ranks[usize::from(*c)] = rank as u8;
-        }
-        (h.finish128(), (!tied).then_some(ranks))
+        let ranks = std::array::from_fn(|c| c as u8);
+        (h.finish128(), (count <= MAX_CLIENTS).then_some(ranks))
     }
 
     /// Hashes everything but the time, the nodes and the clients (the symmetric
     /// fingerprint hashes those itself); the same fields as the derived `Hash`.
-    fn hash_globals<H: Hasher>(&self, h: &mut H) {
+    pub(super) fn hash_globals<H: Hasher>(&self, h: &mut H) {
         (
             self.faults_used,
-            self.tokens,
             self.grants,
             self.tick_fresh,
             self.max_fence,

@@ -32,9 +32,10 @@ pub(crate) struct CheckArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     json: bool,
-    /// Count states that differ only in which client is which separately.
-    #[arg(long)]
-    no_symmetry: bool,
+    /// Count states that differ only in which client is which separately (`--no-symmetry`
+    /// is its older name).
+    #[arg(long, alias = "no-symmetry")]
+    no_client_symmetry: bool,
     /// Count states that differ only in which node is which separately.
     #[arg(long)]
     no_node_symmetry: bool,
@@ -152,7 +153,7 @@ pub(crate) fn check(args: &CheckArgs) -> Result<bool, String> {
         threads: args.threads.unwrap_or(1).max(1),
         max_states: args.max_states.unwrap_or(u64::MAX),
         max_memory,
-        symmetry: !args.no_symmetry,
+        symmetry: !args.no_client_symmetry,
         node_symmetry: !args.no_node_symmetry,
         reduction: !args.no_reduction,
         progress: terminal.then_some(progress as fn(&Progress)),

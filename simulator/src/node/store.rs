@@ -38,6 +38,34 @@ pub(crate) struct Store {
 }
 
 impl Store {
+    /// Feeds `h` what the derived `Hash` of this store would with every token renamed by
+    /// `rename` (the model checker's client symmetry renames the tokens' owners): the
+    /// waiting marks, a set kept sorted, sorted again after the renaming, so that the
+    /// words are those of the store the renamed operations would have built. Allocates
+    /// only for marks.
+    pub(crate) fn hash_renamed<H: std::hash::Hasher>(
+        &self,
+        rename: impl Fn(Token) -> Token,
+        h: &mut H,
+    ) {
+        use std::hash::Hash;
+        // As a map hashes: its length, then each (key, entry).
+        h.write_usize(self.keys.len());
+        for (name, entry) in &self.keys {
+            name.hash(h);
+            match &entry.value {
+                Value::Token(token) => Value::Token(rename(*token)).hash(h),
+                Value::Marks(marks) => {
+                    let mut renamed: Vec<Token> = marks.iter().map(|&t| rename(t)).collect();
+                    renamed.sort_unstable();
+                    Value::Marks(renamed).hash(h);
+                }
+                Value::Counter(_) => entry.value.hash(h),
+            }
+            entry.expire_at_ms.hash(h);
+        }
+    }
+
     /// The live entry under `key`; an expired one is removed first (Redis expires lazily on
     /// access: a key is gone once the clock is past its expiry).
     fn live(&mut self, key: &Name, now_ms: u64) -> Option<&mut Entry> {

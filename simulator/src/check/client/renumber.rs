@@ -198,6 +198,7 @@ impl Client {
         phase.hash(h);
         self.iteration.hash(h);
         self.op.hash(h);
+        self.drawn.hash(h);
         let rename = |run_id: &mut String| ServerId::renumber_run_id(run_id, |n| perm.index(n));
         self.eligibility.hash_renumbered(perm, rename, h);
         self.faults.hash(h);

@@ -1,0 +1,440 @@
+//! Client symmetry: states that differ only in which client is which share one fingerprint.
+//!
+//! Every client of a check runs one configuration (a check file has one `[client]` table
+//! and no per-client switch), starts by the same rule, and is told apart from the others
+//! only by its place in the state's list and by the owner written in its tokens
+//! (`token.rs`). Renaming the clients by a permutation `p` (client `c`'s state moves to
+//! place `p(c)`, and every token client `c` drew, wherever it is, names `p(c)` instead)
+//! gives a state that behaves as the original with its clients renamed: the same steps,
+//! renamed, lead to the same states, renamed, judged alike (docs/simulator.md, "Client
+//! symmetry", states the argument).
+//!
+//! The canonical form is the least fingerprint over the renamings that sort the clients by
+//! their own fingerprints (a client hashed with its own tokens as [`SELF`] and any other
+//! client's as [`OTHER`], which no renaming changes), so that only clients alike are
+//! permuted among themselves. Under a renaming, each node is hashed with every token's
+//! owner renamed, and each client with its own tokens as `SELF` and another's as that
+//! client's new name; a client that holds no other client's token hashes as its own
+//! fingerprint, which is reused. Nothing is copied but a node's waiting marks (a sorted
+//! set, sorted again once renamed).
+
+use std::hash::{Hash, Hasher};
+
+use redlock_core::Token;
+
+use super::client::Client;
+use super::fingerprint::{Fingerprint, Hasher128};
+use super::node_symmetry::next_combination;
+use super::state::{CheckState, HashClient, MAX_CLIENTS, Ranks};
+use super::token;
+
+/// The name the hashed client's own tokens take.
+const SELF: u8 = 0xfe;
+/// The name another client's token takes in a client's own fingerprint.
+const OTHER: u8 = 0xff;
+
+/// The name each client's tokens take in a hash: `0[c]` for the tokens client `c` drew.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Owners(pub(super) [u8; MAX_CLIENTS]);
+
+impl Owners {
+    /// Every client's tokens as [`OTHER`], but `own`'s as [`SELF`].
+    fn seen_from(own: usize) -> Self {
+        let mut owners = [OTHER; MAX_CLIENTS];
+        owners[own] = SELF;
+        Self(owners)
+    }
+
+    fn of(&self, client: u8) -> u8 {
+        self.0.get(usize::from(client)).copied().unwrap_or(client)
+    }
+
+    pub(super) fn rename(&self, token: Token) -> Token {
+        token::renamed(token, |c| self.of(c))
+    }
+}
+
+/// A hasher that feeds `inner` what it is fed, with every model token's owner renamed by
+/// `owners`: a token hashes as its 16 bytes written at once (the derived `Hash` of its
+/// array), which [`token::owner`] recognises by their tag. Also notes whether a token
+/// named [`OTHER`] went by.
+pub(super) struct Renamed<'a, H> {
+    inner: &'a mut H,
+    owners: Owners,
+    other: bool,
+}
+
+impl<'a, H: Hasher> Renamed<'a, H> {
+    pub(super) fn new(inner: &'a mut H, owners: Owners) -> Self {
+        Self {
+            inner,
+            owners,
+            other: false,
+        }
+    }
+}
+
+impl<H: Hasher> Hasher for Renamed<'_, H> {
+    fn finish(&self) -> u64 {
+        self.inner.finish()
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        match token::owner(bytes) {
+            Some(client) => {
+                let mut renamed = [0; 16];
+                renamed.copy_from_slice(bytes);
+                renamed[0] = self.owners.of(client);
+                self.other |= renamed[0] == OTHER;
+                self.inner.write(&renamed);
+            }
+            None => self.inner.write(bytes),
+        }
+    }
+
+    // The integers pass as they are (the inner hasher's own words, not bytes).
+    fn write_u8(&mut self, i: u8) {
+        self.inner.write_u8(i);
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.inner.write_u16(i);
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.inner.write_u32(i);
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.inner.write_u64(i);
+    }
+    fn write_u128(&mut self, i: u128) {
+        self.inner.write_u128(i);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.inner.write_usize(i);
+    }
+}
+
+/// Hashes `client` as `hash_client` does, with its tokens named by `owners`: its
+/// fingerprint, and whether a token named [`OTHER`] was in it.
+fn client_hash(
+    client: &Client,
+    hash_client: &HashClient<'_>,
+    owners: Owners,
+    seed: u64,
+) -> (Fingerprint, bool) {
+    let mut h = Hasher128::seeded(seed);
+    let mut renamed = Renamed::new(&mut h, owners);
+    hash_client.hash(client, &mut renamed);
+    let other = renamed.other;
+    (h.finish128(), other)
+}
+
+/// The least fingerprint of `state` (its nodes taken in `order`, each client hashed by
+/// `hash_client`) over the renamings of the clients that sort them by their own
+/// fingerprints, and each client's place in the renaming that gives it: `None` when two
+/// renamings give it (the state is its own image under a renaming of two clients, so that
+/// no one naming is the fingerprint's). At most [`MAX_CLIENTS`] clients.
+pub(super) fn canonical(
+    state: &CheckState,
+    order: &[u8],
+    hash_client: &HashClient<'_>,
+    seed: u64,
+) -> (Fingerprint, Option<Ranks>) {
+    let clients = &state.clients;
+    let count = clients.len();
+    let mut own = [0u128; MAX_CLIENTS];
+    let mut knows_others = [false; MAX_CLIENTS];
+    for (c, client) in clients.iter().enumerate() {
+        (own[c], knows_others[c]) = client_hash(client, hash_client, Owners::seen_from(c), seed);
+    }
+    // `sorted[j]`: the client that becomes client `j`.
+    let mut sorted: [u8; MAX_CLIENTS] = std::array::from_fn(|c| c as u8);
+    sorted[..count].sort_by_key(|&c| (own[usize::from(c)], c));
+    let mut runs = [(0usize, 0usize); MAX_CLIENTS];
+    let mut run_count = 0;
+    let mut start = 0;
+    for j in 1..=count {
+        if j == count || own[usize::from(sorted[j])] != own[usize::from(sorted[start])] {
+            if j - start > 1 {
+                runs[run_count] = (start, j);
+                run_count += 1;
+            }
+            start = j;
+        }
+    }
+    let runs = &runs[..run_count];
+    let mut best: Option<(Fingerprint, Ranks)> = None;
+    let mut tied = false;
+    loop {
+        let mut ranks = [0u8; MAX_CLIENTS];
+        for (j, &c) in sorted[..count].iter().enumerate() {
+            ranks[usize::from(c)] = j as u8;
+        }
+        let mut h = Hasher128::seeded(seed);
+        state.time.hash(&mut h);
+        let owners = Owners(ranks);
+        h.write_usize(order.len());
+        for &n in order {
+            state.nodes[usize::from(n)].hash_renamed(|t| owners.rename(t), &mut h);
+        }
+        h.write_usize(count);
+        for &c in &sorted[..count] {
+            let c = usize::from(c);
+            let fp = if knows_others[c] {
+                let mut owners = owners;
+                owners.0[c] = SELF;
+                client_hash(&clients[c], hash_client, owners, seed).0
+            } else {
+                own[c]
+            };
+            fp.hash(&mut h);
+        }
+        state.hash_globals(&mut h);
+        let fp = h.finish128();
+        match &best {
+            Some((least, _)) if fp > *least => {}
+            Some((least, _)) if fp == *least => tied = true,
+            _ => {
+                best = Some((fp, ranks));
+                tied = false;
+            }
+        }
+        if !next_combination(&mut sorted, runs) {
+            break;
+        }
+    }
+    let (fp, ranks) = best.expect("at least one renaming");
+    (fp, (!tied).then_some(ranks))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::{Action, Model};
+    use super::super::state::Symmetry;
+    use super::*;
+
+    fn model(file: &str) -> Model {
+        let path = format!("{}/checks/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        Model::new(crate::check::parse(&text, file).unwrap())
+    }
+
+    /// Every permutation of `0..count`, as `to[c]`: client `c` becomes client `to[c]`.
+    fn permutations(count: usize) -> Vec<Vec<u8>> {
+        let mut order: [u8; MAX_CLIENTS] = std::array::from_fn(|c| c as u8);
+        let mut all = Vec::new();
+        loop {
+            all.push(order[..count].to_vec());
+            if !next_combination(&mut order, &[(0, count)]) {
+                return all;
+            }
+        }
+    }
+
+    /// `action` with its clients renamed by `to`.
+    fn rename(action: Action, to: &[u8]) -> Action {
+        let c = |client: u8| to[usize::from(client)];
+        match action {
+            Action::Tick { slow, fast } => Action::Tick {
+                slow: (0..to.len())
+                    .filter(|&i| slow & (1 << i) != 0)
+                    .fold(0, |out, i| out | 1 << to[i]),
+                fast,
+            },
+            Action::Start(x) => Action::Start(c(x)),
+            Action::Fire(x) => Action::Fire(c(x)),
+            Action::StopWork(x) => Action::StopWork(c(x)),
+            Action::Pause(x) => Action::Pause(c(x)),
+            Action::Resume(x) => Action::Resume(c(x)),
+            Action::Deliver { client, node, link } => Action::Deliver {
+                client: c(client),
+                node,
+                link,
+            },
+            Action::Delay { client, node, link } => Action::Delay {
+                client: c(client),
+                node,
+                link,
+            },
+            Action::Drop { client, node, link } => Action::Drop {
+                client: c(client),
+                node,
+                link,
+            },
+            other => other,
+        }
+    }
+
+    /// The derived `Hash` of `state` with its clients renamed by `to` (client `c` moved to
+    /// place `to[c]`, every token it drew naming `to[c]`), without a copy: the words the
+    /// explorer's renamed hashing feeds.
+    fn hash_renamed(state: &CheckState, to: &[u8]) -> Fingerprint {
+        let mut owners = [0u8; MAX_CLIENTS];
+        owners[..to.len()].copy_from_slice(to);
+        let owners = Owners(owners);
+        let mut h = Hasher128::default();
+        state.time.hash(&mut h);
+        h.write_usize(state.nodes.len());
+        for node in &state.nodes {
+            node.hash_renamed(|t| owners.rename(t), &mut h);
+        }
+        let count = state.clients.len();
+        let mut from = vec![0; count];
+        for (c, &j) in to.iter().enumerate() {
+            from[usize::from(j)] = c;
+        }
+        h.write_usize(count);
+        for &c in &from {
+            state.clients[c].hash(&mut Renamed::new(&mut h, owners));
+        }
+        state.hash_globals(&mut h);
+        h.finish128()
+    }
+
+    fn plain(state: &CheckState) -> Fingerprint {
+        let mut h = Hasher128::default();
+        state.hash(&mut h);
+        h.finish128()
+    }
+
+    fn actions_named(model: &Model, state: &CheckState, to: Option<&[u8]>) -> Vec<String> {
+        let mut actions = Vec::new();
+        model.actions(state, &mut actions);
+        let mut named: Vec<String> = actions
+            .iter()
+            .map(|&a| to.map_or(a, |to| rename(a, to)).to_string())
+            .collect();
+        named.sort();
+        named
+    }
+
+    /// Walks `file`'s model over up to `limit` states and, in each, for every renaming `p`
+    /// of its clients: the path to the state with its steps renamed by `p` is a path of the
+    /// model (the initial state is its own image: every client starts alike) and leads to
+    /// the state renamed, word for word as the explorer hashes a renaming; its steps are the
+    /// state's renamed, its judgement the same, and its canonical fingerprint (clients
+    /// alone, and with the nodes) the same.
+    fn equivariant(file: &str, limit: usize) -> usize {
+        let model = model(file);
+        let perms = permutations(model.spec.clients);
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![(model.initial(), Vec::new())];
+        let mut checked = 0;
+        let clients_only = Symmetry {
+            clients: true,
+            nodes: false,
+        };
+        let both = Symmetry {
+            clients: true,
+            nodes: true,
+        };
+        while let Some((s, path)) = stack.pop() {
+            if seen.len() >= limit || !seen.insert(plain(&s)) {
+                continue;
+            }
+            for to in &perms {
+                let image = path.iter().fold(model.initial(), |at, &a| {
+                    model.successor(&at, rename(a, to)).0
+                });
+                let describe = || format!("{file}: {} renamed by {to:?}", model.describe(&s));
+                assert_eq!(hash_renamed(&s, to), plain(&image), "{}", describe());
+                assert_eq!(image.violation, s.violation, "{}", describe());
+                assert_eq!(
+                    actions_named(&model, &image, None),
+                    actions_named(&model, &s, Some(to)),
+                    "{}",
+                    describe()
+                );
+                for symmetry in [clients_only, both] {
+                    assert_eq!(
+                        image.fingerprint(symmetry, 0),
+                        s.fingerprint(symmetry, 0),
+                        "{}",
+                        describe()
+                    );
+                }
+                checked += 1;
+            }
+            let mut actions = Vec::new();
+            model.actions(&s, &mut actions);
+            for &a in &actions {
+                let mut next = path.clone();
+                next.push(a);
+                stack.push((model.successor(&s, a).0, next));
+            }
+        }
+        checked
+    }
+
+    #[test]
+    fn the_model_is_equivariant_under_renaming_the_clients() {
+        // Crashes, pauses, losses and delays, keep-alive, fencing, waiting marks (a node's
+        // marks name several clients), releases by plain DEL, three clients.
+        for file in [
+            "shipped-drift.toml",
+            "shipped-crash.toml",
+            "shipped-pause-loss.toml",
+            "keep-alive-never-stops-delayed.toml",
+            "fencing-crash-mutation.toml",
+            "waiting-marks.toml",
+            "plain-del-release.toml",
+            "teeth-s5-three-clients.toml",
+        ] {
+            assert!(equivariant(file, 1_000) > 1_000, "{file}");
+        }
+    }
+
+    /// A state reached by `steps` from the initial one of `file`.
+    fn reached(model: &Model, steps: &[Action]) -> CheckState {
+        steps
+            .iter()
+            .fold(model.initial(), |at, &a| model.successor(&at, a).0)
+    }
+
+    #[test]
+    fn only_renamings_share_a_fingerprint() {
+        // Every client starts at time zero: each has its first commands on their way.
+        let model = model("shipped-crash.toml");
+        let symmetry = Symmetry {
+            clients: true,
+            nodes: false,
+        };
+        let deliver = |client, node| Action::Deliver {
+            client,
+            node,
+            link: super::super::model::Link::ToNode,
+        };
+        // Client 0 has its key on node 0, client 1 on none; and the other way round.
+        let one = reached(&model, &[deliver(0, 0)]);
+        let other = reached(&model, &[deliver(1, 0)]);
+        assert_ne!(plain(&one), plain(&other));
+        assert_eq!(one.fingerprint(symmetry, 0), other.fingerprint(symmetry, 0));
+        assert_ne!(
+            one.fingerprint(Symmetry::NONE, 0),
+            other.fingerprint(Symmetry::NONE, 0)
+        );
+        // The clients' places swapped without renaming their tokens: node 0 holds the token
+        // of the client now second, which holds it as another's. Not a renaming: the first
+        // client's key would be the second's.
+        let mut swapped = one.clone();
+        swapped.clients.swap(0, 1);
+        assert_ne!(
+            swapped.fingerprint(symmetry, 0),
+            one.fingerprint(symmetry, 0)
+        );
+        // Clients that are not alike: one's clock a tick on.
+        let mut apart = other.clone();
+        apart.clients[0].clock += 1;
+        assert_ne!(apart.fingerprint(symmetry, 0), one.fingerprint(symmetry, 0));
+        assert_ne!(
+            apart.fingerprint(symmetry, 0),
+            other.fingerprint(symmetry, 0)
+        );
+        // A state that is its own image under a renaming (every client alike, as at the
+        // start): no one naming is its fingerprint's.
+        let (_, naming) = model.initial().fingerprint_ranked(symmetry, 0);
+        assert_eq!(naming, None, "the initial state is its own image");
+        let (_, naming) = one.fingerprint_ranked(symmetry, 0);
+        assert!(naming.is_some());
+    }
+}
