@@ -10,27 +10,34 @@
 //! them, a node's waiting marks (kept sorted, as a Redis hash's fields are a set), is a set
 //! whose order no step reads.
 //!
-//! The last bytes are a fixed tag, so that a hasher can tell a model token from any other
-//! 16 bytes it is fed (`client_symmetry::Renamed`).
+//! The first [`CLIENT_PREFIX_LEN`] bytes are the client's prefix, as a client of the library
+//! begins every token and waiter id it draws with its own (the release script tells another
+//! client's waiting mark by them): the owner, then zeros. The last bytes are a fixed tag, so
+//! that a hasher can tell a model token from any other 16 bytes it is fed
+//! (`client_symmetry::Renamed`).
 
-use redlock_core::Token;
+use redlock_core::{CLIENT_PREFIX_LEN, Token};
 
-/// The tag in bytes 3 to 15 of every model token.
-const TAG: [u8; 13] = *b"\xa5redlock-tok\x5a";
+/// Where the count drawn goes: after the client's prefix.
+const DRAWN: usize = CLIENT_PREFIX_LEN;
+
+/// The tag in the last bytes of every model token.
+const TAG: [u8; 16 - DRAWN - 2] = *b"\xa5redlock-\x5a";
 
 /// The token client `client` draws as its `drawn`-th (from 1).
 pub(super) fn model_token(client: u8, drawn: u16) -> Token {
     let mut bytes = [0; 16];
     bytes[0] = client;
-    bytes[1..3].copy_from_slice(&drawn.to_be_bytes());
-    bytes[3..].copy_from_slice(&TAG);
+    bytes[DRAWN..DRAWN + 2].copy_from_slice(&drawn.to_be_bytes());
+    bytes[DRAWN + 2..].copy_from_slice(&TAG);
     Token::from_bytes(bytes)
 }
 
 /// The client that drew the token whose 16 bytes are `bytes`, if they are a model token's.
 #[inline]
 pub(super) fn owner(bytes: &[u8]) -> Option<u8> {
-    (bytes.len() == 16 && bytes[3..] == TAG).then(|| bytes[0])
+    (bytes.len() == 16 && bytes[1..DRAWN] == [0; DRAWN - 1] && bytes[DRAWN + 2..] == TAG)
+        .then(|| bytes[0])
 }
 
 /// `token` with its owner renamed by `rename` (any other token as it is).
@@ -57,5 +64,12 @@ mod tests {
         assert_eq!(owner(&[0; 16]), None);
         assert_eq!(owner(&token.as_bytes()[..15]), None);
         assert_eq!(renamed(token, |c| c + 1), model_token(3, 300));
+    }
+
+    #[test]
+    fn a_clients_tokens_share_its_prefix_and_no_one_elses() {
+        // The release script and the nodes' store tell another client's waiting mark by it.
+        assert!(model_token(1, 1).same_client(&model_token(1, 700)));
+        assert!(!model_token(1, 1).same_client(&model_token(2, 1)));
     }
 }
