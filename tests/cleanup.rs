@@ -250,17 +250,8 @@ async fn a_release_by_hash_cut_by_its_deadline_finishes_inside_settle() {
         .unwrap();
     redlock.connect().await;
     let lease = redlock.acquire("cut").await.unwrap();
-    fleet.pause(0).unwrap();
     let paused = Instant::now();
-    let pid = fleet.pid(0).unwrap();
-    let resume = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(500));
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
-            nix::sys::signal::Signal::SIGCONT,
-        )
-        .unwrap();
-    });
+    let resume = fleet.pause_for(0, Duration::from_millis(500)).unwrap();
     lease.release().await;
     redlock.settle().await;
     let settled = paused.elapsed();

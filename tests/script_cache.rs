@@ -185,17 +185,8 @@ async fn releases_queued_on_a_stalled_node_with_an_empty_script_cache_finish_ins
     flush_scripts(&fleet);
     let evals_before = calls(&fleet, 0, &["eval"]);
 
-    fleet.pause(0).unwrap();
     let paused = std::time::Instant::now();
-    let pid = fleet.pid(0).unwrap();
-    let resume = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(500));
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
-            nix::sys::signal::Signal::SIGCONT,
-        )
-        .unwrap();
-    });
+    let resume = fleet.pause_for(0, Duration::from_millis(500)).unwrap();
     let reports = release_all_at_once(leases).await;
     for report in &reports {
         assert!(report.is_quorum_free(), "{report:?}");

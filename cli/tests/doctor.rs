@@ -362,6 +362,7 @@ fn acl_users_without_eval_or_pexpire_are_told_the_rule_to_add() {
         "+pttl",
         "+hset",
         "+hdel",
+        "+hkeys",
     ];
     let urls = vec![
         fleet.url(0),
@@ -449,6 +450,7 @@ fn users_without_the_waiting_commands_are_told_that_waiters_fall_back_on_timers(
                     "+pttl",
                     "+hset",
                     "+hdel",
+                    "+hkeys",
                 ],
             ]
             .concat(),
@@ -467,7 +469,7 @@ fn users_without_the_waiting_commands_are_told_that_waiters_fall_back_on_timers(
     let warned = finding(&report, &bare, "permissions");
     assert_eq!(
         warned["remedy"],
-        "ACL SETUSER <user> +hdel +hset +pttl +publish +subscribe"
+        "ACL SETUSER <user> +hdel +hkeys +hset +pttl +publish +subscribe"
     );
     let summary = warned["summary"].as_str().unwrap();
     assert!(summary.contains("retry timers"), "{summary}");

@@ -230,6 +230,33 @@ impl RedisFleet {
         self.signal(index, Signal::SIGCONT)
     }
 
+    /// Stops node `index` with `SIGSTOP` now and resumes it with `SIGCONT` after `pause`,
+    /// from a thread of its own (join it to know the node runs again), while the test's
+    /// runtime goes on: for a node that stalls in the middle of an operation.
+    ///
+    /// # Errors
+    ///
+    /// When the node is not running or the signal fails.
+    pub fn pause_for(
+        &mut self,
+        index: usize,
+        pause: Duration,
+    ) -> Result<std::thread::JoinHandle<()>, FleetError> {
+        self.pause(index)?;
+        let pid = self.nodes[index]
+            .child
+            .as_ref()
+            .map(Child::id)
+            .and_then(|id| i32::try_from(id).ok())
+            .ok_or_else(|| std::io::Error::other(format!("node {index} is not running")))?;
+        Ok(std::thread::spawn(move || {
+            std::thread::sleep(pause);
+            // The node is this fleet's child, stopped above: resuming it cannot fail but by
+            // its death, which the test then sees as an unanswered node.
+            let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
+        }))
+    }
+
     /// Kills node `index` with `SIGKILL` (a crash: nothing is flushed) and reaps it.
     ///
     /// # Errors

@@ -357,7 +357,7 @@ fn permission_refused<T>(result: Result<T, String>) -> Option<String> {
 }
 
 /// Sends each of [`WAIT_COMMANDS`] on `key` (and its channel, which is named like it, and
-/// its mark hash): a `PUBLISH`, a `PTTL`, an `HSET` and `HDEL` and a `PING` on the
+/// its mark hash): a `PUBLISH`, a `PTTL`, an `HSET`, `HDEL` and `HKEYS` and a `PING` on the
 /// connection, a `SUBSCRIBE` on a subscription connection of its own. Returns each with the node's refusal, if it refused it.
 async fn wait_probe(
     url: &str,
@@ -383,6 +383,10 @@ async fn wait_probe(
                     }
                     "HDEL" => {
                         command.arg(format!("{key}\0wait")).arg("doctor");
+                    }
+                    // The release script's read of whose the marks are.
+                    "HKEYS" => {
+                        command.arg(format!("{key}\0wait"));
                     }
                     _ => {}
                 }

@@ -16,8 +16,10 @@
 //! Waiting for a lease uses more: the release script's `PUBLISH` on the key's channel (which
 //! it calls with `redis.pcall`, so a refusal there is silent), a waiter's `SUBSCRIBE`, the
 //! `PTTL` of its rounds, the `HSET` of the script that marks a waiter's interest (the release
-//! scripts publish only where a mark is) and the `HDEL` that removes it, and the `PING` that
-//! probes a node after a timeout. The collector sends each of [`WAIT_COMMANDS`] directly (the
+//! scripts publish only where a mark is) and the `HDEL` that removes it, the release script's
+//! `HKEYS` of the marks (whose they are: another process's waiter bounds this client's
+//! hand-offs to its own; also through `redis.pcall`), and the `PING` that probes a node after
+//! a timeout. The collector sends each of [`WAIT_COMMANDS`] directly (the
 //! marks on the key's mark hash, `<key>\0wait`); a refusal there only slows waiters down
 //! (they fall back on their retry timers), so it is judged apart.
 
@@ -30,8 +32,15 @@ use serde::Serialize;
 pub(crate) const SCRIPT_COMMANDS: [&str; 5] = ["EXISTS", "GET", "SET", "PEXPIRE", "DEL"];
 
 /// The commands a waiter relies on, sent one by one on a scratch key and its channel.
-pub(crate) const WAIT_COMMANDS: [&str; 6] =
-    ["PUBLISH", "SUBSCRIBE", "PTTL", "HSET", "HDEL", "PING"];
+pub(crate) const WAIT_COMMANDS: [&str; 7] = [
+    "PUBLISH",
+    "SUBSCRIBE",
+    "PTTL",
+    "HSET",
+    "HDEL",
+    "HKEYS",
+    "PING",
+];
 
 /// One operation of the probe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

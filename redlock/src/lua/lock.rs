@@ -21,7 +21,10 @@ use super::LuaScript;
 /// prefix, as the client's tokens do ([`redlock_core::CLIENT_PREFIX_LEN`] bytes, 8 hex
 /// characters), so a field whose first 8 characters differ from the token's is a waiter of
 /// another process, and the release answers 2 instead of 1. That is what bounds the
-/// client's hand-offs among its own waiters ([`redlock_core::Bypass`]).
+/// client's hand-offs among its own waiters ([`redlock_core::Bypass`]). The `HKEYS` goes
+/// through `redis.pcall` too: refused by the user's ACL, its error is a table with no list
+/// in it, no mark is read, and the release answers 1 (it still releases; only the bound is
+/// lost).
 ///
 /// `KEYS[1]` the lock key, `KEYS[2]` its marks ([`redlock_core::LockKey::wait_key`]),
 /// `ARGV[1]` our token.
@@ -32,7 +35,7 @@ local value = redis.call('GET', KEYS[1])
 if value == ARGV[1] then
     local released = 1
     local client = string.sub(ARGV[1], 1, 8)
-    for _, waiter in ipairs(redis.call('HKEYS', KEYS[2])) do
+    for _, waiter in ipairs(redis.pcall('HKEYS', KEYS[2])) do
         if string.sub(waiter, 1, 8) ~= client then
             released = 2
             break
