@@ -401,7 +401,7 @@ mod tests {
         assert!(progress_line(&deep).contains("depth 23, depth first, memory"));
         assert_eq!(
             estimate(4 << 30, true),
-            "memory bound 4.0 GiB (--max-memory): room for at least 74.9M distinct states"
+            "memory bound 4.0 GiB (--max-memory): room for at least 80.5M distinct states"
         );
     }
 }
