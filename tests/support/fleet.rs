@@ -243,10 +243,8 @@ impl RedisFleet {
         pause: Duration,
     ) -> Result<std::thread::JoinHandle<()>, FleetError> {
         self.pause(index)?;
-        let pid = self.nodes[index]
-            .child
-            .as_ref()
-            .map(Child::id)
+        let pid = self
+            .pid(index)
             .and_then(|id| i32::try_from(id).ok())
             .ok_or_else(|| std::io::Error::other(format!("node {index} is not running")))?;
         Ok(std::thread::spawn(move || {
