@@ -14,7 +14,8 @@
 //! state there keeps the index of its parent and the step from it, 8 bytes) and, below
 //! them, the depth-first stack.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use super::depth_first;
@@ -137,25 +138,64 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
     result
 }
 
-/// One breadth-first level: each state's successors, on the threads, each its part. A
-/// state's parts are freed once it is expanded, so that the level's successors reuse their
-/// memory instead of touching new pages (the level's own entries go with the level).
+/// How many blocks a level is cut into per thread: enough that a thread which drew states
+/// with fewer successors, or ran less of the time, takes more blocks, so that the threads
+/// end a level together. With a level cut in halves, a thread waited for the other 4 to
+/// 10 % of the time; with blocks, under 3 % (docs/benchmarks.md, "Threads take a level's
+/// blocks in turn").
+const BLOCKS_PER_THREAD: usize = 32;
+/// The fewest states in a block, below which taking a block costs more than it balances.
+const MIN_BLOCK: usize = 64;
+
+/// One breadth-first level: each state's successors, on the threads, which take the
+/// level's blocks in turn as they finish their last; the blocks' results in the order of
+/// the blocks, so that the next level's order does not depend on which thread took which.
+/// A state's parts are freed once it is expanded, so that the level's successors reuse
+/// their memory instead of touching new pages (the level's own entries go with the level).
 fn breadth_first_level(search: &Search<'_>, frontier: &mut [Entry]) -> Vec<Level> {
     let threads = search.options.threads.max(1);
-    let chunk = frontier.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = frontier
-            .chunks_mut(chunk)
-            .map(|part| scope.spawn(move || expand(search, part)))
+    if threads == 1 {
+        return vec![expand(search, frontier)];
+    }
+    let block = frontier
+        .len()
+        .div_ceil(threads * BLOCKS_PER_THREAD)
+        .max(MIN_BLOCK);
+    let blocks: Vec<Mutex<Option<&mut [Entry]>>> = frontier
+        .chunks_mut(block)
+        .map(|part| Mutex::new(Some(part)))
+        .collect();
+    let next_block = AtomicUsize::new(0);
+    let mut done: Vec<(usize, Level)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.min(blocks.len()))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next_block.fetch_add(1, Ordering::Relaxed);
+                        let Some(cell) = blocks.get(i) else {
+                            break mine;
+                        };
+                        let part = cell
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .take()
+                            .expect("each block is taken once");
+                        mine.push((i, expand(search, part)));
+                    }
+                })
+            })
             .collect();
         workers
             .into_iter()
-            .map(|w| {
+            .flat_map(|w| {
                 w.join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
             .collect()
-    })
+    });
+    done.sort_unstable_by_key(|&(i, _)| i);
+    done.into_iter().map(|(_, level)| level).collect()
 }
 
 fn expand(search: &Search<'_>, part: &mut [Entry]) -> Level {
