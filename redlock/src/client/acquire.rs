@@ -56,22 +56,24 @@ struct Budget {
     /// The last instant a round may start, on the client's clock; `None` leaves the limit
     /// to the retry policy.
     deadline: Option<Timestamp>,
-    /// How long this acquisition may stand in line behind this client's other waiters.
-    in_line_until: Instant,
+    /// How long this acquisition may stand in line behind this client's other waiters, on
+    /// the client's clock (turned into an `Instant` only when it does stand in line).
+    in_line_until: Timestamp,
     /// Whether it may wait at all (not for `try_acquire`).
     may_wait: bool,
 }
 
 impl Budget {
     fn new(config: &LockConfig, wait: Wait, clock: &Clock) -> Self {
+        // One reading for the budget's two limits.
+        let started = clock.now();
         let (config, deadline) = match wait {
             Wait::OneRound => (config.clone().with_retry(RetryPolicy::no_retry()), None),
             Wait::Policy => (config.clone(), None),
-            Wait::For(wait) => (config.clone(), Some(clock.now().saturating_add(wait))),
+            Wait::For(wait) => (config.clone(), Some(started.saturating_add(wait))),
         };
-        let in_line_until = clock.instant(
-            deadline.unwrap_or_else(|| clock.now().saturating_add(config.retry().max_wait())),
-        );
+        let in_line_until =
+            deadline.unwrap_or_else(|| started.saturating_add(config.retry().max_wait()));
         Self {
             config,
             deadline,
@@ -161,7 +163,7 @@ impl<'a> Acquisition<'a> {
     async fn behind_others(&mut self, waiter: &mut Waiter<'_>) {
         let clock = self.redlock.clock();
         waiter.join();
-        if waiter.turn(self.budget.in_line_until).await {
+        if waiter.turn(clock.instant(self.budget.in_line_until)).await {
             let fallback = self
                 .budget
                 .config
@@ -221,9 +223,8 @@ impl<'a> Acquisition<'a> {
     /// queue behind it on each node). `false` if the budget ran out first.
     async fn first_in_line(&self, op: &mut AcquireOperation, waiter: &mut Waiter<'_>) -> bool {
         waiter.join();
-        op.flight
-            .run_until(waiter.turn(self.budget.in_line_until))
-            .await
+        let until = self.redlock.clock().instant(self.budget.in_line_until);
+        op.flight.run_until(waiter.turn(until)).await
     }
 
     /// Waits until the core's `Waiting` says the next round starts: the start picked in the

@@ -1,8 +1,14 @@
 //! The one driver loop: runs any core [`Machine`] over real nodes and the real clock.
 
+use std::future::{Future, poll_fn};
+use std::pin::pin;
+use std::task::Poll;
+
+use tokio::time::Sleep;
+
 use super::clock::Clock;
 use super::flight::Flight;
-use redlock_core::Machine;
+use redlock_core::{Machine, Timestamp};
 
 /// Runs `machine` until it produces its outcome: sends what it polls, feeds back replies
 /// and timer expiries with `now` read from `clock`.
@@ -14,14 +20,12 @@ pub(crate) async fn drive<M: Machine>(
     flight: &mut Flight,
     clock: &Clock,
 ) -> Option<M::Outcome> {
-    // One timer for the machine, moved only when its deadline changes (a round's deadline
-    // stays put while its replies come in).
-    let far = clock.instant(redlock_core::Timestamp::MAX);
-    let timer = tokio::time::sleep_until(far.into());
-    tokio::pin!(timer);
-    let mut armed: Option<redlock_core::Timestamp> = None;
+    // One timer for the machine, made when it is first needed and moved only when its
+    // deadline changes (a round's deadline stays put while its replies come in).
+    let mut timer = pin!(None::<Sleep>);
+    let mut armed: Option<Timestamp> = None;
     loop {
-        flight.send_all(|| machine.poll_transmit());
+        let pass = flight.send_all(|| machine.poll_transmit());
         if let Some(outcome) = machine.poll_outcome() {
             return Some(outcome);
         }
@@ -31,13 +35,27 @@ pub(crate) async fn drive<M: Machine>(
         }
         if deadline != armed {
             armed = deadline;
-            let at = deadline.map_or(far, |at| clock.instant(at));
-            timer.as_mut().reset(at.into());
+            if let Some(at) = deadline {
+                // The pass's reading of the two clocks, when it sent anything (the round's
+                // start, in the common case): no reading of its own.
+                let at = match pass {
+                    Some((base, now)) => Clock::instant_from(at, now, base),
+                    None => clock.instant(at),
+                };
+                match timer.as_mut().as_pin_mut() {
+                    Some(sleep) => sleep.reset(at.into()),
+                    None => timer.set(Some(tokio::time::sleep_until(at.into()))),
+                }
+            }
         }
+        let expired = poll_fn(|cx| match timer.as_mut().as_pin_mut() {
+            Some(sleep) => sleep.poll(cx),
+            None => Poll::Pending,
+        });
         tokio::select! {
             biased;
             Some(done) = flight.next() => machine.handle_reply(done.request, done.result, clock.now()),
-            () = &mut timer, if armed.is_some() => {
+            () = expired, if armed.is_some() => {
                 armed = None;
                 machine.handle_timeout(clock.now());
             }

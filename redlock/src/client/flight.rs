@@ -208,18 +208,27 @@ impl<T, S: Side<T>> Requests<T, S> {
     }
 
     /// Gives the requests in flight up to `passes` passes of the runtime's I/O driver to
-    /// answer, finishing those that do; returns as soon as none is left. No timer: tokio's
-    /// have a resolution of a millisecond, which a node that does not answer would then
-    /// cost every caller.
+    /// answer, finishing those that do; returns as soon as none is left, or after a pass
+    /// that finished none. No timer: tokio's have a resolution of a millisecond, which a
+    /// node that does not answer would then cost every caller.
+    ///
+    /// A pass that finished nothing means the answers are not on their sockets yet: the
+    /// requests left are a round trip away (with one operation at a time, typically a
+    /// release still waiting in its lane for the acquisition's slower `SET`s, which it
+    /// can only send once those answer), and further passes would only delay the caller.
     async fn linger(&mut self, passes: usize) {
         for _ in 0..passes {
             if self.is_empty() {
                 return;
             }
+            let before = self.len();
             // `yield_now` wakes the task again only after the runtime has polled its I/O
             // driver, which hands the answers that arrived meanwhile to their connections.
             tokio::task::yield_now().await;
             self.finish_answered();
+            if self.len() == before {
+                return;
+            }
         }
     }
 }
@@ -246,10 +255,14 @@ impl Flight {
     /// and a command that goes out without waiting for anything is admitted at it. A reading
     /// taken before the command goes out can only make its admission stricter (the core's
     /// quarantine ends at a time, never starts at one) and its deadline earlier.
-    pub(crate) fn send_all(&mut self, mut next: impl FnMut() -> Option<Transmit>) {
-        let Some(first) = next() else {
-            return;
-        };
+    ///
+    /// Returns that reading (the `Instant` and the client's clock), when anything was sent:
+    /// a driver that arms a timer right after needs no reading of its own.
+    pub(crate) fn send_all(
+        &mut self,
+        mut next: impl FnMut() -> Option<Transmit>,
+    ) -> Option<(std::time::Instant, Timestamp)> {
+        let first = next()?;
         let pass = Pass {
             sent_at: Instant::now(),
             now: self.nodes.clock().now(),
@@ -258,6 +271,7 @@ impl Flight {
         while let Some(transmit) = next() {
             self.send(transmit, pass);
         }
+        Some((pass.sent_at.into_std(), pass.now))
     }
 
     /// Starts `transmit` once the previous command to its node has finished, bounded by the
@@ -531,6 +545,8 @@ mod tests {
         answering(&mut requests, 1, 1);
         answering(&mut requests, 2, 2);
         silent(&mut requests, 3, Duration::from_secs(30));
+        // Sent and polled once, as the operation's driver has by its decision.
+        assert!(!requests.finish_answered());
         let start = Instant::now();
         requests.linger(LINGER_PASSES).await;
         assert_eq!(Instant::now(), start, "the linger waited on a timer");
@@ -540,5 +556,48 @@ mod tests {
             "the answers after the decision are finished"
         );
         assert!(!requests.finish_answered());
+    }
+
+    /// The passes of the runtime while `linger` runs: a task beside it on a current-thread
+    /// runtime counts one per pass.
+    async fn passes_of_a_linger(requests: &mut Requests<(u32, Option<()>), ()>) -> usize {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let passes = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&passes);
+        let counting = tokio::spawn(async move {
+            loop {
+                counter.fetch_add(1, Ordering::Relaxed);
+                tokio::task::yield_now().await;
+            }
+        });
+        // The counter's first poll, before the linger starts.
+        tokio::task::yield_now().await;
+        let before = passes.load(Ordering::Relaxed);
+        requests.linger(LINGER_PASSES).await;
+        let during = passes.load(Ordering::Relaxed) - before;
+        counting.abort();
+        during
+    }
+
+    // Requests that are a round trip away (a release still waiting in its lane for a
+    // `SET`) answer in none of the passes: the linger gives up after the first rather than
+    // delay the caller by all of them.
+    #[tokio::test(start_paused = true)]
+    async fn a_linger_stops_after_a_pass_that_finished_nothing() {
+        let mut requests = Requests::default();
+        silent(&mut requests, 1, Duration::from_secs(30));
+        silent(&mut requests, 2, Duration::from_secs(30));
+        assert!(!requests.finish_answered());
+        assert_eq!(passes_of_a_linger(&mut requests).await, 1);
+        assert_eq!(requests.pending.len(), 2);
+
+        // While each pass finishes something, it goes on.
+        let mut requests = Requests::default();
+        answering(&mut requests, 1, 1);
+        answering(&mut requests, 2, 2);
+        silent(&mut requests, 3, Duration::from_secs(30));
+        assert!(!requests.finish_answered());
+        assert_eq!(passes_of_a_linger(&mut requests).await, 3);
+        assert_eq!(requests.pending.len(), 1);
     }
 }
