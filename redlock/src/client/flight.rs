@@ -359,7 +359,8 @@ impl Flight {
     }
 
     /// After the operation's decision, gives the requests still in flight up to four passes
-    /// of the runtime's I/O driver to finish, and finishes those that have.
+    /// of the runtime's I/O driver to finish, and finishes those that have; a pass that
+    /// finishes none ends the wait (see [`Requests::linger`]).
     ///
     /// On healthy nodes the answers after the quorum's are on their sockets by then, and
     /// the operation ends with nothing left over: no background task, and nothing for the
