@@ -25,7 +25,8 @@ use redlock_core::Token;
 use super::client::Client;
 use super::fingerprint::{Fingerprint, Hasher128};
 use super::node_symmetry::next_combination;
-use super::state::{CheckState, HashClient, MAX_CLIENTS, Ranks};
+use super::shared::MemoKey;
+use super::state::{CheckState, HashClient, MAX_CLIENTS, Ranks, SharedClient};
 use super::token;
 
 /// The name the hashed client's own tokens take.
@@ -129,6 +130,34 @@ fn client_hash(
     (h.finish128(), other)
 }
 
+/// [`client_hash`] of client `c` of a state, with its tokens named by `owners` (where
+/// `renaming` is `None`, its own fingerprint: [`Owners::seen_from`] `c`; else `renaming`
+/// but `c`'s own tokens as [`SELF`]), remembered with the client: a step that leaves the
+/// client alone leaves it shared, and its fingerprints with it.
+fn remembered_client_hash(
+    client: &SharedClient,
+    c: usize,
+    hash_client: &HashClient<'_>,
+    renaming: Option<&Ranks>,
+    seed: u64,
+) -> (Fingerprint, bool) {
+    // The client's place (3 bits), the hashing (25 bits), the renaming (3 bits a client,
+    // and a bit for one).
+    let mut tag = (c as u64) | hash_client.tag() << 3;
+    let mut owners = Owners::seen_from(c);
+    if let Some(ranks) = renaming {
+        tag |= 1 << 28;
+        for (i, &rank) in ranks.iter().enumerate() {
+            tag |= u64::from(rank & 7) << (29 + 3 * i);
+        }
+        owners = Owners(*ranks);
+        owners.0[c] = SELF;
+    }
+    client.memo().get_or(MemoKey { seed, tag }, || {
+        client_hash(client, hash_client, owners, seed)
+    })
+}
+
 /// The least fingerprint of `state` (its nodes taken in `order`, each client hashed by
 /// `hash_client`) over the renamings of the clients that sort them by their own
 /// fingerprints, and each client's place in the renaming that gives it: `None` when two
@@ -145,7 +174,7 @@ pub(super) fn canonical(
     let mut own = [0u128; MAX_CLIENTS];
     let mut knows_others = [false; MAX_CLIENTS];
     for (c, client) in clients.iter().enumerate() {
-        (own[c], knows_others[c]) = client_hash(client, hash_client, Owners::seen_from(c), seed);
+        (own[c], knows_others[c]) = remembered_client_hash(client, c, hash_client, None, seed);
     }
     // `sorted[j]`: the client that becomes client `j`.
     let mut sorted: [u8; MAX_CLIENTS] = std::array::from_fn(|c| c as u8);
@@ -181,9 +210,7 @@ pub(super) fn canonical(
         for &c in &sorted[..count] {
             let c = usize::from(c);
             let fp = if knows_others[c] {
-                let mut owners = owners;
-                owners.0[c] = SELF;
-                client_hash(&clients[c], hash_client, owners, seed).0
+                remembered_client_hash(&clients[c], c, hash_client, Some(&ranks), seed).0
             } else {
                 own[c]
             };
@@ -424,7 +451,7 @@ mod tests {
         );
         // Clients that are not alike: one's clock a tick on.
         let mut apart = other.clone();
-        apart.clients[0].clock += 1;
+        apart.clients[0].make_mut().clock += 1;
         assert_ne!(apart.fingerprint(symmetry, 0), one.fingerprint(symmetry, 0));
         assert_ne!(
             apart.fingerprint(symmetry, 0),

@@ -19,7 +19,7 @@
 //! | `spec.rs` | a check's bounds, faults and expectation ([`CheckSpec`]) |
 //! | `raw.rs`, `file.rs` | the check file's serde mirror, and its translation into a [`CheckSpec`] |
 //! | `property.rs`, `judge.rs` | the properties, and the one function that judges them after a step |
-//! | `state.rs` | one state of the model, and its fingerprint (computed by the state) |
+//! | `state.rs`, `shared.rs` | one state of the model, and its fingerprint (computed by the state); its nodes and clients shared between states until a step writes them, each with the fingerprints of it remembered |
 //! | `model.rs` | the steps enabled in a state, and the state each leads to |
 //! | `client.rs`, `node.rs`, `rate.rs` | a client's driver of the core's machines; a node; how far a clock strays |
 //! | `search.rs`, `explore.rs`, `depth_first.rs`, `visited.rs` | what the searches share (options, progress, the visited set, the stop flag); the explorer: breadth first, then depth first; the states seen |
@@ -62,6 +62,7 @@ mod property;
 mod rate;
 mod raw;
 mod search;
+mod shared;
 mod sleep;
 mod spec;
 mod state;

@@ -14,8 +14,9 @@ use redlock_core::{LockKey, Reply};
 use super::client::{Client, Env, Happened, Msg, model_keys};
 use super::judge::judge;
 use super::node::Node;
+use super::shared::Shared;
 use super::spec::{CheckSpec, PauseKind, WaiterMarks};
-use super::state::CheckState;
+use super::state::{CheckState, SharedClient};
 use crate::client::faults::Keys;
 use crate::net::message::{NodeOp, NodeReply};
 
@@ -195,34 +196,34 @@ impl Model {
     /// The one initial state: every client starts its first acquisition at time zero, or,
     /// with `start_within_ticks`, none has started yet.
     pub(crate) fn initial(&self) -> CheckState {
-        let mut state = CheckState {
+        let mut nodes: Vec<Node> = (0..self.spec.nodes).map(|_| Node::new()).collect();
+        let mut clients: Vec<Client> = (0..self.spec.clients)
+            .map(|_| Client::new(&self.spec))
+            .collect();
+        let identities: Vec<_> = nodes
+            .iter_mut()
+            .enumerate()
+            .map(|(n, node)| node.execute(n, &NodeOp::Identify, &self.spec))
+            .collect();
+        for client in &mut clients {
+            client.connect(&identities, &self.spec);
+        }
+        let starts_now = self.spec.start_within_ticks == 0;
+        for (c, client) in clients.iter_mut().enumerate() {
+            if starts_now {
+                client.start(&mut self.env(c as u8, 0));
+            }
+        }
+        CheckState {
             time: 0,
-            nodes: (0..self.spec.nodes).map(|_| Node::new()).collect(),
-            clients: (0..self.spec.clients)
-                .map(|_| Client::new(&self.spec))
-                .collect(),
+            nodes: nodes.into_iter().map(Shared::new).collect(),
+            clients: clients.into_iter().map(Shared::new).collect(),
             faults_used: 0,
             grants: 0,
             tick_fresh: true,
             max_fence: 0,
             violation: None,
-        };
-        let identities: Vec<_> = state
-            .nodes
-            .iter_mut()
-            .enumerate()
-            .map(|(n, node)| node.execute(n, &NodeOp::Identify, &self.spec))
-            .collect();
-        for client in &mut state.clients {
-            client.connect(&identities, &self.spec);
         }
-        let starts_now = self.spec.start_within_ticks == 0;
-        for (c, client) in state.clients.iter_mut().enumerate() {
-            if starts_now {
-                client.start(&mut self.env(c as u8, 0));
-            }
-        }
-        state
     }
 
     /// What client `client` needs from the world for a step.
@@ -360,7 +361,7 @@ impl Model {
             }
         }
         self.node_actions(state, budget, out);
-        let all_done = state.clients.iter().all(Client::is_done);
+        let all_done = state.clients.iter().all(|c| c.is_done());
         if urgent || state.time >= spec.horizon_ticks || all_done {
             return;
         }
@@ -409,7 +410,8 @@ impl Model {
     }
 
     /// The state after `action`, unjudged, and what the step did that the properties ask
-    /// about.
+    /// about. The successor shares with `state` every node and client the step does not
+    /// write ([`Shared::make_mut`] copies the others).
     fn step(&self, state: &CheckState, action: Action) -> (CheckState, Happened) {
         let mut next = state.clone();
         let spec = &self.spec;
@@ -429,9 +431,9 @@ impl Model {
                     *time += 1;
                     self.advance_clocks(nodes, clients, slow, fast);
                 }
-                Action::Start(c) => clients[usize::from(c)].start(&mut env),
-                Action::Fire(c) => clients[usize::from(c)].fire(&mut env),
-                Action::StopWork(c) => clients[usize::from(c)].stop_work(&mut env),
+                Action::Start(c) => clients[usize::from(c)].make_mut().start(&mut env),
+                Action::Fire(c) => clients[usize::from(c)].make_mut().fire(&mut env),
+                Action::StopWork(c) => clients[usize::from(c)].make_mut().stop_work(&mut env),
                 Action::Deliver { client, node, link } => {
                     let (c, n) = (usize::from(client), usize::from(node));
                     if link == Link::ToNode {
@@ -439,18 +441,23 @@ impl Model {
                         // happen between is independent of it (another node's step, another
                         // client's), or a fault of its own (a lost or delayed command).
                         if let Some(reply) = self.to_node(nodes, clients, c, n, &mut env.happened) {
-                            if clients[c].paused {
-                                clients[c].links[n].from_node.push_back(reply);
+                            let client = clients[c].make_mut();
+                            if client.paused {
+                                client.links[n].from_node.push_back(reply);
                             } else {
-                                clients[c].receive(n, reply, &mut env);
+                                client.receive(n, reply, &mut env);
                             }
                         }
-                    } else if let Some(msg) = link.queue_mut(&mut clients[c], n).pop_front() {
-                        clients[c].receive(n, msg, &mut env);
+                    } else {
+                        let client = clients[c].make_mut();
+                        if let Some(msg) = link.queue_mut(client, n).pop_front() {
+                            client.receive(n, msg, &mut env);
+                        }
                     }
                 }
                 Action::Delay { client, node, link } => {
-                    clients[usize::from(client)].links[usize::from(node)].late |= link.bit();
+                    let client = clients[usize::from(client)].make_mut();
+                    client.links[usize::from(node)].late |= link.bit();
                     *faults_used += 1;
                 }
                 Action::Drop { client, node, link } => {
@@ -459,25 +466,25 @@ impl Model {
                         // The command is performed; its reply is lost.
                         let _ = self.to_node(nodes, clients, c, n, &mut env.happened);
                     } else {
-                        link.queue_mut(&mut clients[c], n).pop_front();
+                        link.queue_mut(clients[c].make_mut(), n).pop_front();
                     }
                     *faults_used += 1;
                 }
                 Action::Crash(n) => {
-                    nodes[usize::from(n)].crash(spec.durability);
+                    nodes[usize::from(n)].make_mut().crash(spec.durability);
                     for client in clients.iter_mut() {
-                        client.node_crashed(usize::from(n));
+                        client.make_mut().node_crashed(usize::from(n));
                     }
                     *faults_used += 1;
                 }
-                Action::Restart(n) => nodes[usize::from(n)].restart(),
+                Action::Restart(n) => nodes[usize::from(n)].make_mut().restart(),
                 Action::Pause(c) => {
-                    clients[usize::from(c)].paused = true;
+                    clients[usize::from(c)].make_mut().paused = true;
                     *faults_used += 1;
                 }
-                Action::Resume(c) => clients[usize::from(c)].paused = false,
+                Action::Resume(c) => clients[usize::from(c)].make_mut().paused = false,
                 Action::Jump(n) => {
-                    nodes[usize::from(n)].tick(spec.clock_jump_ticks);
+                    nodes[usize::from(n)].make_mut().tick(spec.clock_jump_ticks);
                     *faults_used += 1;
                 }
             }
@@ -494,9 +501,16 @@ impl Model {
         let actor = action
             .client()
             .filter(|_| spec.pause != PauseKind::None && next.faults_used < spec.fault_budget);
+        // Written only where they change, so that a client the step did not touch stays
+        // shared.
         for (c, client) in next.clients.iter_mut().enumerate() {
-            client.acted = actor == Some(c);
-            Self::forget_delays_of_empty_links(client, spec.nodes);
+            let acted = actor == Some(c);
+            if client.acted != acted {
+                client.make_mut().acted = acted;
+            }
+            if Self::delays_of_empty_links(client, spec.nodes) {
+                Self::forget_delays_of_empty_links(client.make_mut(), spec.nodes);
+            }
         }
         if happened.granted.is_some() {
             next.grants = next.grants.saturating_add(1);
@@ -506,9 +520,16 @@ impl Model {
 
     /// A tick of true time on every clock: the clients in `slow` lose it (and a frozen
     /// client's stands still), the nodes in `fast` gain one; a node down counts it.
-    fn advance_clocks(&self, nodes: &mut [Node], clients: &mut [Client], slow: u8, fast: u8) {
+    fn advance_clocks(
+        &self,
+        nodes: &mut [Shared<Node>],
+        clients: &mut [SharedClient],
+        slow: u8,
+        fast: u8,
+    ) {
         let spec = &self.spec;
         for (c, client) in clients.iter_mut().enumerate() {
+            let client = client.make_mut();
             let frozen = client.paused && spec.pause == PauseKind::Frozen;
             let loses = slow & (1 << c) != 0;
             if !frozen && !loses {
@@ -517,6 +538,7 @@ impl Model {
             client.strays.tick(loses, spec.ttl_ticks);
         }
         for (n, node) in nodes.iter_mut().enumerate() {
+            let node = node.make_mut();
             let gains = fast & (1 << n) != 0;
             node.tick(1 + u32::from(gains));
             node.strays.tick(gains, spec.ttl_ticks);
@@ -524,6 +546,18 @@ impl Model {
                 node.down_for += 1;
             }
         }
+    }
+
+    /// Whether a link of `client` is empty and still marked delayed (what
+    /// [`Self::forget_delays_of_empty_links`] would change).
+    fn delays_of_empty_links(client: &Client, nodes: usize) -> bool {
+        (0..nodes).any(|n| {
+            let late = client.links[n].late;
+            late != 0
+                && Link::ALL
+                    .into_iter()
+                    .any(|link| late & link.bit() != 0 && link.queue(client, n).is_empty())
+        })
     }
 
     /// A delay applies to the messages on a link when it was taken: once the link is empty,
@@ -567,8 +601,8 @@ impl Model {
     /// release in the tick the key expires counts as at its expiry.)
     fn to_node(
         &self,
-        nodes: &mut [Node],
-        clients: &mut [Client],
+        nodes: &mut [Shared<Node>],
+        clients: &mut [SharedClient],
         c: usize,
         n: usize,
         happened: &mut Happened,
@@ -578,15 +612,15 @@ impl Model {
             op,
             request,
             cmd,
-        }) = clients[c].links[n].to_node.pop_front()
+        }) = clients[c].make_mut().links[n].to_node.pop_front()
         else {
             return None;
         };
-        let node = &mut nodes[n];
-        if !node.up {
+        if !nodes[n].up {
             // Refused: the connection fails.
             return Some(Msg::Closed { conn });
         }
+        let node = nodes[n].make_mut();
         let working = clients[c].released_while_working();
         let outlives_tick = |node: &Node| {
             let end_of_tick = node.next_tick_ms(&self.spec);
@@ -618,7 +652,9 @@ impl Model {
             if publishes {
                 // Only a client waiting for the lease is subscribed to its channel.
                 for client in clients.iter_mut().filter(|c| c.is_acquiring()) {
-                    client.links[n].notices.push_back(Msg::Released(*token));
+                    client.make_mut().links[n]
+                        .notices
+                        .push_back(Msg::Released(*token));
                 }
             }
         }

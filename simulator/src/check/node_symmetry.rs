@@ -22,7 +22,10 @@ use redlock_core::NodePermutation;
 
 use super::client_symmetry::Owners;
 use super::fingerprint::{Fingerprint, Hasher128};
-use super::state::{CheckState, HashClient, MAX_CLIENTS, MAX_NODES, Naming, NodeRanks, Ranks};
+use super::shared::{MemoKey, PLAIN};
+use super::state::{
+    CheckState, HashClient, MAX_CLIENTS, MAX_NODES, Naming, NodeRanks, Ranks, SharedClient,
+};
 
 /// The identity renumbering, as node ranks.
 pub(super) fn identity() -> NodeRanks {
@@ -35,7 +38,7 @@ pub(crate) fn renumbered(state: &CheckState, perm: &NodePermutation) -> CheckSta
     let mut next = state.clone();
     perm.permute(&mut next.nodes);
     for client in &mut next.clients {
-        client.renumber_nodes(perm);
+        client.make_mut().renumber_nodes(perm);
     }
     next
 }
@@ -51,12 +54,23 @@ fn swap_leaves_alone(state: &CheckState, a: usize, b: usize) -> bool {
     let mut to: Vec<usize> = (0..state.nodes.len()).collect();
     to.swap(a, b);
     let swap = NodePermutation::new(to).expect("a transposition");
-    state.clients.iter().all(|client| {
-        let (mut image, mut itself) = (Hasher128::default(), Hasher128::default());
-        client.hash_renumbered(&swap, &mut image);
-        client.hash(&mut itself);
-        image.finish128() == itself.finish128()
-    })
+    let swapped = HashClient::Renumbered(&swap);
+    state
+        .clients
+        .iter()
+        .all(|client| hash_alone(client, &swapped) == hash_alone(client, &HashClient::AsIs))
+}
+
+/// `client` hashed by `hash_client` on its own (the fixed seed, its tokens as they are),
+/// remembered with the client: most steps leave most clients as they were.
+fn hash_alone(client: &SharedClient, hash_client: &HashClient<'_>) -> Fingerprint {
+    let tag = PLAIN | hash_client.tag();
+    let hash = || {
+        let mut h = Hasher128::default();
+        hash_client.hash(client, &mut h);
+        (h.finish128(), false)
+    };
+    client.memo().get_or(MemoKey { seed: 0, tag }, hash).0
 }
 
 /// The least fingerprint of `state` over the renumberings that sort its nodes by their own

@@ -12,6 +12,7 @@ use super::fingerprint::{Fingerprint, Hasher128};
 use super::node::Node;
 use super::node_symmetry;
 use super::property::Property;
+use super::shared::Shared;
 
 /// The most clients whose fingerprints the symmetric fingerprint sorts on the stack (the
 /// check file allows no more).
@@ -26,14 +27,25 @@ pub(crate) const MAX_NODES: usize = 8;
 /// Each node's number in a fingerprint's renumbering of the nodes.
 pub(crate) type NodeRanks = [u8; MAX_NODES];
 
+/// How many fingerprints of itself a client remembers: its own under each renumbering of
+/// the nodes the canonical form tries (usually one or two), once more under each renaming
+/// of the clients when it holds another client's token, and as it is and with two nodes
+/// swapped for node symmetry's test of nodes alike.
+const CLIENT_MEMO: usize = 8;
+
+/// A client of a state, shared with the states that have it alike.
+pub(crate) type SharedClient = Shared<Client, CLIENT_MEMO>;
+
 /// One state of the model: true time, every node and client with the messages in flight,
-/// and the world's counters.
+/// and the world's counters. Its nodes and clients are [`Shared`] with the states that
+/// have them alike (a step copies only what it writes); it compares and hashes as if it
+/// held them itself.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct CheckState {
     /// True time, in ticks.
     pub(crate) time: u32,
-    pub(super) nodes: Vec<Node>,
-    pub(super) clients: Vec<Client>,
+    pub(super) nodes: Vec<Shared<Node>>,
+    pub(super) clients: Vec<SharedClient>,
     pub(super) faults_used: u32,
     /// Grants so far.
     pub(super) grants: u16,
@@ -55,6 +67,17 @@ impl HashClient<'_> {
         match self {
             Self::AsIs => client.hash(h),
             Self::Renumbered(perm) => client.hash_renumbered(perm, h),
+        }
+    }
+
+    /// Which hashing it is, in 25 bits (for a client's remembered fingerprints): the
+    /// renumbering's image of each node in 3 bits, and a bit for a renumbering.
+    pub(crate) fn tag(&self) -> u64 {
+        match self {
+            Self::AsIs => 0,
+            Self::Renumbered(perm) => (0..perm.len().min(MAX_NODES)).fold(1, |tag, n| {
+                tag | ((perm.index(n) as u64) & 7) << (1 + 3 * n)
+            }),
         }
     }
 }
@@ -87,8 +110,9 @@ pub(crate) struct Naming {
 }
 
 impl CheckState {
-    /// Frees what it holds on the heap (its nodes and clients), leaving a state that is
-    /// not to be used again: a breadth-first level frees each of its states once expanded.
+    /// Lets go of its nodes and clients (freed with the last state that holds them),
+    /// leaving a state that is not to be used again: a breadth-first level frees each of
+    /// its states once expanded.
     pub(super) fn free_parts(&mut self) {
         self.nodes = Vec::new();
         self.clients = Vec::new();
