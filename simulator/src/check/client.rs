@@ -21,6 +21,7 @@ use redlock_core::{
 mod renumber;
 
 use super::rate::Strays;
+use super::shared::Shared;
 use super::spec::{CheckSpec, WaiterMarks, WorkStop};
 use super::token::model_token;
 use crate::client::faults::{Faults, Keys, RoundClock};
@@ -216,7 +217,9 @@ pub(super) struct Client {
     op: u16,
     /// Tokens it has drawn: its next is numbered one more (`token.rs`).
     drawn: u16,
-    eligibility: Eligibility,
+    /// Shared with the copies of this client until one writes it: a step seldom changes it,
+    /// and copying its per-node strings was much of a client's copy.
+    eligibility: Shared<Eligibility>,
     faults: Faults,
     /// Per node: its connection and the messages on their way, in one allocation.
     pub(super) links: Vec<NodeLink>,
@@ -246,7 +249,7 @@ impl Client {
             iteration: 0,
             op: 0,
             drawn: 0,
-            eligibility: Eligibility::new(nodes, spec.restart),
+            eligibility: Shared::new(Eligibility::new(nodes, spec.restart)),
             faults: Faults::new(spec.timing, spec.release, spec.extend, spec.loss_order),
             links: vec![NodeLink::default(); nodes],
         }
@@ -275,7 +278,7 @@ impl Client {
                 outstanding: Vec::new(),
                 waiting: VecDeque::new(),
             });
-            self.eligibility.identified(
+            self.eligibility.make_mut().identified(
                 NodeId::new(node),
                 ConnectionId(u64::from(id)),
                 Ok(NodeIdentity {
@@ -536,7 +539,7 @@ impl Client {
                             uptime: std::time::Duration::from_millis(uptime_ms),
                             maxmemory_policy: None,
                         };
-                        self.eligibility.identified(
+                        self.eligibility.make_mut().identified(
                             NodeId::new(node),
                             ConnectionId(u64::from(conn)),
                             Ok(identity),
@@ -670,6 +673,7 @@ impl Client {
         let connection = ConnectionId(u64::from(conn.id));
         match self
             .eligibility
+            .make_mut()
             .admit(transmit.node, connection, &transmit.command, now)
         {
             Admission::Send => match self.faults.node_op(transmit.command, env.keys) {

@@ -1,4 +1,5 @@
-//! A part of a state (a node, a client) shared by the states that have it alike.
+//! A part of a state (a node, a client, a client's eligibility) shared by the states that
+//! have it alike.
 //!
 //! A successor is its parent with one step taken, and most steps change one client and one
 //! node (a delivery), or a client alone (a timer): copying every node's store and every

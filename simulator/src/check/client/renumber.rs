@@ -175,7 +175,7 @@ impl Client {
             link.renumber_nodes(perm);
         }
         perm.permute(&mut self.links);
-        renumber_eligibility(&mut self.eligibility, perm);
+        renumber_eligibility(self.eligibility.make_mut(), perm);
         self.phase.renumber_nodes(perm);
     }
 
