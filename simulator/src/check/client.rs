@@ -8,77 +8,29 @@
 //! work that runs `work_ticks` of the client's clock and, told to stop, stops within
 //! `stop_ticks` of them (a separate step of the model, so that anything may happen before
 //! it), or never (`stop = "never"`: it runs to its own end).
-
-use std::collections::VecDeque;
+//!
+//! Its parts: `connection.rs` (the messages and the connection to each node), `lease.rs`
+//! (a lease held: its work, keep-alive, extension and release), `renumber.rs` (the client
+//! renumbered for node symmetry); this file, the client itself and its acquisitions.
 
 use redlock_core::{
-    Acquire, AcquireEvent, Admission, ConnectionId, DEFAULT_KEY_PREFIX, DriftFactor, Eligibility,
-    Extend, ExtendOutcome, Held, KeepAlive, Keeper, KeeperEvent, LockConfig, LockKey, Machine,
-    NodeFailure, NodeId, NodeIdentity, Release, Reply, RequestId, Timestamp, Token, Transmit,
-    Waiting,
+    Acquire, AcquireEvent, DEFAULT_KEY_PREFIX, Eligibility, Held, KeepAlive, Keeper, LockKey,
+    Machine, NodeFailure, Reply, RequestId, Timestamp, Token, Waiting,
 };
 
+mod connection;
+mod lease;
 mod renumber;
+
+pub(super) use connection::{Msg, NodeLink};
+use lease::{Lease, Work, keeper_config};
 
 use super::rate::Strays;
 use super::shared::Shared;
-use super::spec::{CheckSpec, WaiterMarks, WorkStop};
+use super::spec::{CheckSpec, WaiterMarks};
 use super::token::model_token;
 use crate::client::faults::{Faults, Keys, RoundClock};
-use crate::net::message::{NodeOp, NodeReply};
 use crate::net::name::Name;
-
-/// A message between one client and one node.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(super) enum Msg {
-    /// A command; `request` is `None` for a connection's identification.
-    Request {
-        conn: u32,
-        op: u16,
-        request: Option<RequestId>,
-        cmd: NodeOp,
-    },
-    /// Its answer.
-    Reply {
-        conn: u32,
-        op: u16,
-        request: Option<RequestId>,
-        reply: NodeReply,
-    },
-    /// The release script's notification: the released token.
-    Released(Token),
-    /// The connection broke: the node crashed, or refused it while down.
-    Closed { conn: u32 },
-}
-
-/// One connection to a node.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct Conn {
-    id: u32,
-    /// Whether its identification is on its way.
-    identifying: bool,
-    /// The node crashed under it: what is written is lost, and `Closed` is on its way.
-    broken: bool,
-    /// Requests written and not answered: (operation, request; `None` for the
-    /// identification).
-    outstanding: Vec<(u16, Option<RequestId>)>,
-    /// Commands waiting for the identification, in the order issued.
-    waiting: VecDeque<(u16, Transmit)>,
-}
-
-/// What the work under a lease is doing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) enum Work {
-    /// Running until the client's clock reads this tick.
-    Running(u32),
-    /// Told to stop: it stops at any point before its client's clock reads `by` (`None`: it
-    /// ignores the stop), or at its own end, `until`, if that comes first.
-    Stopping {
-        by: Option<u32>,
-        until: u32,
-    },
-    Stopped,
-}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Acquiring {
@@ -88,69 +40,6 @@ pub(super) struct Acquiring {
     waiting: Waiting,
     /// Whether a round was lost: a grant after it is a contended hand-off.
     lost_a_round: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(super) struct Lease {
-    /// The keep-alive's operation.
-    op: u16,
-    pub(super) held: Held,
-    keeper: Option<Keeper>,
-    pub(super) work: Work,
-    /// The release, once started (its operation and machine; `None` once done).
-    releasing: Option<(u16, Option<Release>)>,
-    /// When (client clock, ticks) the work extends the lease by hand, until it has.
-    extend_at: Option<u32>,
-    /// The work's own extension, while it runs (its operation and machine).
-    extending: Option<(u16, Extend)>,
-    /// How many grants the world had made once this lease was granted (its own included).
-    grants_before: u16,
-}
-
-impl Lease {
-    /// Its work has stopped: the keeper (if any) is told, and releases when it will;
-    /// without one, the release starts now (unless it has already).
-    fn work_stopped(&mut self, op: &mut u16, spec: &CheckSpec, now: Timestamp) {
-        let config = &spec.config;
-        self.work = Work::Stopped;
-        match &mut self.keeper {
-            Some(keeper) if !keeper.is_released() => report_stop(keeper, spec, now),
-            Some(_) => {}
-            None if self.releasing.is_none() => self.begin_release(op, config, now),
-            None => {}
-        }
-    }
-
-    /// Starts the release, as operation `op + 1`.
-    fn begin_release(&mut self, op: &mut u16, config: &LockConfig, now: Timestamp) {
-        *op += 1;
-        self.releasing = Some((*op, Some(self.held.release(config, now))));
-    }
-
-    /// Whether the release has started.
-    pub(super) fn released(&self) -> bool {
-        self.releasing.is_some()
-    }
-}
-
-/// The configuration the keep-alive runs: the clients', or (the fault
-/// `release_deadline = "without-drift"`) the same without the drift allowance, which makes
-/// its release deadline the validity's end.
-fn keeper_config(spec: &CheckSpec) -> LockConfig {
-    match DriftFactor::from_ppm(0) {
-        Some(none) if spec.keeper_without_drift => spec.config.clone().with_drift_factor(none),
-        _ => spec.config.clone(),
-    }
-}
-
-/// Tells `keeper` that the work has stopped, as the holder can: confirmed
-/// (`work_stopped`), or not (`stop_unconfirmed`, when the check's works stop unconfirmed).
-fn report_stop(keeper: &mut Keeper, spec: &CheckSpec, now: Timestamp) {
-    if spec.work_stop == WorkStop::Unconfirmed {
-        keeper.stop_unconfirmed(now);
-    } else {
-        keeper.work_stopped(now);
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -180,28 +69,6 @@ pub(super) struct Happened {
     /// A release deleted its key on a node where a waiter's mark was, and published
     /// nothing.
     pub(super) waiter_untold: bool,
-}
-
-/// What a client has with one node: its connection, the messages on their way either way,
-/// and which links a fault delayed. Kept together so that a client's clone is one
-/// allocation for all its nodes, not one per kind.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub(super) struct NodeLink {
-    conn: Option<Conn>,
-    /// Connections opened to the node so far: the next one's number is one more. Numbered
-    /// per node (the core asks only that a node's connections be numbered in order), so
-    /// that what happens at one node does not number the connections to another and the
-    /// model stays symmetric in the nodes (`node_symmetry.rs`).
-    opened: u32,
-    /// Commands to the node, in order.
-    pub(super) to_node: VecDeque<Msg>,
-    /// Replies (and connection closes) from the node, in order.
-    pub(super) from_node: VecDeque<Msg>,
-    /// Release notifications from the node (a subscription is a connection of its own).
-    pub(super) notices: VecDeque<Msg>,
-    /// The links whose messages may arrive after the next tick (a delay fault): bits of
-    /// [`Link::bit`](super::model::Link::bit).
-    pub(super) late: u8,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -258,37 +125,6 @@ impl Client {
     /// Its clock as the machines read it.
     pub(super) fn now(&self, spec: &CheckSpec) -> Timestamp {
         Timestamp::from_duration(spec.ticks(self.clock))
-    }
-
-    /// Opens and identifies a connection to every node, as a client that has been running
-    /// for a while has: `identities[n]` is what node `n` answers to `INFO`.
-    pub(super) fn connect(&mut self, identities: &[NodeReply], spec: &CheckSpec) {
-        let now = self.now(spec);
-        for (node, identity) in identities.iter().enumerate() {
-            let NodeReply::Identity { server, uptime_ms } = identity else {
-                continue;
-            };
-            let link = &mut self.links[node];
-            link.opened += 1;
-            let id = link.opened;
-            link.conn = Some(Conn {
-                id,
-                identifying: false,
-                broken: false,
-                outstanding: Vec::new(),
-                waiting: VecDeque::new(),
-            });
-            self.eligibility.make_mut().identified(
-                NodeId::new(node),
-                ConnectionId(u64::from(id)),
-                Ok(NodeIdentity {
-                    run_id: server.run_id(),
-                    uptime: std::time::Duration::from_millis(*uptime_ms),
-                    maxmemory_policy: None,
-                }),
-                now,
-            );
-        }
     }
 
     /// Starts its first acquisition.
@@ -517,96 +353,6 @@ impl Client {
         self.settle(env);
     }
 
-    /// The next message from node `node` on the replies' connection arrives.
-    pub(super) fn receive(&mut self, node: usize, msg: Msg, env: &mut Env<'_>) {
-        let now = self.now(env.spec);
-        match msg {
-            Msg::Reply {
-                conn,
-                op,
-                request,
-                reply,
-            } => {
-                let Some(c) = self.links[node].conn.as_mut().filter(|c| c.id == conn) else {
-                    return;
-                };
-                c.outstanding.retain(|&(o, r)| (o, r) != (op, request));
-                match (request, reply) {
-                    (None, NodeReply::Identity { server, uptime_ms }) => {
-                        c.identifying = false;
-                        let identity = NodeIdentity {
-                            run_id: server.run_id(),
-                            uptime: std::time::Duration::from_millis(uptime_ms),
-                            maxmemory_policy: None,
-                        };
-                        self.eligibility.make_mut().identified(
-                            NodeId::new(node),
-                            ConnectionId(u64::from(conn)),
-                            Ok(identity),
-                            now,
-                        );
-                        let waiting = std::mem::take(&mut c.waiting);
-                        for (op, transmit) in waiting {
-                            self.issue(op, transmit, env);
-                        }
-                    }
-                    (None, _) => {}
-                    (Some(request), reply) => {
-                        let result = match reply {
-                            NodeReply::Core(reply) => Ok(reply),
-                            NodeReply::Failure(failure) => Err(failure),
-                            other => Err(NodeFailure::Protocol(format!("{other:?}"))),
-                        };
-                        self.feed(op, request, result, now);
-                    }
-                }
-            }
-            Msg::Closed { conn } => {
-                // What else was written on it is lost with it.
-                self.links[node]
-                    .to_node
-                    .retain(|m| !matches!(m, Msg::Request { conn: on, .. } if *on == conn));
-                if let Some(c) = self.links[node].conn.take_if(|c| c.id == conn) {
-                    let failure = || NodeFailure::Io("connection closed".into());
-                    for (op, request) in c.outstanding {
-                        if let Some(request) = request {
-                            self.feed(op, request, Err(failure()), now);
-                        }
-                    }
-                    for (op, transmit) in c.waiting {
-                        self.feed(op, transmit.request, Err(failure()), now);
-                    }
-                }
-            }
-            Msg::Released(token) => {
-                if let Phase::Acquiring(a) = &mut self.phase {
-                    a.waiting.notified(
-                        NodeId::new(node),
-                        env.keys.key.as_bytes(),
-                        &token.to_hex(),
-                        now,
-                    );
-                }
-            }
-            Msg::Request { .. } => {}
-        }
-        self.settle(env);
-    }
-
-    /// The node crashed under its connection: what is written is lost, the close is on its
-    /// way.
-    pub(super) fn node_crashed(&mut self, node: usize) {
-        let link = &mut self.links[node];
-        link.late = 0;
-        link.to_node.clear();
-        link.from_node.clear();
-        link.notices.clear();
-        if let Some(conn) = &mut link.conn {
-            conn.broken = true;
-            link.from_node.push_back(Msg::Closed { conn: conn.id });
-        }
-    }
-
     /// A reply (or failure) for operation `op`'s machine.
     fn feed(
         &mut self,
@@ -643,74 +389,6 @@ impl Client {
                 _ => {}
             },
             _ => {}
-        }
-    }
-
-    // ----- the connections ----------------------------------------------------------------
-
-    /// Issues `transmit` of operation `op`: out on its node's connection in turn, once the
-    /// core's eligibility admits it there.
-    fn issue(&mut self, op: u16, transmit: Transmit, env: &mut Env<'_>) {
-        let now = self.now(env.spec);
-        let node = transmit.node.index();
-        let link = &mut self.links[node];
-        let opened = &mut link.opened;
-        let conn = link.conn.get_or_insert_with(|| {
-            *opened += 1;
-            Conn {
-                id: *opened,
-                identifying: false,
-                broken: false,
-                outstanding: Vec::new(),
-                waiting: VecDeque::new(),
-            }
-        });
-        if !conn.waiting.is_empty() {
-            // Behind what waits for the identification: commands to a node keep their order.
-            conn.waiting.push_back((op, transmit));
-            return;
-        }
-        let connection = ConnectionId(u64::from(conn.id));
-        match self
-            .eligibility
-            .make_mut()
-            .admit(transmit.node, connection, &transmit.command, now)
-        {
-            Admission::Send => match self.faults.node_op(transmit.command, env.keys) {
-                Ok(cmd) => {
-                    conn.outstanding.push((op, Some(transmit.request)));
-                    if !conn.broken {
-                        link.to_node.push_back(Msg::Request {
-                            conn: conn.id,
-                            op,
-                            request: Some(transmit.request),
-                            cmd,
-                        });
-                    }
-                }
-                Err(failure) => self.feed(op, transmit.request, Err(failure), now),
-            },
-            Admission::Identify => {
-                if !conn.identifying {
-                    conn.identifying = true;
-                    conn.outstanding.push((0, None));
-                    if !conn.broken {
-                        link.to_node.push_back(Msg::Request {
-                            conn: conn.id,
-                            op: 0,
-                            request: None,
-                            cmd: NodeOp::Identify,
-                        });
-                    }
-                }
-                conn.waiting.push_back((op, transmit));
-            }
-            // No request times out unanswered in the model (the probe is not explored), so
-            // the core never asks for one; were it to, the command is refused, never dropped.
-            Admission::Probe => {
-                self.feed(op, transmit.request, Err(NodeFailure::Unresponsive), now)
-            }
-            Admission::Refuse(failure) => self.feed(op, transmit.request, Err(failure), now),
         }
     }
 
@@ -800,87 +478,6 @@ impl Client {
         while let Some(unmark) = a.waiting.poll_transmit() {
             self.issue(a.op, unmark, env);
         }
-    }
-
-    fn settle_lease(&mut self, mut lease: Lease, env: &mut Env<'_>) -> bool {
-        let now = self.now(env.spec);
-        let mut progressed = false;
-        if let Some(mut keeper) = lease.keeper.take() {
-            loop {
-                while let Some(transmit) = keeper.poll_transmit() {
-                    self.issue(lease.op, transmit, env);
-                }
-                let Some(event) = keeper.poll_outcome() else {
-                    break;
-                };
-                match event {
-                    KeeperEvent::Extended(_) => {
-                        // As for an extension by hand: one that lands after the deadline
-                        // makes the lease believed throughout.
-                        if now >= lease.held.valid_until() && env.grants > lease.grants_before {
-                            env.happened.revived_over_another = true;
-                        }
-                        lease.held = keeper.held().clone();
-                        env.happened.extended = true;
-                    }
-                    KeeperEvent::Lost(_) => {
-                        if let Work::Running(until) = lease.work {
-                            let by = (env.spec.work_stop != WorkStop::Never)
-                                .then(|| self.clock.saturating_add(env.spec.stop_ticks));
-                            lease.work = Work::Stopping { by, until };
-                        }
-                        if self.faults.releases_before_stop() && lease.releasing.is_none() {
-                            // The fault: released at the loss, while the work finishes its
-                            // step.
-                            lease.begin_release(&mut self.op, &env.spec.config, now);
-                        } else if lease.work == Work::Stopped {
-                            report_stop(&mut keeper, env.spec, now);
-                        }
-                    }
-                    KeeperEvent::Release(_) if lease.releasing.is_none() => {
-                        lease.begin_release(&mut self.op, &env.spec.config, now);
-                    }
-                    _ => {}
-                }
-            }
-            lease.keeper = Some(keeper);
-        }
-        if let Some((op, mut extend)) = lease.extending.take() {
-            while let Some(transmit) = extend.poll_transmit() {
-                self.issue(op, transmit, env);
-            }
-            match extend.poll_outcome() {
-                None => lease.extending = Some((op, extend)),
-                Some(ExtendOutcome::Extended(extension)) => {
-                    if now >= lease.held.valid_until() && env.grants > lease.grants_before {
-                        env.happened.revived_over_another = true;
-                    }
-                    lease.held.apply(&extension);
-                    env.happened.extended = true;
-                }
-                Some(_) => {
-                    // The work was waiting for this step: it ends here.
-                    lease.work_stopped(&mut self.op, env.spec, now);
-                    progressed = true;
-                }
-            }
-        }
-        if let Some((op, Some(release))) = &mut lease.releasing {
-            while let Some(transmit) = release.poll_transmit() {
-                let op = *op;
-                self.issue(op, transmit, env);
-            }
-            if release.poll_outcome().is_some() {
-                lease.releasing = Some((*op, None));
-                progressed = true;
-            }
-        }
-        if matches!(lease.releasing, Some((_, None))) && lease.work == Work::Stopped {
-            self.next_iteration(env);
-            return true;
-        }
-        self.phase = Phase::Holding(lease);
-        progressed
     }
 
     fn next_iteration(&mut self, env: &mut Env<'_>) {

@@ -13,7 +13,8 @@ use std::hash::{Hash, Hasher};
 
 use redlock_core::{Eligibility, NodePermutation, RenumberNodes};
 
-use super::{Client, Conn, Msg, NodeLink, Phase};
+use super::connection::Conn;
+use super::{Client, Msg, NodeLink, Phase};
 use crate::check::state::MAX_NODES;
 use crate::net::message::{NodeReply, ServerId};
 
