@@ -490,6 +490,21 @@ impl Model {
             }
             env.happened
         };
+        Self::mark_after_step(spec, state, action, &mut next);
+        if happened.granted.is_some() {
+            next.grants = next.grants.saturating_add(1);
+        }
+        (next, happened)
+    }
+
+    /// What a step leaves beside its own effect: whether the tick is still fresh, which
+    /// client acted last, and the delays of links it emptied.
+    fn mark_after_step(
+        spec: &CheckSpec,
+        state: &CheckState,
+        action: Action,
+        next: &mut CheckState,
+    ) {
         next.tick_fresh = match action {
             Action::Tick { .. } => true,
             // Other clients may still start at the beginning of this tick.
@@ -512,10 +527,6 @@ impl Model {
                 Self::forget_delays_of_empty_links(client.make_mut(), spec.nodes);
             }
         }
-        if happened.granted.is_some() {
-            next.grants = next.grants.saturating_add(1);
-        }
-        (next, happened)
     }
 
     /// A tick of true time on every clock: the clients in `slow` lose it (and a frozen
