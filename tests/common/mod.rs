@@ -84,6 +84,39 @@ pub async fn assert_no_lock_keys(fleet: &RedisFleet) {
     assert!(clean, "lock keys left behind: {}", describe_keys(fleet));
 }
 
+/// Runs `release` while node `node` is stopped for `pause`, then `redlock.settle()`, and
+/// asserts that `settle()` returned only once the node could answer again and that the
+/// node keeps no lock key: releases cut short by a stalled node still finish inside
+/// `settle()`. Returns what `release` gave.
+pub async fn release_while_paused<T>(
+    fleet: &mut RedisFleet,
+    redlock: &Redlock,
+    node: usize,
+    pause: Duration,
+    release: impl Future<Output = T>,
+) -> T {
+    let paused = Instant::now();
+    let resume = fleet
+        .pause_for(node, pause)
+        .expect("the node runs and takes SIGSTOP");
+    let released = release.await;
+    redlock.settle().await;
+    let settled = paused.elapsed();
+    resume.join().expect("the resuming thread does not panic");
+    assert!(
+        settled >= pause,
+        "settle() returned {settled:?} after the pause, before node {node} could answer"
+    );
+    assert_eq!(
+        fleet
+            .keys_with_prefix(node, PREFIX)
+            .expect("the node answers once resumed"),
+        vec![],
+        "the releases did not reach node {node}"
+    );
+    released
+}
+
 /// Every lock key on every running node, for failure messages.
 pub fn describe_keys(fleet: &RedisFleet) -> String {
     (0..fleet.len())
