@@ -14,7 +14,7 @@
 //! state there keeps the index of its parent and the step from it, 8 bytes) and, below
 //! them, the depth-first stack.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -157,30 +157,23 @@ fn breadth_first_level(search: &Search<'_>, frontier: &mut [Entry]) -> Vec<Level
     if threads == 1 {
         return vec![expand(search, frontier)];
     }
-    let block = frontier
-        .len()
+    let frontier_len = frontier.len();
+    let block = frontier_len
         .div_ceil(threads * BLOCKS_PER_THREAD)
         .max(MIN_BLOCK);
-    let blocks: Vec<Mutex<Option<&mut [Entry]>>> = frontier
-        .chunks_mut(block)
-        .map(|part| Mutex::new(Some(part)))
-        .collect();
-    let next_block = AtomicUsize::new(0);
+    // The blocks, numbered, taken one at a time by whichever thread asks next.
+    let blocks = Mutex::new(frontier.chunks_mut(block).enumerate());
+    let count = frontier_len.div_ceil(block);
     let mut done: Vec<(usize, Level)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads.min(blocks.len()))
+        let workers: Vec<_> = (0..threads.min(count))
             .map(|_| {
                 scope.spawn(|| {
                     let mut mine = Vec::new();
                     loop {
-                        let i = next_block.fetch_add(1, Ordering::Relaxed);
-                        let Some(cell) = blocks.get(i) else {
+                        let next = blocks.lock().unwrap_or_else(PoisonError::into_inner).next();
+                        let Some((i, part)) = next else {
                             break mine;
                         };
-                        let part = cell
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .take()
-                            .expect("each block is taken once");
                         mine.push((i, expand(search, part)));
                     }
                 })
