@@ -52,13 +52,8 @@ impl Clock {
     /// The `Instant` that corresponds to `at` as seen from now (exact unless the system
     /// suspends in between). Far-future readings saturate.
     pub(crate) fn instant(&self, at: Timestamp) -> Instant {
-        Self::instant_from(at, self.now(), Instant::now())
-    }
-
-    /// The `Instant` that corresponds to `at`, given a reading `now` of this clock taken
-    /// together with `base`: for a driver that has both readings already (one pass, one
-    /// reading of each clock).
-    pub(crate) fn instant_from(at: Timestamp, now: Timestamp, base: Instant) -> Instant {
+        let now = self.now();
+        let base = Instant::now();
         if at >= now {
             let ahead = at.saturating_duration_since(now);
             base.checked_add(ahead)

@@ -25,7 +25,7 @@ pub(crate) async fn drive<M: Machine>(
     let mut timer = pin!(None::<Sleep>);
     let mut armed: Option<Timestamp> = None;
     loop {
-        let pass = flight.send_all(|| machine.poll_transmit());
+        flight.send_all(|| machine.poll_transmit());
         if let Some(outcome) = machine.poll_outcome() {
             return Some(outcome);
         }
@@ -36,12 +36,7 @@ pub(crate) async fn drive<M: Machine>(
         if deadline != armed {
             armed = deadline;
             if let Some(at) = deadline {
-                // The pass's reading of the two clocks, when it sent anything (the round's
-                // start, in the common case): no reading of its own.
-                let at = match pass {
-                    Some((base, now)) => Clock::instant_from(at, now, base),
-                    None => clock.instant(at),
-                };
+                let at = clock.instant(at);
                 match timer.as_mut().as_pin_mut() {
                     Some(sleep) => sleep.reset(at.into()),
                     None => timer.set(Some(tokio::time::sleep_until(at.into()))),

@@ -255,14 +255,10 @@ impl Flight {
     /// and a command that goes out without waiting for anything is admitted at it. A reading
     /// taken before the command goes out can only make its admission stricter (the core's
     /// quarantine ends at a time, never starts at one) and its deadline earlier.
-    ///
-    /// Returns that reading (the `Instant` and the client's clock), when anything was sent:
-    /// a driver that arms a timer right after needs no reading of its own.
-    pub(crate) fn send_all(
-        &mut self,
-        mut next: impl FnMut() -> Option<Transmit>,
-    ) -> Option<(std::time::Instant, Timestamp)> {
-        let first = next()?;
+    pub(crate) fn send_all(&mut self, mut next: impl FnMut() -> Option<Transmit>) {
+        let Some(first) = next() else {
+            return;
+        };
         let pass = Pass {
             sent_at: Instant::now(),
             now: self.nodes.clock().now(),
@@ -271,7 +267,6 @@ impl Flight {
         while let Some(transmit) = next() {
             self.send(transmit, pass);
         }
-        Some((pass.sent_at.into_std(), pass.now))
     }
 
     /// Starts `transmit` once the previous command to its node has finished, bounded by the
