@@ -13,11 +13,20 @@
 //! A counterexample's path is rebuilt from the trail of the breadth-first levels (each
 //! state there keeps the index of its parent and the step from it, 8 bytes) and, below
 //! them, the depth-first stack.
+//!
+//! The breadth-first levels are expanded by a crew of threads that lives as long as they do
+//! (`crew.rs`), each thread taking first the blocks of states it made itself, so that a
+//! state is mostly freed by the thread whose allocator arena holds it. Two threads' CPU per
+//! state fell by 13 %, from 1.30 times one thread's to 1.07 on `teeth-s1-crash` and from
+//! 1.25 to 1.09 on `shipped-drift` (`/usr/bin/time target/release/redlock-sim check
+//! simulator/checks/teeth-s1-crash.toml --threads T --max-states 5000000`, T = 1 and 2,
+//! before and after alternated on a shared machine: docs/benchmarks.md, "Threads keep the
+//! states they made").
 
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use super::crew::{Block, Crew};
 use super::depth_first;
 use super::memory;
 use super::model::{Action, Model};
@@ -29,14 +38,17 @@ use super::state::CheckState;
 /// A state to expand: its trail index, the state, and what it is to take.
 pub(super) type Entry = (u32, CheckState, Pending);
 
-/// What one worker found in its part of a level.
+/// What the expansion of a block of a level found.
 #[derive(Default)]
-struct Level {
+pub(super) struct Level {
     states: u64,
     reached: u8,
-    /// The states to expand next: the parent's trail index, the step, the state, what it
-    /// is to take.
-    next: Vec<(u32, Action, CheckState, Pending)>,
+    /// The states to expand next, in blocks of at most the size asked: each with its
+    /// parent's trail index (its own once the level is done), the state, what it is to
+    /// take.
+    next: Vec<Vec<Entry>>,
+    /// The step from the parent to each state of `next`, in order.
+    steps: Vec<Action>,
     /// The first violating state it found: the property, the parent, the step.
     violation: Option<(Property, u32, Action)>,
 }
@@ -67,65 +79,18 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
     if let Some(property) = initial.violation {
         result.violation = Some((property, Vec::new()));
     }
-    let mut trail = Trail::new();
-    let mut frontier: Vec<Entry> = vec![(0u32, initial, Pending::default())];
-    let mut growth = 0.0;
-    let budget = options.breadth_first_memory.min(options.max_memory / 4);
-    while !frontier.is_empty() && result.violation.is_none() {
-        // What the frontier takes is what the process holds beyond its tables.
-        let tables = search.visited.bytes() + trail.bytes();
-        let frontier_bytes = memory::resident().saturating_sub(baseline + tables);
-        let next_bytes = frontier_bytes as f64 * f64::max(growth, 1.0);
-        if next_bytes >= budget as f64 || trail.steps.len() >= (u32::MAX / 2) as usize {
-            result.depth_first_from = Some(result.depth);
-            search.set_level(result.depth, 0, growth, true);
-            let found = depth_first::explore(&search, frontier, result.depth);
-            result.states += found.states;
-            result.reached |= found.reached;
-            result.depth = result.depth.max(found.depth);
-            if let Some((property, root, below)) = found.violation {
-                let mut path = trail.path(root);
-                path.extend(below);
-                result.violation = Some((property, path));
-            }
-            frontier = Vec::new();
-            break;
-        }
-        let levels = breadth_first_level(&search, &mut frontier);
-        let previous = frontier.len();
-        frontier = Vec::with_capacity(levels.iter().map(|level| level.next.len()).sum());
-        for level in levels {
-            result.states += level.states;
-            result.reached |= level.reached;
-            if result.violation.is_none()
-                && let Some((property, parent, action)) = level.violation
-            {
-                let mut path = trail.path(parent);
-                path.push(action);
-                result.violation = Some((property, path));
-            }
-            for (parent, action, state, pending) in level.next {
-                frontier.push((trail.push(parent, action), state, pending));
-            }
-        }
-        if !frontier.is_empty() || result.violation.is_some() {
-            result.depth += 1;
-        }
-        growth = frontier.len() as f64 / previous as f64;
-        search.set_level(result.depth, frontier.len() as u64, growth, false);
-        search.report(true);
-        if search.stopped() {
-            break;
-        }
-        if search.visited.len() >= options.max_states && !frontier.is_empty() {
-            search.stop_for(MAX_STATES);
-            break;
-        }
-    }
+    let first = Block {
+        maker: 0,
+        entries: vec![(0u32, initial, Pending::default())],
+    };
+    // The crew's threads live as long as the breadth-first levels (see `crew.rs`).
+    let finished = std::thread::scope(|scope| {
+        let crew = Crew::start(scope, &search);
+        levels(&search, &crew, &mut result, vec![first], baseline)
+    });
     result.distinct = search.visited.len();
     result.stopped = search.stop_reason();
-    result.complete =
-        result.stopped.is_none() && (result.violation.is_none() || frontier.is_empty());
+    result.complete = result.stopped.is_none() && (result.violation.is_none() || finished);
     if result.violation.is_some() && result.depth_first_from.is_some() {
         // A violation ends the depth-first search wherever it is.
         result.complete = false;
@@ -138,66 +103,98 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
     result
 }
 
-/// How many blocks a level is cut into per thread: enough that a thread which drew states
-/// with fewer successors, or ran less of the time, takes more blocks, so that the threads
-/// end a level together. With a level cut in halves, a thread waited for the other 4 to
-/// 10 % of the time; with blocks, under 3 % (docs/benchmarks.md, "Threads take a level's
-/// blocks in turn").
-const BLOCKS_PER_THREAD: usize = 32;
-/// The fewest states in a block, below which taking a block costs more than it balances.
-const MIN_BLOCK: usize = 64;
-
-/// One breadth-first level: each state's successors, on the threads, which take the
-/// level's blocks in turn as they finish their last; the blocks' results in the order of
-/// the blocks, so that the next level's order does not depend on which thread took which.
-/// A state's parts are freed once it is expanded, so that the level's successors reuse
-/// their memory instead of touching new pages (the level's own entries go with the level).
-fn breadth_first_level(search: &Search<'_>, frontier: &mut [Entry]) -> Vec<Level> {
-    let threads = search.options.threads.max(1);
-    if threads == 1 {
-        return vec![expand(search, frontier)];
+/// The breadth-first levels from `frontier`, then depth first from the last level once the
+/// next would not fit its share of the memory bound: whether every state was expanded.
+fn levels(
+    search: &Search<'_>,
+    crew: &Crew,
+    result: &mut Exploration,
+    mut frontier: Vec<Block>,
+    baseline: u64,
+) -> bool {
+    let mut trail = Trail::new();
+    let mut growth = 0.0;
+    let budget = search
+        .options
+        .breadth_first_memory
+        .min(search.options.max_memory / 4);
+    while !frontier.is_empty() && result.violation.is_none() {
+        // What the frontier takes is what the process holds beyond its tables.
+        let tables = search.visited.bytes() + trail.bytes();
+        let frontier_bytes = memory::resident().saturating_sub(baseline + tables);
+        let next_bytes = frontier_bytes as f64 * f64::max(growth, 1.0);
+        if next_bytes >= budget as f64 || trail.steps.len() >= (u32::MAX / 2) as usize {
+            result.depth_first_from = Some(result.depth);
+            search.set_level(result.depth, 0, growth, true);
+            let roots = frontier.into_iter().flat_map(|block| block.entries);
+            let found = depth_first::explore(search, roots.collect(), result.depth);
+            result.states += found.states;
+            result.reached |= found.reached;
+            result.depth = result.depth.max(found.depth);
+            if let Some((property, root, below)) = found.violation {
+                let mut path = trail.path(root);
+                path.extend(below);
+                result.violation = Some((property, path));
+            }
+            return true;
+        }
+        let previous = states(&frontier);
+        for (maker, mut level) in crew.level(search, std::mem::take(&mut frontier)) {
+            result.states += level.states;
+            result.reached |= level.reached;
+            if result.violation.is_none()
+                && let Some((property, parent, action)) = level.violation
+            {
+                let mut path = trail.path(parent);
+                path.push(action);
+                result.violation = Some((property, path));
+            }
+            let entries = level.next.iter_mut().flatten();
+            for ((index, _, _), action) in entries.zip(level.steps) {
+                *index = trail.push(*index, action);
+            }
+            let blocks = level.next.into_iter();
+            frontier.extend(blocks.map(|entries| Block { maker, entries }));
+        }
+        let next = states(&frontier);
+        if next > 0 || result.violation.is_some() {
+            result.depth += 1;
+        }
+        growth = next as f64 / previous as f64;
+        search.set_level(result.depth, next as u64, growth, false);
+        search.report(true);
+        if search.stopped() {
+            break;
+        }
+        if search.visited.len() >= search.options.max_states && next > 0 {
+            search.stop_for(MAX_STATES);
+            break;
+        }
     }
-    let frontier_len = frontier.len();
-    let block = frontier_len
-        .div_ceil(threads * BLOCKS_PER_THREAD)
-        .max(MIN_BLOCK);
-    // The blocks, numbered, taken one at a time by whichever thread asks next.
-    let blocks = Mutex::new(frontier.chunks_mut(block).enumerate());
-    let count = frontier_len.div_ceil(block);
-    let mut done: Vec<(usize, Level)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads.min(count))
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let next = blocks.lock().unwrap_or_else(PoisonError::into_inner).next();
-                        let Some((i, part)) = next else {
-                            break mine;
-                        };
-                        mine.push((i, expand(search, part)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    done.sort_unstable_by_key(|&(i, _)| i);
-    done.into_iter().map(|(_, level)| level).collect()
+    frontier.is_empty()
 }
 
-fn expand(search: &Search<'_>, part: &mut [Entry]) -> Level {
+/// How many states the blocks hold.
+fn states(blocks: &[Block]) -> usize {
+    blocks.iter().map(|block| block.entries.len()).sum()
+}
+
+/// Expands the states of `part` (freeing each one's parts once expanded, so that its
+/// successors reuse their memory instead of touching new pages, and then `part` itself, on
+/// the thread that made them when it can: see `crew.rs`), their successors cut into blocks
+/// of at most `block` states. `unreported` counts the states generated since the thread's
+/// last look at the limits (a look reads the process's memory: not one per block).
+pub(super) fn expand(
+    search: &Search<'_>,
+    mut part: Vec<Entry>,
+    block: usize,
+    unreported: &mut u64,
+) -> Level {
     let (model, symmetry) = (search.model, search.options.symmetries());
     let reduction = &search.reduction;
     let mut actions = Vec::new();
     let mut level = Level::default();
-    let mut unreported = 0;
-    for (index, state, pending) in part {
+    for (index, state, pending) in &mut part {
         if search.stopped() {
             break;
         }
@@ -208,10 +205,10 @@ fn expand(search: &Search<'_>, part: &mut [Entry]) -> Level {
             let (next, reached, sleep) = reduction.successor(state, action, &mut asleep);
             level.states += 1;
             level.reached |= reached;
-            unreported += 1;
-            if unreported == CHECK_EVERY {
-                search.look(unreported);
-                unreported = 0;
+            *unreported += 1;
+            if *unreported == CHECK_EVERY {
+                search.look(*unreported);
+                *unreported = 0;
             }
             let pending = match reduction.visit(&search.visited, &next, sleep, symmetry) {
                 Next::Seen => continue,
@@ -224,10 +221,13 @@ fn expand(search: &Search<'_>, part: &mut [Entry]) -> Level {
                     pending
                 }
             };
-            level.next.push((*index, action, next, pending));
+            match level.next.last_mut() {
+                Some(last) if last.len() < block => last.push((*index, next, pending)),
+                _ => level.next.push(vec![(*index, next, pending)]),
+            }
+            level.steps.push(action);
         }
         state.free_parts();
     }
-    search.look(unreported);
     level
 }

@@ -49,6 +49,7 @@
 
 mod client;
 mod client_symmetry;
+mod crew;
 mod depth_first;
 mod explore;
 mod file;
