@@ -11,7 +11,8 @@
 //!
 //! Its parts: `connection.rs` (the messages and the connection to each node), `lease.rs`
 //! (a lease held: its work, keep-alive, extension and release), `renumber.rs` (the client
-//! renumbered for node symmetry); this file, the client itself and its acquisitions.
+//! renumbered for node symmetry), `fingerprint.rs` (its fingerprint, composed of its
+//! parts'); this file, the client itself and its acquisitions.
 
 use redlock_core::{
     Acquire, AcquireEvent, DEFAULT_KEY_PREFIX, Eligibility, Held, KeepAlive, Keeper, LockKey,
@@ -19,6 +20,7 @@ use redlock_core::{
 };
 
 mod connection;
+mod fingerprint;
 mod lease;
 mod renumber;
 
@@ -71,6 +73,16 @@ pub(super) struct Happened {
     pub(super) waiter_untold: bool,
 }
 
+/// How many fingerprints of itself a client's phase or link remembers: under each
+/// renumbering of the nodes and renaming of the clients the canonical form tries, and
+/// as it is and swapped for node symmetry's swap test.
+pub(super) const PART_MEMO: usize = 8;
+
+/// How many fingerprints of itself a client's eligibility remembers: as it is, and under
+/// each renumbering of the nodes the canonical form tries (at most 6 for three nodes) and
+/// node symmetry's swap test uses.
+pub(super) const ELIGIBILITY_MEMO: usize = 8;
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Client {
     /// Its clock, in ticks.
@@ -79,17 +91,20 @@ pub(super) struct Client {
     pub(super) paused: bool,
     /// Whether the last step of the model was this client's.
     pub(super) acted: bool,
-    pub(super) phase: Phase,
+    /// Shared with the copies of this client until one writes it: a tick, a delay or a
+    /// message lost leaves it alone, and its fingerprints with it (`client/fingerprint.rs`).
+    pub(super) phase: Shared<Phase, PART_MEMO>,
     iteration: u32,
     op: u16,
     /// Tokens it has drawn: its next is numbered one more (`token.rs`).
     drawn: u16,
     /// Shared with the copies of this client until one writes it: a step seldom changes it,
     /// and copying its per-node strings was much of a client's copy.
-    eligibility: Shared<Eligibility>,
+    eligibility: Shared<Eligibility, ELIGIBILITY_MEMO>,
     faults: Faults,
-    /// Per node: its connection and the messages on their way, in one allocation.
-    pub(super) links: Vec<NodeLink>,
+    /// Per node: its connection and the messages on their way, each shared with the copies
+    /// of this client until one writes it (most steps write one link at most).
+    pub(super) links: Vec<Shared<NodeLink, PART_MEMO>>,
 }
 
 /// What a client needs from the world while it steps.
@@ -112,13 +127,13 @@ impl Client {
             strays: Strays::default(),
             paused: false,
             acted: false,
-            phase: Phase::Idle,
+            phase: Shared::new(Phase::Idle),
             iteration: 0,
             op: 0,
             drawn: 0,
             eligibility: Shared::new(Eligibility::new(nodes, spec.restart)),
             faults: Faults::new(spec.timing, spec.release, spec.extend, spec.loss_order),
-            links: vec![NodeLink::default(); nodes],
+            links: vec![Shared::new(NodeLink::default()); nodes],
         }
     }
 
@@ -149,7 +164,7 @@ impl Client {
             // The waiter's id: its first round's token, unique to this acquisition.
             waiting = waiting.marking(token, env.spec.config.ttl());
         }
-        self.phase = Phase::Acquiring(Acquiring {
+        *self.phase.make_mut() = Phase::Acquiring(Acquiring {
             op: self.op,
             machine: Acquire::new(&env.spec.config, key, token, now),
             round: RoundClock {
@@ -164,7 +179,7 @@ impl Client {
     /// Whether it believes it holds a lease now: its clock reads before the lease's deadline,
     /// from the grant until it both released and its work stopped.
     pub(super) fn believes(&self, spec: &CheckSpec) -> bool {
-        match &self.phase {
+        match &*self.phase {
             Phase::Holding(lease) => {
                 !(lease.released() && lease.work == Work::Stopped)
                     && self.now(spec) < lease.held.valid_until()
@@ -176,7 +191,7 @@ impl Client {
     /// The token of its lease while the lease's release has started and its work still
     /// runs: the stop-before-release rule is broken if any node still holds a key with it.
     pub(super) fn released_while_working(&self) -> Option<Token> {
-        match &self.phase {
+        match &*self.phase {
             Phase::Holding(lease) if lease.released() && lease.work != Work::Stopped => {
                 Some(lease.held.token())
             }
@@ -190,7 +205,7 @@ impl Client {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        match &self.phase {
+        match &*self.phase {
             Phase::Acquiring(a) => a.waiting.next_round().or_else(|| {
                 a.machine
                     .poll_timeout()
@@ -227,7 +242,7 @@ impl Client {
     /// Whether its work, told to stop, may stop now (`Some`), and whether it must before
     /// true time moves on (`Some(true)`: its clock has reached the stop's latest tick).
     pub(super) fn work_may_stop(&self) -> Option<bool> {
-        match &self.phase {
+        match &*self.phase {
             Phase::Holding(lease) => match lease.work {
                 Work::Stopping { by: Some(by), .. } => Some(self.clock >= by),
                 _ => None,
@@ -243,12 +258,12 @@ impl Client {
 
     /// Whether it has not started yet.
     pub(super) fn is_idle(&self) -> bool {
-        matches!(self.phase, Phase::Idle)
+        matches!(*self.phase, Phase::Idle)
     }
 
     /// Its lease side in a few words, for a counterexample's steps.
     pub(super) fn summary(&self, spec: &CheckSpec) -> String {
-        match &self.phase {
+        match &*self.phase {
             Phase::Acquiring(a) => format!("acquiring with {}", a.machine.token().short()),
             Phase::Holding(lease) => {
                 let until = lease.held.valid_until().as_duration().as_millis()
@@ -279,11 +294,11 @@ impl Client {
     }
 
     pub(super) fn is_acquiring(&self) -> bool {
-        matches!(self.phase, Phase::Acquiring(_))
+        matches!(*self.phase, Phase::Acquiring(_))
     }
 
     pub(super) fn is_done(&self) -> bool {
-        matches!(self.phase, Phase::Done)
+        matches!(*self.phase, Phase::Done)
     }
 
     // ----- events -------------------------------------------------------------------------
@@ -291,12 +306,12 @@ impl Client {
     /// Its due timers fire.
     pub(super) fn fire(&mut self, env: &mut Env<'_>) {
         let now = self.now(env.spec);
-        let next_round = match &self.phase {
+        let next_round = match &*self.phase {
             Phase::Acquiring(a) => a.waiting.next_round().is_some_and(|at| at <= now),
             _ => false,
         };
         let token = next_round.then(|| self.fresh_token(env));
-        match &mut self.phase {
+        match self.phase.make_mut() {
             Phase::Acquiring(a) => match token {
                 Some(token) => {
                     a.round = RoundClock {
@@ -345,7 +360,7 @@ impl Client {
     /// Its work, told to stop, reaches the end of its step.
     pub(super) fn stop_work(&mut self, env: &mut Env<'_>) {
         let now = self.now(env.spec);
-        if let Phase::Holding(lease) = &mut self.phase
+        if let Phase::Holding(lease) = self.phase.make_mut()
             && matches!(lease.work, Work::Stopping { .. })
         {
             lease.work_stopped(&mut self.op, env.spec, now);
@@ -361,7 +376,7 @@ impl Client {
         result: Result<Reply, NodeFailure>,
         now: Timestamp,
     ) {
-        match &mut self.phase {
+        match self.phase.make_mut() {
             Phase::Acquiring(a) if a.op == op && Waiting::sent(request) => {
                 a.waiting.handle_reply(request, result, now);
             }
@@ -397,7 +412,7 @@ impl Client {
     /// Runs the machines as far as they go without an event.
     fn settle(&mut self, env: &mut Env<'_>) {
         loop {
-            let progressed = match std::mem::replace(&mut self.phase, Phase::Done) {
+            let progressed = match std::mem::replace(self.phase.make_mut(), Phase::Done) {
                 Phase::Acquiring(a) => self.settle_acquire(a, env),
                 Phase::Holding(lease) => self.settle_lease(lease, env),
                 Phase::Idle | Phase::Done => false,
@@ -415,7 +430,7 @@ impl Client {
         }
         match a.machine.poll_outcome() {
             None => {
-                self.phase = Phase::Acquiring(a);
+                *self.phase.make_mut() = Phase::Acquiring(a);
                 false
             }
             Some(AcquireEvent::Acquired(grant)) => {
@@ -432,7 +447,7 @@ impl Client {
                     )
                 });
                 self.op += 1;
-                self.phase = Phase::Holding(Lease {
+                *self.phase.make_mut() = Phase::Holding(Lease {
                     op: self.op,
                     held,
                     keeper,
@@ -461,7 +476,7 @@ impl Client {
                     self.issue(a.op, mark, env);
                 }
                 a.lost_a_round = true;
-                self.phase = Phase::Acquiring(a);
+                *self.phase.make_mut() = Phase::Acquiring(a);
                 false
             }
             Some(_) => {
@@ -483,7 +498,7 @@ impl Client {
     fn next_iteration(&mut self, env: &mut Env<'_>) {
         self.iteration += 1;
         if self.iteration >= env.spec.iterations {
-            self.phase = Phase::Done;
+            *self.phase.make_mut() = Phase::Done;
         } else {
             self.begin_acquire(env);
         }

@@ -22,8 +22,8 @@ use std::hash::{Hash, Hasher};
 
 use redlock_core::Token;
 
-use super::client::Client;
 use super::fingerprint::{Fingerprint, Hasher128};
+use super::node;
 use super::node_symmetry::next_combination;
 use super::shared::MemoKey;
 use super::state::{CheckState, HashClient, MAX_CLIENTS, Ranks, SharedClient};
@@ -39,6 +39,9 @@ const OTHER: u8 = 0xff;
 pub(super) struct Owners(pub(super) [u8; MAX_CLIENTS]);
 
 impl Owners {
+    /// Every client's tokens named as they are.
+    pub(super) const AS_THEY_ARE: Self = Self([0, 1, 2, 3, 4, 5, 6, 7]);
+
     /// Every client's tokens as [`OTHER`], but `own`'s as [`SELF`].
     fn seen_from(own: usize) -> Self {
         let mut owners = [OTHER; MAX_CLIENTS];
@@ -52,6 +55,20 @@ impl Owners {
 
     pub(super) fn rename(&self, token: Token) -> Token {
         token::renamed(token, |c| self.of(c))
+    }
+
+    /// The renaming in 32 bits, for a part's remembered fingerprints (never
+    /// [`PLAIN`](super::shared::PLAIN)): each client's name in 4 bits, [`SELF`] and
+    /// [`OTHER`] as 8 and 9.
+    pub(super) fn tag(&self) -> u64 {
+        self.0.iter().enumerate().fold(0, |tag, (c, &name)| {
+            let name = match name {
+                SELF => 8,
+                OTHER => 9,
+                name => u64::from(name & 7),
+            };
+            tag | name << (4 * c)
+        })
     }
 }
 
@@ -72,6 +89,13 @@ impl<'a, H: Hasher> Renamed<'a, H> {
             owners,
             other: false,
         }
+    }
+}
+
+impl<H> Renamed<'_, H> {
+    /// Whether a token named [`OTHER`] went by.
+    pub(super) fn saw_other(&self) -> bool {
+        self.other
     }
 }
 
@@ -115,26 +139,12 @@ impl<H: Hasher> Hasher for Renamed<'_, H> {
     }
 }
 
-/// Hashes `client` as `hash_client` does, with its tokens named by `owners`: its
-/// fingerprint, and whether a token named [`OTHER`] was in it.
-fn client_hash(
-    client: &Client,
-    hash_client: &HashClient<'_>,
-    owners: Owners,
-    seed: u64,
-) -> (Fingerprint, bool) {
-    let mut h = Hasher128::seeded(seed);
-    let mut renamed = Renamed::new(&mut h, owners);
-    hash_client.hash(client, &mut renamed);
-    let other = renamed.other;
-    (h.finish128(), other)
-}
-
-/// [`client_hash`] of client `c` of a state, with its tokens named by `owners` (where
-/// `renaming` is `None`, its own fingerprint: [`Owners::seen_from`] `c`; else `renaming`
-/// but `c`'s own tokens as [`SELF`]), remembered with the client: a step that leaves the
-/// client alone leaves it shared, and its fingerprints with it.
-fn remembered_client_hash(
+/// The fingerprint of client `c` of a state as `hash_client` takes it, and whether a token
+/// named [`OTHER`] was in it, with its tokens named (where `renaming` is `None`, its own
+/// fingerprint) by [`Owners::seen_from`] `c`, else by `renaming` but `c`'s own tokens as
+/// [`SELF`]; remembered with the client: a step that leaves the client alone leaves it
+/// shared, and its fingerprints with it.
+pub(super) fn remembered_client_hash(
     client: &SharedClient,
     c: usize,
     hash_client: &HashClient<'_>,
@@ -154,7 +164,7 @@ fn remembered_client_hash(
         owners.0[c] = SELF;
     }
     client.memo().get_or(MemoKey { seed, tag }, || {
-        client_hash(client, hash_client, owners, seed)
+        hash_client.fingerprint(client, &owners, seed)
     })
 }
 
@@ -204,7 +214,7 @@ pub(super) fn canonical(
         let owners = Owners(ranks);
         h.write_usize(order.len());
         for &n in order {
-            state.nodes[usize::from(n)].hash_renamed(|t| owners.rename(t), &mut h);
+            node::fingerprint(&state.nodes[usize::from(n)], Some(&owners), seed).hash(&mut h);
         }
         h.write_usize(count);
         for &c in &sorted[..count] {

@@ -13,7 +13,7 @@ use redlock_core::{LockKey, Reply};
 
 use super::client::{Client, Env, Happened, Msg, model_keys};
 use super::judge::judge;
-use super::node::Node;
+use super::node::{Node, SharedNode};
 use super::shared::Shared;
 use super::spec::{CheckSpec, PauseKind, WaiterMarks};
 use super::state::{CheckState, SharedClient};
@@ -48,9 +48,9 @@ impl Link {
 
     fn queue_mut(self, client: &mut Client, node: usize) -> &mut std::collections::VecDeque<Msg> {
         match self {
-            Self::ToNode => &mut client.links[node].to_node,
-            Self::ToClient => &mut client.links[node].from_node,
-            Self::Notice => &mut client.links[node].notices,
+            Self::ToNode => &mut client.links[node].make_mut().to_node,
+            Self::ToClient => &mut client.links[node].make_mut().from_node,
+            Self::Notice => &mut client.links[node].make_mut().notices,
         }
     }
 }
@@ -443,7 +443,7 @@ impl Model {
                         if let Some(reply) = self.to_node(nodes, clients, c, n, &mut env.happened) {
                             let client = clients[c].make_mut();
                             if client.paused {
-                                client.links[n].from_node.push_back(reply);
+                                client.links[n].make_mut().from_node.push_back(reply);
                             } else {
                                 client.receive(n, reply, &mut env);
                             }
@@ -457,7 +457,7 @@ impl Model {
                 }
                 Action::Delay { client, node, link } => {
                     let client = clients[usize::from(client)].make_mut();
-                    client.links[usize::from(node)].late |= link.bit();
+                    client.links[usize::from(node)].make_mut().late |= link.bit();
                     *faults_used += 1;
                 }
                 Action::Drop { client, node, link } => {
@@ -533,7 +533,7 @@ impl Model {
     /// client's stands still), the nodes in `fast` gain one; a node down counts it.
     fn advance_clocks(
         &self,
-        nodes: &mut [Shared<Node>],
+        nodes: &mut [SharedNode],
         clients: &mut [SharedClient],
         slow: u8,
         fast: u8,
@@ -576,8 +576,8 @@ impl Model {
     fn forget_delays_of_empty_links(client: &mut Client, nodes: usize) {
         for n in 0..nodes {
             for link in Link::ALL {
-                if link.queue(client, n).is_empty() {
-                    client.links[n].late &= !link.bit();
+                if client.links[n].late & link.bit() != 0 && link.queue(client, n).is_empty() {
+                    client.links[n].make_mut().late &= !link.bit();
                 }
             }
         }
@@ -612,7 +612,7 @@ impl Model {
     /// release in the tick the key expires counts as at its expiry.)
     fn to_node(
         &self,
-        nodes: &mut [Shared<Node>],
+        nodes: &mut [SharedNode],
         clients: &mut [SharedClient],
         c: usize,
         n: usize,
@@ -623,7 +623,10 @@ impl Model {
             op,
             request,
             cmd,
-        }) = clients[c].make_mut().links[n].to_node.pop_front()
+        }) = clients[c].make_mut().links[n]
+            .make_mut()
+            .to_node
+            .pop_front()
         else {
             return None;
         };
@@ -664,6 +667,7 @@ impl Model {
                 // Only a client waiting for the lease is subscribed to its channel.
                 for client in clients.iter_mut().filter(|c| c.is_acquiring()) {
                     client.make_mut().links[n]
+                        .make_mut()
                         .notices
                         .push_back(Msg::Released(*token));
                 }

@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use redlock_core::Token;
 
+use super::client_symmetry::Owners;
+use super::fingerprint::{Fingerprint, Hasher128};
 use super::rate::Strays;
+use super::shared::{MemoKey, PLAIN, Shared};
 use super::spec::{CheckSpec, Durability};
 use crate::net::message::{NodeOp, NodeReply, ServerId};
 use crate::node::store::Store;
@@ -14,6 +17,30 @@ use crate::node::store::Store;
 /// How long the first incarnation had run before the check began: long enough that no
 /// restart quarantine applies to it.
 const UPTIME_BEFORE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How many fingerprints of itself a node remembers: its own (for node symmetry's order)
+/// and one under each renaming of the clients the canonical form tries (usually one or
+/// two).
+const NODE_MEMO: usize = 4;
+
+/// A node of a state, shared with the states that have it alike.
+pub(super) type SharedNode = Shared<Node, NODE_MEMO>;
+
+/// `node`'s own fingerprint under `seed`, with its tokens' owners renamed by `owners` (as
+/// they are for `None`), remembered with the node: a step writes one node at most but a
+/// tick, and a state's fingerprint hashes every node once or more.
+pub(super) fn fingerprint(node: &SharedNode, owners: Option<&Owners>, seed: u64) -> Fingerprint {
+    let tag = owners.map_or(PLAIN, Owners::tag);
+    let hash = || {
+        let mut h = Hasher128::seeded(seed);
+        match owners {
+            None => node.hash(&mut h),
+            Some(owners) => node.hash_renamed(|t| owners.rename(t), &mut h),
+        }
+        (h.finish128(), false)
+    };
+    node.memo().get_or(MemoKey { seed, tag }, hash).0
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) struct Node {

@@ -20,8 +20,9 @@ use std::hash::Hash;
 
 use redlock_core::NodePermutation;
 
-use super::client_symmetry::Owners;
+use super::client_symmetry::{Owners, remembered_client_hash};
 use super::fingerprint::{Fingerprint, Hasher128};
+use super::node;
 use super::shared::{MemoKey, PLAIN};
 use super::state::{
     CheckState, HashClient, MAX_CLIENTS, MAX_NODES, Naming, NodeRanks, Ranks, SharedClient,
@@ -47,7 +48,11 @@ pub(crate) fn renumbered(state: &CheckState, perm: &NodePermutation) -> CheckSta
 /// and each client hashes alike renumbered by the transposition and as it is (128-bit
 /// fingerprints, as the explorer tells states apart: a client that a renumbering changes
 /// is taken as unchanged only when the two fingerprints collide).
-fn swap_leaves_alone(state: &CheckState, a: usize, b: usize) -> bool {
+///
+/// With client symmetry, a client that holds no other client's token is compared by the
+/// fingerprints the canonical form takes of it (its own tokens named `SELF`, so that no
+/// two of its tokens are named alike), remembered with it under the same keys.
+fn swap_leaves_alone(state: &CheckState, a: usize, b: usize, clients: bool, seed: u64) -> bool {
     if state.nodes[a] != state.nodes[b] {
         return false;
     }
@@ -55,10 +60,15 @@ fn swap_leaves_alone(state: &CheckState, a: usize, b: usize) -> bool {
     to.swap(a, b);
     let swap = NodePermutation::new(to).expect("a transposition");
     let swapped = HashClient::Renumbered(&swap);
-    state
-        .clients
-        .iter()
-        .all(|client| hash_alone(client, &swapped) == hash_alone(client, &HashClient::AsIs))
+    state.clients.iter().enumerate().all(|(c, client)| {
+        if clients && c < MAX_CLIENTS {
+            let (as_is, other) = remembered_client_hash(client, c, &HashClient::AsIs, None, seed);
+            if !other {
+                return remembered_client_hash(client, c, &swapped, None, seed).0 == as_is;
+            }
+        }
+        hash_alone(client, &swapped) == hash_alone(client, &HashClient::AsIs)
+    })
 }
 
 /// `client` hashed by `hash_client` on its own (the fixed seed, its tokens as they are),
@@ -66,9 +76,10 @@ fn swap_leaves_alone(state: &CheckState, a: usize, b: usize) -> bool {
 fn hash_alone(client: &SharedClient, hash_client: &HashClient<'_>) -> Fingerprint {
     let tag = PLAIN | hash_client.tag();
     let hash = || {
-        let mut h = Hasher128::default();
-        hash_client.hash(client, &mut h);
-        (h.finish128(), false)
+        (
+            hash_client.fingerprint(client, &Owners::AS_THEY_ARE, 0).0,
+            false,
+        )
     };
     client.memo().get_or(MemoKey { seed: 0, tag }, hash).0
 }
@@ -100,13 +111,10 @@ fn canonical_with(
     let mut own = [0u128; MAX_NODES];
     for (n, (slot, node)) in own.iter_mut().zip(&state.nodes).enumerate() {
         let mut h = Hasher128::default();
-        if clients {
-            // With client symmetry, its tokens without their owners: no renaming of the
-            // clients changes a node's own fingerprint.
-            node.hash_renamed(|t| Owners([0; MAX_CLIENTS]).rename(t), &mut h);
-        } else {
-            node.hash(&mut h);
-        }
+        // With client symmetry, its tokens without their owners: no renaming of the clients
+        // changes a node's own fingerprint.
+        let owners = clients.then_some(Owners([0; MAX_CLIENTS]));
+        node::fingerprint(node, owners.as_ref(), 0).hash(&mut h);
         // What the clients have on their way with it, summed so that the clients' order
         // does not count (client symmetry).
         let links = state.clients.iter().fold(0u128, |sum, client| {
@@ -137,7 +145,8 @@ fn canonical_with(
             let (start, end) = runs[r];
             let whole = end - start > 1
                 && (start..end - 1).all(|j| {
-                    swap_leaves_alone(state, usize::from(order[j]), usize::from(order[j + 1]))
+                    let (a, b) = (usize::from(order[j]), usize::from(order[j + 1]));
+                    swap_leaves_alone(state, a, b, clients, seed)
                 });
             alike |= whole;
             if !whole {
@@ -267,11 +276,10 @@ mod tests {
             for perm in perms.iter().skip(seen.len() % perms.len()).take(2) {
                 let image = renumbered(&s, perm);
                 for (client, renamed) in s.clients.iter().zip(&image.clients) {
-                    let mut h = Hasher128::default();
-                    client.hash_renumbered(perm, &mut h);
+                    let owners = Owners::AS_THEY_ARE;
                     assert_eq!(
-                        h.finish128(),
-                        hash_of(renamed),
+                        HashClient::Renumbered(perm).fingerprint(client, &owners, 0),
+                        HashClient::AsIs.fingerprint(renamed, &owners, 0),
                         "{file}: a client hashed renumbered"
                     );
                 }

@@ -1,5 +1,5 @@
-//! A part of a state (a node, a client, a client's eligibility) shared by the states that
-//! have it alike.
+//! A part of a state (a node, a client, a client's phase, eligibility or link to a node)
+//! shared by the states that have it alike.
 //!
 //! A successor is its parent with one step taken, and most steps change one client and one
 //! node (a delivery), or a client alone (a timer): copying every node's store and every
@@ -8,15 +8,17 @@
 //! copies only the parts its step writes ([`Shared::make_mut`], the copy on first write),
 //! and the others stay one allocation, however many states hold them.
 //!
-//! A part also remembers a few of its own fingerprints ([`Memo`]): the symmetric
-//! fingerprint hashes each client on its own, the same words in every state that holds the
-//! client alike, so a client a step did not touch is not hashed again. A copy made to be
-//! written starts with none.
+//! A part also remembers a few of its own fingerprints ([`Memo`]): a state's fingerprint is
+//! composed of its nodes' and clients' own, and a client's of its phase's, its
+//! eligibility's and its links' (`client/fingerprint.rs`), the same value in every state
+//! that holds the part alike, so a part a step did not touch is not hashed again. A copy
+//! made to be written starts with none.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What a remembered fingerprint was taken as: the hash's seed and what else named it (the
 /// part's place, the renumbering, the renaming), which the caller packs.
@@ -30,48 +32,70 @@ pub(crate) struct MemoKey {
 /// they are (the other tags are client symmetry's, its tokens renamed).
 pub(crate) const PLAIN: u64 = 1 << 63;
 
-/// A fingerprint of a part alone, as 64-bit halves (so that a slot is not aligned to 16
-/// bytes), and a bit the hashing noted.
-#[derive(Clone, Copy, Debug)]
-struct Entry {
-    key: MemoKey,
-    fp: [u64; 2],
-    flag: bool,
-}
+/// A slot's state word: empty, taken by a writer, or (with the bit the hashing noted above
+/// it) holding a fingerprint.
+const EMPTY: u64 = 0;
+const WRITING: u64 = 1;
+const READY: u64 = 2;
 
-/// The fingerprints a part remembers, up to `SLOTS` of them, each set once: states shared
-/// between the threads read them without a lock.
+/// One remembered fingerprint: the key's seed and tag, the fingerprint's high and low
+/// halves, and the state word, each an atomic word so that a slot is written once and read
+/// by both threads without a lock (the state word, stored last with `Release`, publishes
+/// the other four).
+#[derive(Default)]
+struct Slot([AtomicU64; 5]);
+
+/// The fingerprints a part remembers, up to `SLOTS` of them, each set once and filled in
+/// order: states shared between the threads read them without a lock.
 pub(crate) struct Memo<const SLOTS: usize> {
-    slots: [OnceLock<Entry>; SLOTS],
+    slots: [Slot; SLOTS],
 }
 
 impl<const SLOTS: usize> Default for Memo<SLOTS> {
     fn default() -> Self {
         Self {
-            slots: std::array::from_fn(|_| OnceLock::new()),
+            slots: std::array::from_fn(|_| Slot::default()),
         }
     }
 }
 
 impl<const SLOTS: usize> Memo<SLOTS> {
+    /// Forgets every fingerprint (the part is about to be written): only the state words,
+    /// written in place.
+    fn clear(&mut self) {
+        for Slot([.., state]) in &mut self.slots {
+            *state.get_mut() = EMPTY;
+        }
+    }
+
     /// The fingerprint remembered under `key`, or `hash`'s, remembered when a slot is free.
     pub(crate) fn get_or(&self, key: MemoKey, hash: impl FnOnce() -> (u128, bool)) -> (u128, bool) {
-        for slot in &self.slots {
-            match slot.get() {
-                Some(entry) if entry.key == key => {
-                    let [high, low] = entry.fp;
-                    return ((u128::from(high) << 64) | u128::from(low), entry.flag);
-                }
-                Some(_) => {}
-                None => {
+        for Slot([seed, tag, high, low, state]) in &self.slots {
+            match state.load(Ordering::Acquire) {
+                EMPTY => {
                     let (fp, flag) = hash();
-                    // Another thread may have taken the slot meanwhile: the value is the same.
-                    let _ = slot.set(Entry {
-                        key,
-                        fp: [(fp >> 64) as u64, fp as u64],
-                        flag,
-                    });
+                    // Another thread may take the slot first: the value is remembered or not.
+                    if state
+                        .compare_exchange(EMPTY, WRITING, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        seed.store(key.seed, Ordering::Relaxed);
+                        tag.store(key.tag, Ordering::Relaxed);
+                        high.store((fp >> 64) as u64, Ordering::Relaxed);
+                        low.store(fp as u64, Ordering::Relaxed);
+                        state.store(READY | u64::from(flag) << 2, Ordering::Release);
+                    }
                     return (fp, flag);
+                }
+                WRITING => {}
+                ready => {
+                    if seed.load(Ordering::Relaxed) == key.seed
+                        && tag.load(Ordering::Relaxed) == key.tag
+                    {
+                        let fp = u128::from(high.load(Ordering::Relaxed)) << 64
+                            | u128::from(low.load(Ordering::Relaxed));
+                        return (fp, ready & 4 != 0);
+                    }
                 }
             }
         }
@@ -110,6 +134,11 @@ impl<T, const SLOTS: usize> Shared<T, SLOTS> {
     pub(crate) fn memo(&self) -> &Memo<SLOTS> {
         &self.0.memo
     }
+
+    /// Whether no other state holds it (a write copies nothing).
+    pub(crate) fn is_unique(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
+    }
 }
 
 impl<T: Clone, const SLOTS: usize> Shared<T, SLOTS> {
@@ -118,7 +147,7 @@ impl<T: Clone, const SLOTS: usize> Shared<T, SLOTS> {
     pub(crate) fn make_mut(&mut self) -> &mut T {
         let part = Arc::make_mut(&mut self.0);
         // Not shared (or just copied): what it remembered is of the value before the write.
-        part.memo = Memo::default();
+        part.memo.clear();
         &mut part.value
     }
 }

@@ -7,9 +7,9 @@ use std::hash::{Hash, Hasher};
 use redlock_core::NodePermutation;
 
 use super::client::Client;
-use super::client_symmetry;
+use super::client_symmetry::{self, Owners};
 use super::fingerprint::{Fingerprint, Hasher128};
-use super::node::Node;
+use super::node::{self, SharedNode};
 use super::node_symmetry;
 use super::property::Property;
 use super::shared::Shared;
@@ -44,7 +44,7 @@ pub(crate) type SharedClient = Shared<Client, CLIENT_MEMO>;
 pub(crate) struct CheckState {
     /// True time, in ticks.
     pub(crate) time: u32,
-    pub(super) nodes: Vec<Shared<Node>>,
+    pub(super) nodes: Vec<SharedNode>,
     pub(super) clients: Vec<SharedClient>,
     pub(super) faults_used: u32,
     /// Grants so far.
@@ -63,10 +63,18 @@ pub(crate) enum HashClient<'a> {
 }
 
 impl HashClient<'_> {
-    pub(crate) fn hash<H: Hasher>(&self, client: &Client, h: &mut H) {
+    /// The client's fingerprint as this hashing takes it under `seed`, its tokens' owners
+    /// named by `owners`, and whether another client's token was named `OTHER` in it
+    /// (`client/fingerprint.rs`).
+    pub(crate) fn fingerprint(
+        &self,
+        client: &Client,
+        owners: &Owners,
+        seed: u64,
+    ) -> (Fingerprint, bool) {
         match self {
-            Self::AsIs => client.hash(h),
-            Self::Renumbered(perm) => client.hash_renumbered(perm, h),
+            Self::AsIs => client.fingerprint(None, owners, seed),
+            Self::Renumbered(perm) => client.fingerprint(Some(perm), owners, seed),
         }
     }
 
@@ -75,11 +83,17 @@ impl HashClient<'_> {
     pub(crate) fn tag(&self) -> u64 {
         match self {
             Self::AsIs => 0,
-            Self::Renumbered(perm) => (0..perm.len().min(MAX_NODES)).fold(1, |tag, n| {
-                tag | ((perm.index(n) as u64) & 7) << (1 + 3 * n)
-            }),
+            Self::Renumbered(perm) => renumbering_tag(perm),
         }
     }
+}
+
+/// A renumbering of at most [`MAX_NODES`] nodes in 25 bits, never 0 (which is "as it is"):
+/// each node's image in 3 bits, and a bit for a renumbering.
+pub(crate) fn renumbering_tag(perm: &NodePermutation) -> u64 {
+    (0..perm.len().min(MAX_NODES)).fold(1, |tag, n| {
+        tag | ((perm.index(n) as u64) & 7) << (1 + 3 * n)
+    })
 }
 
 /// Which renamings a fingerprint ignores: of the clients, of the nodes.
@@ -180,8 +194,8 @@ impl CheckState {
     /// `order[j]` as node `j`) and each client hashed by `hash_client`: the fingerprint of
     /// the state renumbered, without a copy of it, when `hash_client` hashes each client
     /// renumbered (node symmetry fingerprints a state under every renumbering it tries).
-    /// Without client symmetry, the same hash, field by field and in the same order, as the
-    /// derived `Hash` of that state.
+    /// Without client symmetry, the state's fields in the order of the derived `Hash`, with
+    /// each node and client as its own fingerprint.
     pub(crate) fn client_fingerprint_of(
         &self,
         order: &[u8],
@@ -198,11 +212,12 @@ impl CheckState {
         // As a slice hashes: its length, then each element.
         h.write_usize(order.len());
         for &n in order {
-            self.nodes[usize::from(n)].hash(&mut h);
+            node::fingerprint(&self.nodes[usize::from(n)], None, seed).hash(&mut h);
         }
         h.write_usize(count);
         for client in &self.clients {
-            hash_client.hash(client, &mut h);
+            let (fp, _) = hash_client.fingerprint(client, &Owners::AS_THEY_ARE, seed);
+            fp.hash(&mut h);
         }
         self.hash_globals(&mut h);
         let ranks = std::array::from_fn(|c| c as u8);

@@ -5,10 +5,12 @@
 use std::collections::VecDeque;
 
 use redlock_core::{
-    Admission, ConnectionId, NodeFailure, NodeId, NodeIdentity, RequestId, Token, Transmit,
+    Admission, ConnectionId, Eligibility, NodeFailure, NodeId, NodeIdentity, RequestId, Timestamp,
+    Token, Transmit,
 };
 
-use super::{Client, Env, Phase};
+use super::{Client, ELIGIBILITY_MEMO, Env, Phase};
+use crate::check::shared::Shared;
 use crate::check::spec::CheckSpec;
 use crate::net::message::{NodeOp, NodeReply};
 
@@ -81,7 +83,7 @@ impl Client {
             let NodeReply::Identity { server, uptime_ms } = identity else {
                 continue;
             };
-            let link = &mut self.links[node];
+            let link = self.links[node].make_mut();
             link.opened += 1;
             let id = link.opened;
             link.conn = Some(Conn {
@@ -114,7 +116,12 @@ impl Client {
                 request,
                 reply,
             } => {
-                let Some(c) = self.links[node].conn.as_mut().filter(|c| c.id == conn) else {
+                let Some(c) = self.links[node]
+                    .make_mut()
+                    .conn
+                    .as_mut()
+                    .filter(|c| c.id == conn)
+                else {
                     return;
                 };
                 c.outstanding.retain(|&(o, r)| (o, r) != (op, request));
@@ -151,9 +158,10 @@ impl Client {
             Msg::Closed { conn } => {
                 // What else was written on it is lost with it.
                 self.links[node]
+                    .make_mut()
                     .to_node
                     .retain(|m| !matches!(m, Msg::Request { conn: on, .. } if *on == conn));
-                if let Some(c) = self.links[node].conn.take_if(|c| c.id == conn) {
+                if let Some(c) = self.links[node].make_mut().conn.take_if(|c| c.id == conn) {
                     let failure = || NodeFailure::Io("connection closed".into());
                     for (op, request) in c.outstanding {
                         if let Some(request) = request {
@@ -166,7 +174,7 @@ impl Client {
                 }
             }
             Msg::Released(token) => {
-                if let Phase::Acquiring(a) = &mut self.phase {
+                if let Phase::Acquiring(a) = self.phase.make_mut() {
                     a.waiting.notified(
                         NodeId::new(node),
                         env.keys.key.as_bytes(),
@@ -183,7 +191,7 @@ impl Client {
     /// The node crashed under its connection: what is written is lost, the close is on its
     /// way.
     pub(in crate::check) fn node_crashed(&mut self, node: usize) {
-        let link = &mut self.links[node];
+        let link = self.links[node].make_mut();
         link.late = 0;
         link.to_node.clear();
         link.from_node.clear();
@@ -199,7 +207,7 @@ impl Client {
     pub(super) fn issue(&mut self, op: u16, transmit: Transmit, env: &mut Env<'_>) {
         let now = self.now(env.spec);
         let node = transmit.node.index();
-        let link = &mut self.links[node];
+        let link = self.links[node].make_mut();
         let opened = &mut link.opened;
         let conn = link.conn.get_or_insert_with(|| {
             *opened += 1;
@@ -217,11 +225,7 @@ impl Client {
             return;
         }
         let connection = ConnectionId(u64::from(conn.id));
-        match self
-            .eligibility
-            .make_mut()
-            .admit(transmit.node, connection, &transmit.command, now)
-        {
+        match admit(&mut self.eligibility, &transmit, connection, now) {
             Admission::Send => match self.faults.node_op(transmit.command, env.keys) {
                 Ok(cmd) => {
                     conn.outstanding.push((op, Some(transmit.request)));
@@ -259,4 +263,25 @@ impl Client {
             Admission::Refuse(failure) => self.feed(op, transmit.request, Err(failure), now),
         }
     }
+}
+
+/// [`Eligibility::admit`] of `transmit` on `connection`, the eligibility written only where
+/// the admission changed it: most change nothing (only a probe's hand-out writes), and a
+/// shared eligibility copied to be written forgets the fingerprints it remembers.
+fn admit(
+    eligibility: &mut Shared<Eligibility, ELIGIBILITY_MEMO>,
+    transmit: &Transmit,
+    connection: ConnectionId,
+    now: Timestamp,
+) -> Admission {
+    let (node, command) = (transmit.node, &transmit.command);
+    if eligibility.is_unique() {
+        return eligibility.make_mut().admit(node, connection, command, now);
+    }
+    let mut copy = Eligibility::clone(eligibility);
+    let admission = copy.admit(node, connection, command, now);
+    if copy != **eligibility {
+        *eligibility = Shared::new(copy);
+    }
+    admission
 }

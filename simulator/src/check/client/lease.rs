@@ -164,7 +164,7 @@ impl Client {
             self.next_iteration(env);
             return true;
         }
-        self.phase = Phase::Holding(lease);
+        *self.phase.make_mut() = Phase::Holding(lease);
         progressed
     }
 }

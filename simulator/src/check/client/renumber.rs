@@ -1,13 +1,13 @@
-//! A client under node symmetry: renumbered (`node_symmetry.rs` renumbers states), and
-//! hashed as if renumbered without the copy.
+//! A client under node symmetry: renumbered (`node_symmetry.rs` renumbers states), and its
+//! links hashed as if renumbered without the copy.
 //!
 //! Node symmetry fingerprints a state under every renumbering it tries, for every state
 //! the checker meets: a copy of each client per renumbering (its links with every message
-//! queue, its machines) was most of a state's cost. [`Client::hash_renumbered`] feeds a
-//! hasher the same words, in the same order, as the derived `Hash` of the renumbered
-//! client, copying only its lease machines (the core renumbers those; its eligibility the
-//! core hashes renumbered itself); its links are taken in the new order and each message
-//! is renumbered as it is hashed.
+//! queue, its machines) was most of a state's cost. [`NodeLink::hash_renumbered`] feeds a
+//! hasher the same words, in the same order, as the derived `Hash` of the renumbered link,
+//! each message renumbered as it is hashed; the client's fingerprint (`fingerprint.rs`)
+//! takes its links in the new order, copies only its lease machines (the core renumbers
+//! those) and has its eligibility hashed renumbered by the core.
 
 use std::hash::{Hash, Hasher};
 
@@ -15,7 +15,6 @@ use redlock_core::{Eligibility, NodePermutation, RenumberNodes};
 
 use super::connection::Conn;
 use super::{Client, Msg, NodeLink, Phase};
-use crate::check::state::MAX_NODES;
 use crate::net::message::{NodeReply, ServerId};
 
 impl Msg {
@@ -102,7 +101,7 @@ impl NodeLink {
     }
 
     /// Hashes it as renumbered by `perm`, as the derived `Hash` of its fields in order.
-    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, h: &mut H) {
+    pub(super) fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, h: &mut H) {
         std::mem::discriminant(&self.conn).hash(h);
         if let Some(conn) = &self.conn {
             conn.hash_renumbered(perm, h);
@@ -138,7 +137,7 @@ impl Conn {
 
 impl Phase {
     /// Renumbers its machines by the core's operation.
-    fn renumber_nodes(&mut self, perm: &NodePermutation) {
+    pub(super) fn renumber_nodes(&mut self, perm: &NodePermutation) {
         match self {
             Self::Acquiring(a) => {
                 a.machine.renumber_nodes(perm);
@@ -173,46 +172,10 @@ impl Client {
     /// node's connections and move with them.
     pub(in crate::check) fn renumber_nodes(&mut self, perm: &NodePermutation) {
         for link in &mut self.links {
-            link.renumber_nodes(perm);
+            link.make_mut().renumber_nodes(perm);
         }
         perm.permute(&mut self.links);
         renumber_eligibility(self.eligibility.make_mut(), perm);
-        self.phase.renumber_nodes(perm);
-    }
-
-    /// Feeds `h` what the derived `Hash` of this client renumbered by `perm` would (the
-    /// same fields in the same order), copying only its lease machines: its eligibility is
-    /// hashed renumbered by the core, its links are taken in the new order, each message
-    /// renumbered as it is hashed. `perm` covers every node.
-    pub(in crate::check) fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, h: &mut H) {
-        if self.links.len() > MAX_NODES {
-            let mut image = self.clone();
-            image.renumber_nodes(perm);
-            return image.hash(h);
-        }
-        self.clock.hash(h);
-        self.strays.hash(h);
-        self.paused.hash(h);
-        self.acted.hash(h);
-        let mut phase = self.phase.clone();
-        phase.renumber_nodes(perm);
-        phase.hash(h);
-        self.iteration.hash(h);
-        self.op.hash(h);
-        self.drawn.hash(h);
-        let rename = |run_id: &mut String| ServerId::renumber_run_id(run_id, |n| perm.index(n));
-        self.eligibility.hash_renumbered(perm, rename, h);
-        self.faults.hash(h);
-        // The link of node `n` becomes node `perm.index(n)`'s: position `j` holds the link
-        // of the node that becomes `j`.
-        let count = self.links.len();
-        let mut from = [0usize; MAX_NODES];
-        for n in 0..count {
-            from[perm.index(n)] = n;
-        }
-        h.write_usize(count);
-        for &n in &from[..count] {
-            self.links[n].hash_renumbered(perm, h);
-        }
+        self.phase.make_mut().renumber_nodes(perm);
     }
 }

@@ -1,0 +1,132 @@
+//! A client's fingerprint, composed of its parts' own: its phase (the lease machines), its
+//! eligibility and its link to each node are each hashed alone, remembered with the part
+//! (`shared.rs`), and the client's fingerprint hashes those fingerprints with its few
+//! fields of its own.
+//!
+//! A step writes one client's phase and one link at most (a tick writes no part at all,
+//! only the clocks), and the canonical form hashes each client under every renumbering of
+//! the nodes and renaming of the clients it tries: hashed whole, a client was hashed again
+//! for each, every message and per-node table of its machines with it. Composed, a part a
+//! step left alone is hashed once under each renumbering and renaming, whichever client
+//! copy holds it. Two clients with the same fingerprint have parts with the same
+//! fingerprints, so that up to a collision of the 128-bit hash (as everywhere in the
+//! explorer) they are the same client.
+
+use std::hash::Hash;
+
+use redlock_core::NodePermutation;
+
+use super::{Client, Phase};
+use crate::check::client_symmetry::{Owners, Renamed};
+use crate::check::fingerprint::{Fingerprint, Hasher128};
+use crate::check::shared::{MemoKey, Shared};
+use crate::check::state::{MAX_NODES, renumbering_tag};
+use crate::net::message::ServerId;
+
+impl Client {
+    /// Its fingerprint under `seed`, renumbered by `perm` (as it is for `None`) and with its
+    /// tokens' owners named by `owners` (`client_symmetry.rs`), and whether a token of
+    /// another client was named `OTHER` in it. Renumbered, it is the fingerprint of the
+    /// client renumbered by `perm` (`renumber_nodes`), without the copy.
+    pub(in crate::check) fn fingerprint(
+        &self,
+        perm: Option<&NodePermutation>,
+        owners: &Owners,
+        seed: u64,
+    ) -> (Fingerprint, bool) {
+        if let Some(perm) = perm.filter(|_| self.links.len() > MAX_NODES) {
+            // More nodes than a renumbering's tag names: a copy, renumbered.
+            let mut image = self.clone();
+            image.renumber_nodes(perm);
+            return image.fingerprint(None, owners, seed);
+        }
+        // The renumbering (25 bits) and the renaming (32 bits) a part's fingerprint is
+        // remembered under.
+        let key = MemoKey {
+            seed,
+            tag: perm.map_or(0, renumbering_tag) | owners.tag() << 25,
+        };
+        let mut h = Hasher128::seeded(seed);
+        // The fields of its own, in the order of the derived `Hash`: none holds a token or
+        // names a node.
+        (self.clock, &self.strays, self.paused, self.acted).hash(&mut h);
+        let (phase, mut other) = part(&self.phase, key, owners, |phase, h| match perm {
+            None => phase.hash(h),
+            Some(perm) => {
+                let mut image: Phase = phase.clone();
+                image.renumber_nodes(perm);
+                image.hash(h);
+            }
+        });
+        phase.hash(&mut h);
+        (self.iteration, self.op, self.drawn).hash(&mut h);
+        self.eligibility_fingerprint(perm, seed).hash(&mut h);
+        self.faults.hash(&mut h);
+        // The link of node `n` becomes node `perm.index(n)`'s: position `j` holds the link
+        // of the node that becomes `j`.
+        let count = self.links.len();
+        let mut from: [usize; MAX_NODES] = std::array::from_fn(|n| n);
+        if let Some(perm) = perm {
+            for n in 0..count {
+                from[perm.index(n)] = n;
+            }
+        }
+        count.hash(&mut h);
+        for &n in &from[..count.min(MAX_NODES)] {
+            let (link, link_other) = part(&self.links[n], key, owners, |link, h| match perm {
+                None => link.hash(h),
+                Some(perm) => link.hash_renumbered(perm, h),
+            });
+            other |= link_other;
+            link.hash(&mut h);
+        }
+        // Beyond MAX_NODES (never renumbered), as they are.
+        for link in self.links.iter().skip(MAX_NODES) {
+            let (link, link_other) = part(link, key, owners, |link, h| link.hash(h));
+            other |= link_other;
+            link.hash(&mut h);
+        }
+        (h.finish128(), other)
+    }
+
+    /// Its eligibility's own fingerprint under `seed`, renumbered by `perm` (with the
+    /// `run_id`s it knows renamed) or as it is, remembered with the eligibility. The
+    /// eligibility holds no token, so no renaming of the clients changes it.
+    fn eligibility_fingerprint(&self, perm: Option<&NodePermutation>, seed: u64) -> Fingerprint {
+        let tag = perm.map_or(0, renumbering_tag);
+        let hash = || {
+            let mut h = Hasher128::seeded(seed);
+            match perm {
+                None => self.eligibility.hash(&mut h),
+                Some(perm) => {
+                    let rename =
+                        |run_id: &mut String| ServerId::renumber_run_id(run_id, |n| perm.index(n));
+                    self.eligibility.hash_renumbered(perm, rename, &mut h);
+                }
+            }
+            (h.finish128(), false)
+        };
+        self.eligibility
+            .memo()
+            .get_or(MemoKey { seed, tag }, hash)
+            .0
+    }
+}
+
+/// The fingerprint of `part` alone under `key` (its seed, and the renumbering and renaming
+/// its tag names), hashed by `hash` with its tokens' owners named by `owners`, and whether
+/// a token named `OTHER` was in it: remembered with the part.
+fn part<T, const SLOTS: usize>(
+    part: &Shared<T, SLOTS>,
+    key: MemoKey,
+    owners: &Owners,
+    hash: impl FnOnce(&T, &mut Renamed<'_, Hasher128>),
+) -> (Fingerprint, bool) {
+    part.memo().get_or(key, || {
+        let mut h = Hasher128::seeded(key.seed);
+        let mut renamed = Renamed::new(&mut h, *owners);
+        hash(part, &mut renamed);
+        let other = renamed.saw_other();
+        (h.finish128(), other)
+    })
+}
