@@ -4,7 +4,8 @@
 //! breadth-first explorer that kept whole states in its visited map); with node symmetry,
 //! every search visits the same, fewer; a depth-first counterexample replays, with the
 //! reduction and node symmetry and without; the memory bound stops a check with an
-//! incomplete result and a hint, never a kill.
+//! incomplete result and a hint, never a kill; every search counts the same states that
+//! end a tick.
 #![allow(clippy::unwrap_used)] // Tests fail loudly on purpose.
 
 use std::path::Path;
@@ -133,6 +134,9 @@ fn every_search_visits_the_states_the_first_explorer_visited() {
     ];
     for (text, symmetry, states, reduced_states, distinct, depth) in cases {
         let spec = check::parse(text, "inline").unwrap();
+        // The states that end a tick or the run are counted once each, whatever the
+        // search, the threads or the reduction.
+        let mut boundaries = None;
         for ((search, options), reduction) in
             searches().into_iter().flat_map(|s| [(s, false), (s, true)])
         {
@@ -157,6 +161,14 @@ fn every_search_visits_the_states_the_first_explorer_visited() {
             // Sleep sets reach every state; which steps sleep depends on the order states
             // are reached in, which on several threads is not fixed.
             assert_eq!(e.distinct, distinct, "{what}");
+            let first = *boundaries.get_or_insert(e.boundaries);
+            assert_eq!(e.boundaries, first, "{what}");
+            assert!(
+                first.tick_ends > 0
+                    && first.finals > 0
+                    && first.tick_ends + first.finals < distinct,
+                "{what}: {first:?}"
+            );
             if !reduction {
                 assert_eq!(e.states, states, "{what}");
             } else if search == "breadth first" {

@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 use super::explore::Entry;
 use super::model::Action;
 use super::property::Property;
-use super::search::{CHECK_EVERY, Search};
+use super::search::{Boundaries, CHECK_EVERY, Search};
 use super::sleep::{Next, Pending, Sleep};
 use super::state::CheckState;
 use super::swarm::Order;
@@ -17,6 +17,7 @@ use super::swarm::Order;
 pub(super) struct Found {
     pub(super) states: u64,
     pub(super) reached: u8,
+    pub(super) boundaries: Boundaries,
     /// The deepest state reached.
     pub(super) depth: u32,
     /// The first violation: the property, the trail index of the root it was found under,
@@ -61,6 +62,7 @@ pub(super) fn explore(search: &Search<'_>, roots: Vec<Entry>, depth: u32) -> Fou
     for part in parts {
         found.states += part.states;
         found.reached |= part.reached;
+        found.boundaries.add(part.boundaries);
         found.depth = found.depth.max(part.depth);
     }
     found
@@ -98,7 +100,7 @@ fn worker(
             &mut height,
             (root, pending),
             None,
-            search,
+            (search, &mut found.boundaries),
             &mut order,
         );
         while height > 0 {
@@ -154,7 +156,7 @@ fn worker(
                 &mut height,
                 (next, pending),
                 Some(action),
-                search,
+                (search, &mut found.boundaries),
                 &mut order,
             );
         }
@@ -169,7 +171,7 @@ fn push(
     height: &mut usize,
     (state, pending): (CheckState, Pending),
     via: Option<Action>,
-    search: &Search<'_>,
+    (search, boundaries): (&Search<'_>, &mut Boundaries),
     order: &mut Option<Order>,
 ) {
     if *height == stack.len() {
@@ -189,6 +191,7 @@ fn push(
     }
     let frame = &mut stack[*height];
     search.model.actions(&frame.state, &mut frame.actions);
+    boundaries.count(&frame.actions, pending.only.is_none());
     search.reduction.select(&mut frame.actions, &pending);
     if let Some(order) = order {
         order.shuffle(&mut frame.actions);

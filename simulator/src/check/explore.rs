@@ -31,7 +31,7 @@ use super::depth_first;
 use super::memory;
 use super::model::{Action, Model};
 use super::property::Property;
-use super::search::{CHECK_EVERY, Exploration, MAX_STATES, Options, Search, Trail};
+use super::search::{Boundaries, CHECK_EVERY, Exploration, MAX_STATES, Options, Search, Trail};
 use super::sleep::{Next, Pending};
 use super::state::CheckState;
 
@@ -43,6 +43,7 @@ pub(super) type Entry = (u32, CheckState, Pending);
 pub(super) struct Level {
     states: u64,
     reached: u8,
+    boundaries: Boundaries,
     /// The states to expand next, in blocks of at most the size asked: each with its
     /// parent's trail index (its own once the level is done), the state, what it is to
     /// take.
@@ -73,6 +74,7 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
         elapsed: Duration::ZERO,
         peak_memory: 0,
         depth_first_from: None,
+        boundaries: Boundaries::default(),
         reached: 0,
         violation: None,
     };
@@ -130,6 +132,7 @@ fn levels(
             let found = depth_first::explore(search, roots.collect(), result.depth);
             result.states += found.states;
             result.reached |= found.reached;
+            result.boundaries.add(found.boundaries);
             result.depth = result.depth.max(found.depth);
             if let Some((property, root, below)) = found.violation {
                 let mut path = trail.path(root);
@@ -142,6 +145,7 @@ fn levels(
         for (maker, mut level) in crew.level(search, std::mem::take(&mut frontier)) {
             result.states += level.states;
             result.reached |= level.reached;
+            result.boundaries.add(level.boundaries);
             if result.violation.is_none()
                 && let Some((property, parent, action)) = level.violation
             {
@@ -199,6 +203,7 @@ pub(super) fn expand(
             break;
         }
         model.actions(state, &mut actions);
+        level.boundaries.count(&actions, pending.only.is_none());
         reduction.select(&mut actions, pending);
         let mut asleep = pending.sleep;
         for &action in &actions {

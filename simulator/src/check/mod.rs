@@ -78,7 +78,7 @@ pub use file::parse;
 pub use fingerprint::collision_bound;
 pub use model::{Action, Link};
 pub use property::Property;
-pub use search::{DEFAULT_BREADTH_FIRST_MEMORY, Exploration, Options, Progress, Stop};
+pub use search::{Boundaries, DEFAULT_BREADTH_FIRST_MEMORY, Exploration, Options, Progress, Stop};
 pub use spec::{CheckSpec, Durability, Outcome, PauseKind, WaiterMarks, WorkStop};
 pub use steps::{ModelState, ModelSteps};
 
@@ -263,6 +263,12 @@ impl CheckReport {
         let _ = writeln!(out, "{}", self.search_line());
         let _ = writeln!(
             out,
+            "  of the distinct states, {} end a tick (true time may move on) and {} end the \
+             run; the others are the orders of steps within a tick",
+            e.boundaries.tick_ends, e.boundaries.finals
+        );
+        let _ = writeln!(
+            out,
             "  128-bit fingerprints: P(two states shared one) <= {:.1e}; peak memory {}{}",
             collision_bound(e.distinct),
             memory::format_size(e.peak_memory),
@@ -345,6 +351,8 @@ impl CheckReport {
             "collision_bound": collision_bound(e.distinct),
             "peak_memory_bytes": e.peak_memory,
             "depth_first_from": e.depth_first_from,
+            "tick_end_states": e.boundaries.tick_ends,
+            "final_states": e.boundaries.finals,
             "client_symmetry": self.symmetry,
             // The older name of `client_symmetry`, for readers of earlier records.
             "symmetry": self.symmetry,

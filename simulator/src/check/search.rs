@@ -128,10 +128,46 @@ pub struct Exploration {
     pub peak_memory: u64,
     /// The level from which the search went depth first, if it did.
     pub depth_first_from: Option<u32>,
+    /// Where the distinct states expanded stand in true time ([`Boundaries`]).
+    pub boundaries: Boundaries,
     /// The *sometimes* properties reached (bits of [`Property::bit`]).
     pub(crate) reached: u8,
     /// The first violation found: the property and the path from the initial state.
     pub violation: Option<(Property, Vec<Action>)>,
+}
+
+/// How many of the distinct states expanded end a tick (no step is due before true time
+/// moves on: every client waits for a timer or a late message) and how many end the run (no
+/// step at all). The rest are the orders of the steps within a tick: how much larger the
+/// state space is than its ticks' ends measures what a reduction of those orders could
+/// take off (docs/benchmarks.md, "How far three clients are from complete").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Boundaries {
+    /// States from which true time may move on next.
+    pub tick_ends: u64,
+    /// States with no step left.
+    pub finals: u64,
+}
+
+impl Boundaries {
+    /// Counts a state expanded with `actions`, every step enabled in it (before a
+    /// reduction leaves some out), if this is its first expansion (`first`: a state reached
+    /// again with sleeping steps to take is expanded again, and is counted once).
+    pub(super) fn count(&mut self, actions: &[Action], first: bool) {
+        if !first {
+            return;
+        }
+        if actions.is_empty() {
+            self.finals += 1;
+        } else if actions.iter().any(|a| matches!(a, Action::Tick { .. })) {
+            self.tick_ends += 1;
+        }
+    }
+
+    pub(super) fn add(&mut self, other: Self) {
+        self.tick_ends += other.tick_ends;
+        self.finals += other.finals;
+    }
 }
 
 /// The breadth-first levels' states: each one's parent (an index here) and the step from
