@@ -285,13 +285,18 @@ fn the_memory_bound_stops_with_an_incomplete_result_and_says_what_to_lower() {
 }
 
 #[test]
-fn the_report_prints_the_collision_bound_from_the_distinct_states() {
+fn the_report_prints_the_collision_bound_over_the_states_and_their_parts() {
     let report = check::check(check::parse(SMALL, "inline").unwrap(), Options::default());
-    let bound = check::collision_bound(report.exploration.distinct);
-    assert!(bound > 0.0 && bound < 1e-29, "{bound}");
+    let e = &report.exploration;
+    // The states and their parts: `SMALL` has 3 nodes and 2 clients, both symmetries on.
+    let values = check::values_fingerprinted(e.distinct, (3, true), (2, true));
+    assert_eq!(values, e.distinct * (1 + 15 * 12));
+    let bound = check::collision_bound(values);
+    assert_eq!(report.collision_bound(), bound);
+    assert!(bound > 0.0 && bound < 1e-24, "{bound}");
     let text = report.text();
     assert!(
-        text.contains(&format!("P(two states shared one) <= {bound:.1e}")),
+        text.contains(&format!("P(two states or parts shared one) <= {bound:.1e}")),
         "{text}"
     );
     assert_eq!(report.json()["collision_bound"], bound);

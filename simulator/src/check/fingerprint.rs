@@ -5,8 +5,10 @@
 //! hashed once for 128 bits. The hash is fixed (no random seed), so two runs explore alike;
 //! a swarm member (`swarm.rs`) seeds both lanes with its own value, so that two
 //! members' fingerprints, and so their collisions, differ.
-//! With `n` distinct states, the chance that two of them share a fingerprint is at most
-//! about n² / 2¹²⁹ for an ideal hash ([`collision_bound`]), which the report prints.
+//! With `n` distinct values fingerprinted, the chance that two of them share a fingerprint
+//! is at most about n² / 2¹²⁹ for an ideal hash ([`collision_bound`]). A state's fingerprint
+//! is composed of its parts' own, so the values are the distinct states and their parts
+//! ([`values_fingerprinted`]); the report prints the bound over both.
 
 use std::hash::Hasher;
 
@@ -126,11 +128,40 @@ impl Hasher for Hasher128 {
     }
 }
 
-/// An upper bound on the chance that two of `distinct` states shared a fingerprint (and so
-/// one was never explored), for an ideal 128-bit hash: n(n − 1) / 2¹²⁹.
-pub fn collision_bound(distinct: u64) -> f64 {
-    let n = distinct as f64;
+/// An upper bound on the chance that two of `values` distinct values shared a fingerprint
+/// (and so a state was never explored), for an ideal 128-bit hash: n(n − 1) / 2¹²⁹.
+pub fn collision_bound(values: u64) -> f64 {
+    let n = values as f64;
     n * (n - 1.0).max(0.0) / 2f64.powi(129)
+}
+
+/// At most how many distinct values a search of `distinct` states took fingerprints of:
+/// each state, and each of its parts (every node; every client, its phase, its eligibility
+/// and its link to each node) under each renumbering of the nodes and renaming of the
+/// clients its canonical form may try (`nodes`! and `clients`! at most, 1 where that
+/// symmetry is off). A value a generated state hashes is one of these: the generated state
+/// is a renaming of a distinct one. A loose bound, so that the printed one is one.
+///
+/// ```
+/// use redlock_sim::check::values_fingerprinted;
+/// // Three nodes and two clients, both symmetries: 3 + 2 * 6 parts, 3! * 2! namings.
+/// assert_eq!(values_fingerprinted(1_000, (3, true), (2, true)), 1_000 * (1 + 15 * 12));
+/// assert_eq!(values_fingerprinted(1_000, (3, false), (2, false)), 1_000 * (1 + 15));
+/// ```
+pub fn values_fingerprinted(
+    distinct: u64,
+    (nodes, node_symmetry): (usize, bool),
+    (clients, client_symmetry): (usize, bool),
+) -> u64 {
+    let factorial = |n: usize| (1..=n as u64).fold(1u64, u64::saturating_mul);
+    let parts = (nodes + clients * (3 + nodes)) as u64;
+    let namings = match (node_symmetry, client_symmetry) {
+        (true, true) => factorial(nodes).saturating_mul(factorial(clients)),
+        (true, false) => factorial(nodes),
+        (false, true) => factorial(clients),
+        (false, false) => 1,
+    };
+    distinct.saturating_mul(parts.saturating_mul(namings).saturating_add(1))
 }
 
 #[cfg(test)]

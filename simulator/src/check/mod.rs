@@ -75,7 +75,7 @@ mod visited;
 use std::fmt::Write as _;
 
 pub use file::parse;
-pub use fingerprint::collision_bound;
+pub use fingerprint::{collision_bound, values_fingerprinted};
 pub use model::{Action, Link};
 pub use property::Property;
 pub use search::{Boundaries, DEFAULT_BREADTH_FIRST_MEMORY, Exploration, Options, Progress, Stop};
@@ -124,6 +124,16 @@ pub fn check(spec: CheckSpec, mut options: Options) -> CheckReport {
 }
 
 impl CheckReport {
+    /// The chance that two of the values the search fingerprinted (its distinct states and
+    /// their parts) shared a fingerprint, at most ([`values_fingerprinted`]).
+    pub fn collision_bound(&self) -> f64 {
+        collision_bound(values_fingerprinted(
+            self.exploration.distinct,
+            (self.spec.nodes, self.node_symmetry),
+            (self.spec.clients, self.symmetry),
+        ))
+    }
+
     /// What was found: a violation, or none.
     pub fn outcome(&self) -> Outcome {
         if self.exploration.violation.is_some() {
@@ -269,8 +279,8 @@ impl CheckReport {
         );
         let _ = writeln!(
             out,
-            "  128-bit fingerprints: P(two states shared one) <= {:.1e}; peak memory {}{}",
-            collision_bound(e.distinct),
+            "  128-bit fingerprints: P(two states or parts shared one) <= {:.1e}; peak memory {}{}",
+            self.collision_bound(),
             memory::format_size(e.peak_memory),
             match e.depth_first_from {
                 // A swarm member goes depth first from the start (its header says so).
@@ -348,7 +358,7 @@ impl CheckReport {
             "depth": e.depth,
             "complete": e.complete,
             "ending": self.ending(),
-            "collision_bound": collision_bound(e.distinct),
+            "collision_bound": self.collision_bound(),
             "peak_memory_bytes": e.peak_memory,
             "depth_first_from": e.depth_first_from,
             "tick_end_states": e.boundaries.tick_ends,

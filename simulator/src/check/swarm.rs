@@ -191,7 +191,7 @@ pub fn line(report: &CheckReport, member: Member, text: &str, max_states: u64) -
         peak_memory_bytes: e.peak_memory,
         complete: e.complete,
         ending: ending(report).to_owned(),
-        collision_bound: super::collision_bound(e.distinct),
+        collision_bound: report.collision_bound(),
         symmetry: report.symmetry,
         reduction: report.reduction,
         expected: report.spec.expect.name().to_owned(),
