@@ -17,7 +17,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::Scope;
 
-use super::explore::{Entry, Level, expand};
+use super::explore::{Entry, Level, expand, states};
 use super::search::Search;
 
 /// A run of a level's states, all made by one thread (its number in the crew).
@@ -82,10 +82,11 @@ impl Crew {
     /// not depend on which thread took which block.
     pub(super) fn level(&self, search: &Search<'_>, frontier: Vec<Block>) -> Vec<(usize, Level)> {
         let threads = self.queues.len();
-        let states: usize = frontier.iter().map(|block| block.entries.len()).sum();
         // The successors of a block are cut at this size, so that the next level, at least
         // as large as this one, has as many blocks as this one should.
-        let block = states.div_ceil(threads * BLOCKS_PER_THREAD).max(MIN_BLOCK);
+        let block = states(&frontier)
+            .div_ceil(threads * BLOCKS_PER_THREAD)
+            .max(MIN_BLOCK);
         for (place, Block { maker, entries }) in frontier.into_iter().enumerate() {
             lock(&self.queues[maker % threads]).push_back((place, entries));
         }

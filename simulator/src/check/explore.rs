@@ -179,7 +179,7 @@ fn levels(
 }
 
 /// How many states the blocks hold.
-fn states(blocks: &[Block]) -> usize {
+pub(super) fn states(blocks: &[Block]) -> usize {
     blocks.iter().map(|block| block.entries.len()).sum()
 }
 

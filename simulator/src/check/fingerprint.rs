@@ -155,12 +155,8 @@ pub fn values_fingerprinted(
 ) -> u64 {
     let factorial = |n: usize| (1..=n as u64).fold(1u64, u64::saturating_mul);
     let parts = (nodes + clients * (3 + nodes)) as u64;
-    let namings = match (node_symmetry, client_symmetry) {
-        (true, true) => factorial(nodes).saturating_mul(factorial(clients)),
-        (true, false) => factorial(nodes),
-        (false, true) => factorial(clients),
-        (false, false) => 1,
-    };
+    let renamed = |count: usize, symmetry: bool| if symmetry { factorial(count) } else { 1 };
+    let namings = renamed(nodes, node_symmetry).saturating_mul(renamed(clients, client_symmetry));
     distinct.saturating_mul(parts.saturating_mul(namings).saturating_add(1))
 }
 
