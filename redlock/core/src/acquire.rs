@@ -603,6 +603,63 @@ mod tests {
         assert!(m.retry(Token::from_bytes([2; 16]), t0.saturating_add(ms(400))));
     }
 
+    /// Two clients start together on Redis 6.2: this one is refused unread by a quorum and
+    /// reads the holders; the winner releases in between, so the reads find the keys free,
+    /// and its release announced nothing (no waiter had marked its interest). The free keys
+    /// count as the release heard: the waiter starts its next round at once, not at its
+    /// retry timer. A read that finds a holder still waits for that holder's release.
+    #[test]
+    fn a_release_between_the_refusal_and_the_holder_read_wakes_the_waiter() {
+        use crate::{KeyReading, KeyValue, Waiting};
+        let config = LockConfig::new(3).with_retry(RetryPolicy::new(3, ms(2_000), ms(0)));
+        let t0 = Timestamp::ZERO;
+        let timer = t0.saturating_add(ms(2_000));
+        let holder = Token::from_bytes([9; 16]);
+        let held = KeyReading {
+            value: Some(KeyValue::Token(holder)),
+            expires_in: Some(ms(400)),
+            fence: None,
+        };
+        for (readings, early) in [
+            ([KeyReading::FREE, KeyReading::FREE], Some(t0)),
+            ([held, KeyReading::FREE], None),
+        ] {
+            let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+            let mut waiting = Waiting::new(&config, key());
+            let sets = drain(&mut m);
+            m.handle_reply(sets[0].request, Ok(Reply::TakenUnread), t0);
+            m.handle_reply(sets[1].request, Ok(Reply::TakenUnread), t0);
+            for (read, reading) in holder_reads(&mut m).iter().zip(readings) {
+                m.handle_reply(read.request, Ok(Reply::Read(reading)), t0);
+            }
+            let Some(AcquireEvent::Retry {
+                failure,
+                wake_on_release,
+                ..
+            }) = m.poll_outcome()
+            else {
+                panic!("expected a retry")
+            };
+            waiting.round_lost(&failure, wake_on_release, timer);
+            assert_eq!(
+                waiting.next_round(),
+                Some(early.unwrap_or(timer)),
+                "reads {readings:?}"
+            );
+            if early.is_none() {
+                // The holder's release from node 0 makes a quorum with the free node 1.
+                let at = t0.saturating_add(ms(5));
+                waiting.notified(
+                    NodeId::new(0),
+                    key().as_str().as_bytes(),
+                    &holder.to_hex(),
+                    at,
+                );
+                assert_eq!(waiting.next_round(), Some(at));
+            }
+        }
+    }
+
     /// The holder reads among `m`'s transmits (the others are cleanup releases).
     fn holder_reads(m: &mut Acquire) -> Vec<Transmit> {
         drain(m)

@@ -462,6 +462,12 @@ impl Reply {
         }
     }
 
+    /// Whether the reply is a [`Command::ReadHolder`] that found no lock key: whoever held
+    /// it released it, or let it expire, before the read.
+    pub fn is_read_free(self) -> bool {
+        matches!(self, Self::Read(KeyReading { value: None, .. }))
+    }
+
     /// The token that holds the key, when the reply says ([`Reply::TakenBy`]).
     pub fn holder(self) -> Option<Token> {
         match self {

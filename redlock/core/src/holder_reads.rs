@@ -8,6 +8,11 @@
 //! then. The [`AcquireEvent::Retry`] is held back until the reads answer or the node timeout
 //! passes; a read that fails or times out leaves its node's holder unknown, which costs the
 //! waiter an early wake-up, never safety.
+//!
+//! A read that finds the key free saw a release that landed between the refusal and the
+//! read (two clients that start together: the winner's work is short). That release
+//! announced nothing, as no waiter had marked the node yet, so the node counts as freed
+//! from the start of the wait, as a mark that finds the key free does.
 
 use super::acquire_event::AcquireEvent;
 use super::command::RequestKind;
@@ -77,7 +82,9 @@ impl HolderReads {
     }
 
     /// Node `node`'s read answered `reply`: its holder (a token of this protocol) replaces
-    /// the unread refusal. Returns whether every read has answered.
+    /// the unread refusal, and so does a key found free (the holder released or expired
+    /// after the refusal, and [`Waiting`](super::Waiting) counts the node as freed, as it
+    /// does for a mark that finds the key free). Returns whether every read has answered.
     pub(crate) fn answer(&mut self, node: NodeId, reply: Result<Reply, NodeFailure>) -> bool {
         let Some(position) = self.waiting_for.iter().position(|&n| n == node) else {
             return self.waiting_for.is_empty();
@@ -90,13 +97,20 @@ impl HolderReads {
                 failure, free_at, ..
             },
         ) = (reply, &mut self.event)
-            && let (Some(KeyValue::Token(holder)), Some(status)) =
-                (reading.value, failure.nodes.get_mut(node.index()))
+            && let Some(status) = failure.nodes.get_mut(node.index())
         {
-            *status = NodeStatus::Replied(Reply::TakenBy {
-                holder,
-                remaining: reading.expires_in,
-            });
+            match reading.value {
+                Some(KeyValue::Token(holder)) => {
+                    *status = NodeStatus::Replied(Reply::TakenBy {
+                        holder,
+                        remaining: reading.expires_in,
+                    });
+                }
+                // Found free: a release between the refusal and the read, which announced
+                // nothing (no waiter had marked the node yet).
+                None => *status = NodeStatus::Replied(Reply::Read(reading)),
+                Some(_) => {}
+            }
             // The holders' remaining times may now tell when a quorum frees up.
             if let Some(left) = failure.free_after() {
                 *free_at = Some(failure.decided_at.saturating_add(left));

@@ -24,10 +24,13 @@
 //! a hash beside the lock key, [`LockKey::wait_key`](super::LockKey::wait_key)), and the
 //! release scripts delete that hash with the key and publish only if it was there, so that
 //! a release nobody waits for costs the node no `PUBLISH`. A mark serves one release: every
-//! waiter marked there is told by it, and one that loses its next round marks again. The mark reads the lock key in the same atomic step: a
-//! release that landed between the lost round and the mark, and so announced nothing, is
-//! seen there (the key free, or held by another token), and frees that node as its
-//! notification would have. The waiter removes its marks when its acquisition ends.
+//! waiter marked there is told by it, and one that loses its next round marks again. The
+//! mark reads the lock key in the same atomic step: a release that landed between the lost
+//! round and the mark, and so announced nothing, is seen there (the key free, or held by
+//! another token), and frees that node as its notification would have. On servers before
+//! Redis 7.0 the holder read that follows a refusal does the same for the release that
+//! lands before it: a key found free there is a freed node from the start of the wait. The
+//! waiter removes its marks when its acquisition ends.
 //!
 //! Nothing here decides anything about the lease: an early round is an ordinary quorum
 //! round. A notification (or a mark) that is lost, late, wrong or forged costs time, and at
@@ -214,7 +217,8 @@ enum Seen {
     /// The key was taken by a value the round could not read or that is not a token, or
     /// the node did not answer: nothing but this client's own release can free it.
     Unknown,
-    /// The holder's release was heard from this node.
+    /// The holder's release was heard from this node (or seen: a mark or a holder read
+    /// found the key free).
     Freed,
 }
 
@@ -363,11 +367,11 @@ impl Waiting {
         let nodes: Vec<Seen> = failure
             .nodes
             .iter()
-            .map(|status| {
-                status
-                    .reply()
+            .map(|status| match status.reply() {
+                Some(reply) if reply.is_read_free() => Seen::Freed,
+                reply => reply
                     .and_then(Reply::holder)
-                    .map_or(Seen::Unknown, Seen::Holder)
+                    .map_or(Seen::Unknown, Seen::Holder),
             })
             .collect();
         if let Some(marks) = &mut self.marks
@@ -397,6 +401,8 @@ impl Waiting {
             early: None,
             seen,
         };
+        // Nodes whose holder read found the key free are freed already.
+        self.wake_if_a_quorum_is_freed(failure.decided_at);
         // Heard before the round was decided: the earliest instant it can count is now,
         // which `decided_at` is.
         for heard in heard {
@@ -488,14 +494,7 @@ impl Waiting {
     /// this client's own release, which also frees those whose holder is unknown), and sets
     /// the early start once a quorum is freed.
     fn free(&mut self, node: Option<NodeId>, token: Token, now: Timestamp) {
-        let State::Between {
-            timer,
-            wake_on_release,
-            nodes,
-            early,
-            ..
-        } = &mut self.state
-        else {
+        let State::Between { nodes, .. } = &mut self.state else {
             return;
         };
         match node {
@@ -514,6 +513,22 @@ impl Waiting {
                 }
             }
         }
+        self.wake_if_a_quorum_is_freed(now);
+    }
+
+    /// Sets the early start at `now` (or a retry delay after the last early one) once a
+    /// quorum of nodes is freed, if the lost round allows it.
+    fn wake_if_a_quorum_is_freed(&mut self, now: Timestamp) {
+        let State::Between {
+            timer,
+            wake_on_release,
+            nodes,
+            early,
+            ..
+        } = &mut self.state
+        else {
+            return;
+        };
         let freed = nodes.iter().filter(|seen| **seen == Seen::Freed).count();
         if !*wake_on_release || early.is_some() || freed < self.quorum {
             return;
