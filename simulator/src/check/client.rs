@@ -434,7 +434,7 @@ impl Client {
                 false
             }
             Some(AcquireEvent::Acquired(grant)) => {
-                self.unmark(&mut a, env);
+                self.end_acquisition(&mut a, env);
                 let grant = self.faults.believed(grant, a.round, now);
                 env.happened.granted = Some(grant.fence);
                 env.happened.handed_off = a.lost_a_round;
@@ -480,18 +480,30 @@ impl Client {
                 false
             }
             Some(_) => {
-                self.unmark(&mut a, env);
+                self.end_acquisition(&mut a, env);
                 self.next_iteration(env);
                 true
             }
         }
     }
 
-    /// The acquisition ended: its waiting marks are removed from the nodes.
-    fn unmark(&mut self, a: &mut Acquiring, env: &mut Env<'_>) {
+    /// The acquisition ended (granted or failed): its waiting marks are removed from the
+    /// nodes, and its subscription ends with it, taking the release notifications still on
+    /// their way. Delivered, those could change nothing but their queue: only an
+    /// acquisition hears a notification, and a later one cannot have read the token a
+    /// notification carries on the node it came from (that release deleted the token's only
+    /// `SET` there, and a round writes a fresh token), so its `Waiting` would ignore it.
+    /// Kept, they would multiply the states of every later step by the orders of their
+    /// deliveries.
+    fn end_acquisition(&mut self, a: &mut Acquiring, env: &mut Env<'_>) {
         a.waiting.stop();
         while let Some(unmark) = a.waiting.poll_transmit() {
             self.issue(a.op, unmark, env);
+        }
+        for link in &mut self.links {
+            if !link.notices.is_empty() {
+                link.make_mut().notices.clear();
+            }
         }
     }
 

@@ -715,6 +715,39 @@ fn subsets(set: u8) -> impl Iterator<Item = u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::state::Symmetry;
+
+    /// A release notifies the clients acquiring then, and an acquisition's subscription
+    /// ends with it: no client that is not acquiring has a notification on its way, while
+    /// acquiring clients do have some (the walk reaches releases that notify).
+    #[test]
+    fn only_an_acquiring_client_has_notifications_on_their_way() {
+        let file = "waiting-marks.toml";
+        let path = format!("{}/checks/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let model = Model::new(crate::check::parse(&text, file).unwrap());
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![model.initial()];
+        let mut actions = Vec::new();
+        let mut notified = 0;
+        while let Some(state) = stack.pop() {
+            if seen.len() >= 20_000 || !seen.insert(state.fingerprint(Symmetry::NONE, 0)) {
+                continue;
+            }
+            for client in &state.clients {
+                let notices = client.links.iter().map(|l| l.notices.len()).sum::<usize>();
+                assert!(
+                    notices == 0 || client.is_acquiring(),
+                    "{notices} notifications on their way to a client that is not acquiring: {}",
+                    client.summary(&model.spec)
+                );
+                notified += notices;
+            }
+            model.actions(&state, &mut actions);
+            stack.extend(actions.iter().map(|&a| model.successor(&state, a).0));
+        }
+        assert!(notified > 0, "the walk reached no notification");
+    }
 
     #[test]
     fn subsets_enumerates_each_once() {
