@@ -2,9 +2,11 @@
 //! cleanup after every failed round and jittered retries.
 
 use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
 
 use super::acquire_event::{AcquireEvent, AcquireFailure, Grant};
 use super::command::RequestKind;
+use super::hash_renumbered::HashRenumbered;
 use super::holder_reads::HolderReads;
 use super::renumber::{NodePermutation, RenumberNodes};
 use super::round::{QuorumRound, Verdict, Vote};
@@ -468,6 +470,33 @@ impl RenumberNodes for Acquire {
         self.reads.renumber_nodes(perm);
         self.transmits.renumber_nodes(perm);
         self.outcome.renumber_nodes(perm);
+    }
+}
+
+impl HashRenumbered for Acquire {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        // Every field, so that a field added to the machine must be added here.
+        let Self {
+            config,
+            target,
+            token,
+            attempt,
+            report_holder,
+            deadline,
+            round,
+            locked,
+            state: phase,
+            reads,
+            transmits,
+            outcome,
+        } = self;
+        (config, target, token, attempt, report_holder, deadline).hash(state);
+        round.hash_renumbered(perm, state);
+        locked.hash_renumbered(perm, state);
+        phase.hash(state);
+        reads.hash_renumbered(perm, state);
+        transmits.hash_renumbered(perm, state);
+        outcome.hash_renumbered(perm, state);
     }
 }
 

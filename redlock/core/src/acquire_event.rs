@@ -3,8 +3,10 @@
 //! ([`Acquire`](super::Acquire)) so that what completes an event (the holder reads of
 //! `holder_reads.rs`) need not reach into the machine.
 
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
+use super::hash_renumbered::{HashRenumbered, hash_per_node};
 use super::renumber::{NodePermutation, RenumberNodes, renumber_per_node};
 use super::{NodeStatus, RetryWindow, RoundFailure, Target, Timestamp, Token};
 
@@ -103,6 +105,56 @@ impl RenumberNodes for AcquireEvent {
             Self::Acquired(grant) => grant.renumber_nodes(perm),
             Self::Retry { failure, .. } => failure.renumber_nodes(perm),
             Self::Failed(failure) => failure.renumber_nodes(perm),
+        }
+    }
+}
+
+impl HashRenumbered for Grant {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        // Every field, so that a field added to the grant must be added here.
+        let Self {
+            target,
+            token,
+            started_at,
+            decided_at,
+            valid_until,
+            attempts,
+            nodes,
+            fence,
+        } = self;
+        (target, token, started_at, decided_at, valid_until, attempts).hash(state);
+        hash_per_node(nodes, perm, state);
+        fence.hash(state);
+    }
+}
+
+impl HashRenumbered for AcquireFailure {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        let Self {
+            attempts,
+            last_round,
+        } = self;
+        attempts.hash(state);
+        last_round.hash_renumbered(perm, state);
+    }
+}
+
+impl HashRenumbered for AcquireEvent {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Self::Acquired(grant) => grant.hash_renumbered(perm, state),
+            Self::Retry {
+                window,
+                failure,
+                free_at,
+                wake_on_release,
+            } => {
+                window.hash(state);
+                failure.hash_renumbered(perm, state);
+                (free_at, wake_on_release).hash(state);
+            }
+            Self::Failed(failure) => failure.hash_renumbered(perm, state),
         }
     }
 }

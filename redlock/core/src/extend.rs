@@ -3,9 +3,11 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use super::command::RequestKind;
+use super::hash_renumbered::{HashRenumbered, hash_per_node};
 use super::renumber::{NodePermutation, RenumberNodes, renumber_per_node};
 use super::round::{QuorumRound, Verdict, Vote};
 use super::{
@@ -283,6 +285,59 @@ impl RenumberNodes for Extend {
         self.round.renumber_nodes(perm);
         self.transmits.renumber_nodes(perm);
         self.outcome.renumber_nodes(perm);
+    }
+}
+
+impl HashRenumbered for Extension {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        // Every field, so that a field added to the extension must be added here.
+        let Self {
+            started_at,
+            decided_at,
+            valid_until,
+            nodes,
+        } = self;
+        (started_at, decided_at, valid_until).hash(state);
+        hash_per_node(nodes, perm, state);
+    }
+}
+
+impl HashRenumbered for ExtendFailure {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        match self {
+            Self::Round(round) => {
+                std::mem::discriminant(self).hash(state);
+                round.hash_renumbered(perm, state);
+            }
+            Self::Expired | Self::HoldLimit { .. } => self.hash(state),
+        }
+    }
+}
+
+impl HashRenumbered for ExtendOutcome {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        std::mem::discriminant(self).hash(state);
+        match self {
+            Self::Extended(extension) => extension.hash_renumbered(perm, state),
+            Self::Failed(failure) => failure.hash_renumbered(perm, state),
+        }
+    }
+}
+
+impl HashRenumbered for Extend {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        let Self {
+            target,
+            token,
+            number,
+            round,
+            transmits,
+            outcome,
+        } = self;
+        (target, token, number).hash(state);
+        round.hash_renumbered(perm, state);
+        transmits.hash_renumbered(perm, state);
+        outcome.hash_renumbered(perm, state);
     }
 }
 

@@ -14,8 +14,11 @@
 //! announced nothing, as no waiter had marked the node yet, so the node counts as freed
 //! from the start of the wait, as a mark that finds the key free does.
 
+use std::hash::{Hash, Hasher};
+
 use super::acquire_event::AcquireEvent;
 use super::command::RequestKind;
+use super::hash_renumbered::HashRenumbered;
 use super::renumber::{NodePermutation, RenumberNodes};
 use super::{
     Command, KeyValue, LockKey, NodeFailure, NodeId, NodeStatus, Reply, RequestId, Timestamp,
@@ -149,5 +152,40 @@ impl RenumberNodes for HolderReads {
             node.renumber_nodes(perm);
         }
         self.waiting_for.sort_unstable();
+    }
+}
+
+/// As many nodes still to answer as are renamed on the stack; more (never in a checker's
+/// models) are renamed on a copy.
+const READS_RENAMED_IN_PLACE: usize = 32;
+
+impl HashRenumbered for HolderReads {
+    /// The nodes still to answer, renamed and sorted as `renumber_nodes` leaves them.
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        let Self {
+            event,
+            waiting_for,
+            deadline,
+        } = self;
+        event.hash_renumbered(perm, state);
+        let count = waiting_for.len();
+        if count > READS_RENAMED_IN_PLACE {
+            let mut renamed = waiting_for.clone();
+            renamed
+                .iter_mut()
+                .for_each(|node| node.renumber_nodes(perm));
+            renamed.sort_unstable();
+            renamed.hash(state);
+        } else {
+            let mut renamed = [NodeId::new(0); READS_RENAMED_IN_PLACE];
+            for (slot, node) in renamed.iter_mut().zip(waiting_for) {
+                *slot = perm.node(*node);
+            }
+            renamed[..count].sort_unstable();
+            // As a vector hashes: its length, then each node.
+            state.write_usize(count);
+            renamed[..count].iter().for_each(|node| node.hash(state));
+        }
+        deadline.hash(state);
     }
 }

@@ -65,8 +65,10 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
+use super::hash_renumbered::HashRenumbered;
 use super::renumber::{NodePermutation, RenumberNodes};
 use super::{
     Extend, ExtendFailure, ExtendOutcome, Extension, Held, LockConfig, Machine, NodeFailure, Reply,
@@ -587,6 +589,57 @@ impl RenumberNodes for Keeper {
         }
         self.last_failure.renumber_nodes(perm);
         self.events.renumber_nodes(perm);
+    }
+}
+
+impl HashRenumbered for KeeperEvent {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        match self {
+            Self::Extended(extension) => {
+                std::mem::discriminant(self).hash(state);
+                extension.hash_renumbered(perm, state);
+            }
+            Self::ExtendFailed(failure) => {
+                std::mem::discriminant(self).hash(state);
+                failure.hash_renumbered(perm, state);
+            }
+            Self::HoldLimitReached | Self::Lost(_) | Self::Release(_) => self.hash(state),
+        }
+    }
+}
+
+impl HashRenumbered for Keeper {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        // Every field, so that a field added to the machine must be added here.
+        let Self {
+            config,
+            threshold,
+            margin,
+            held,
+            state: schedule,
+            attempt,
+            hold_limit_reported,
+            lost,
+            ended,
+            last_failure,
+            unconfirmed_attempt,
+            events,
+        } = self;
+        (config, threshold, margin).hash(state);
+        held.hash_renumbered(perm, state);
+        match schedule {
+            State::Extending(extend) => {
+                std::mem::discriminant(schedule).hash(state);
+                extend.hash_renumbered(perm, state);
+            }
+            State::Waiting { .. } | State::Idle | State::Stopping | State::Released => {
+                schedule.hash(state);
+            }
+        }
+        (attempt, hold_limit_reported, lost, ended).hash(state);
+        last_failure.hash_renumbered(perm, state);
+        unconfirmed_attempt.hash(state);
+        events.hash_renumbered(perm, state);
     }
 }
 

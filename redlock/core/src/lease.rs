@@ -4,8 +4,10 @@
 //! and "what does an extension change" are answered once, here.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
+use super::hash_renumbered::{HashRenumbered, hash_per_node};
 use super::renumber::{NodePermutation, RenumberNodes, renumber_per_node};
 use super::{
     Extend, Extension, Grant, LockConfig, NodeStatus, Release, Reply, Target, Timestamp, Token,
@@ -212,6 +214,33 @@ impl fmt::Debug for Held {
 impl RenumberNodes for Held {
     fn renumber_nodes(&mut self, perm: &NodePermutation) {
         renumber_per_node(&mut self.spared, perm);
+    }
+}
+
+impl HashRenumbered for Held {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        // Every field, so that a field added to the lease must be added here.
+        let Self {
+            target,
+            token,
+            fence,
+            acquired_at,
+            valid_until,
+            attempts,
+            extensions,
+            spared,
+        } = self;
+        (
+            target,
+            token,
+            fence,
+            acquired_at,
+            valid_until,
+            attempts,
+            extensions,
+        )
+            .hash(state);
+        hash_per_node(spared, perm, state);
     }
 }
 

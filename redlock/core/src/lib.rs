@@ -111,6 +111,7 @@ mod config;
 mod eligibility;
 mod extend;
 mod generation;
+mod hash_renumbered;
 mod holder;
 mod holder_reads;
 mod keep_alive;
@@ -150,6 +151,7 @@ pub use eligibility::{
 };
 pub use extend::{Extend, ExtendFailure, ExtendOutcome, Extension};
 pub use generation::ServerGeneration;
+pub use hash_renumbered::HashRenumbered;
 pub use holder::{Holder, HolderQuery, KeyReading, KeyValue, Verdict};
 pub use keep_alive::{KeepAlive, Keeper, KeeperEvent, LeaseLost, ReleaseWhen};
 pub use key::{

@@ -2,8 +2,10 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 use super::command::RequestKind;
+use super::hash_renumbered::{HashRenumbered, hash_per_node};
 use super::renumber::{NodePermutation, RenumberNodes, renumber_per_node};
 use super::round::count;
 use super::{
@@ -343,6 +345,38 @@ impl RenumberNodes for Release {
         renumber_per_node(&mut self.statuses, perm);
         self.transmits.renumber_nodes(perm);
         self.outcome.renumber_nodes(perm);
+    }
+}
+
+impl HashRenumbered for ReleaseReport {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        // Every field, so that a field added to the report must be added here.
+        let Self {
+            nodes,
+            others_waiting,
+        } = self;
+        hash_per_node(nodes, perm, state);
+        others_waiting.hash(state);
+    }
+}
+
+impl HashRenumbered for Release {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        let Self {
+            quorum,
+            timeout_at,
+            statuses,
+            transmits,
+            all,
+            others_waiting,
+            done,
+            outcome,
+        } = self;
+        (quorum, timeout_at).hash(state);
+        hash_per_node(statuses, perm, state);
+        transmits.hash_renumbered(perm, state);
+        (all, others_waiting, done).hash(state);
+        outcome.hash_renumbered(perm, state);
     }
 }
 

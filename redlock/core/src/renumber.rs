@@ -141,6 +141,16 @@ impl NodePermutation {
         NodeId::new(self.index(node.index()))
     }
 
+    /// The node that goes to `index` (an index it does not cover stays): where the inverse
+    /// sends `index`, without building the inverse, for reading a list indexed by node in
+    /// its renumbered order.
+    pub fn comes_from(&self, index: usize) -> usize {
+        self.to
+            .iter()
+            .position(|&to| to as usize == index)
+            .unwrap_or(index)
+    }
+
     /// The permutation that undoes this one.
     pub fn inverse(&self) -> Self {
         let mut back = vec![0; self.to.len()];

@@ -1,9 +1,12 @@
 //! The machines are equivariant under a renumbering of the nodes: a machine renumbered by
 //! `p` and fed the original's events with every node `n` named `p(n)` sends the original's
 //! commands renamed, produces its outcomes renamed, and is at every step the original
-//! renumbered; and renumbering by `p` then by `p⁻¹` gives the machine back.
+//! renumbered; and renumbering by `p` then by `p⁻¹` gives the machine back. Hashed as
+//! renumbered ([`HashRenumbered`]), each machine feeds a hasher the words of its renumbered
+//! copy's hash.
 
 use std::fmt::Debug;
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use proptest::prelude::*;
@@ -109,6 +112,65 @@ fn renumbered<T: RenumberNodes + Clone>(value: &T, perm: &NodePermutation) -> T 
     value
 }
 
+/// A hasher that keeps every word it is fed, with the method that fed it: a value hashed
+/// renumbered without a copy must feed the words of the renumbered copy's derived `Hash`,
+/// word for word, so that every hasher (a checker's fingerprint among them) sees them alike.
+#[derive(Debug, Default, PartialEq)]
+struct Words(Vec<(&'static str, Vec<u8>)>);
+
+impl Hasher for Words {
+    fn finish(&self) -> u64 {
+        0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.push(("bytes", bytes.to_vec()));
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.0.push(("u8", i.to_le_bytes().to_vec()));
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.0.push(("u16", i.to_le_bytes().to_vec()));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0.push(("u32", i.to_le_bytes().to_vec()));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0.push(("u64", i.to_le_bytes().to_vec()));
+    }
+    fn write_u128(&mut self, i: u128) {
+        self.0.push(("u128", i.to_le_bytes().to_vec()));
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.0.push(("usize", i.to_le_bytes().to_vec()));
+    }
+    fn write_isize(&mut self, i: isize) {
+        self.0.push(("isize", i.to_le_bytes().to_vec()));
+    }
+}
+
+/// `value` hashed renumbered by `perm` feeds the words of its renumbered copy's hash; and
+/// so it does by a permutation of one node more, and of one less (which leave the lists
+/// indexed by node in their order, and rename only the nodes they cover).
+fn hashes_as_renumbered<T: HashRenumbered + Clone>(
+    value: &T,
+    perm: &NodePermutation,
+) -> Result<(), TestCaseError> {
+    let nodes = perm.len();
+    let reversed = |len: usize| NodePermutation::new((0..len).rev().collect()).unwrap();
+    for perm in [
+        perm.clone(),
+        reversed(nodes + 1),
+        reversed(nodes.saturating_sub(1)),
+    ] {
+        let mut without_copy = Words::default();
+        value.hash_renumbered(&perm, &mut without_copy);
+        let mut copy = Words::default();
+        renumbered(value, &perm).hash(&mut copy);
+        prop_assert_eq!(without_copy, copy, "renumbered by {:?}", perm);
+    }
+    Ok(())
+}
+
 /// Every command queued, in a fixed order (each step queues its commands in index order;
 /// a driver keeps order only per node, which renaming keeps).
 fn drain(machine: &mut impl Machine) -> Vec<Transmit> {
@@ -127,8 +189,8 @@ fn equivariant<M>(
     retry: fn(&mut M, Timestamp),
 ) -> Result<(), TestCaseError>
 where
-    M: Machine + RenumberNodes + Clone + PartialEq + Debug,
-    M::Outcome: RenumberNodes + Clone + PartialEq + Debug,
+    M: Machine + HashRenumbered + Clone + PartialEq + Debug,
+    M::Outcome: HashRenumbered + Clone + PartialEq + Debug,
 {
     let back = perm.inverse();
     prop_assert_eq!(
@@ -151,7 +213,11 @@ where
             image.poll_outcome(),
             outcome.as_ref().map(|o| renumbered(o, perm))
         );
+        if let Some(outcome) = &outcome {
+            hashes_as_renumbered(outcome, perm)?;
+        }
         prop_assert_eq!(&image, &renumbered(&original, perm));
+        hashes_as_renumbered(&original, perm)?;
         match *event {
             Event::Reply {
                 pick,
@@ -189,6 +255,7 @@ where
     }
     prop_assert_eq!(drain(&mut image).len(), drain(&mut original).len());
     prop_assert_eq!(&image, &renumbered(&original, perm));
+    hashes_as_renumbered(&original, perm)?;
     prop_assert_eq!(renumbered(&image, &back), original);
     Ok(())
 }
@@ -258,6 +325,7 @@ proptest! {
         let held = held(nodes, &answers);
         let now = Timestamp::from_nanos(1_000_000_000);
         prop_assert_eq!(&renumbered(&renumbered(&held, &perm), &perm.inverse()), &held);
+        hashes_as_renumbered(&held, &perm)?;
         let run = (nodes, generous);
         equivariant(held.release(&config, now), &perm, run, &events, no_retry)?;
         equivariant(held.extend(&config, now), &perm, run, &events, no_retry)?;
@@ -320,8 +388,8 @@ proptest! {
             let mut without_copy = std::hash::DefaultHasher::new();
             original.hash_renumbered(&perm, |id| *id = rename(id), &mut without_copy);
             let mut copy = std::hash::DefaultHasher::new();
-            std::hash::Hash::hash(&expected, &mut copy);
-            prop_assert_eq!(std::hash::Hasher::finish(&without_copy), std::hash::Hasher::finish(&copy));
+            expected.hash(&mut copy);
+            prop_assert_eq!(without_copy.finish(), copy.finish());
         }
     }
 
@@ -400,6 +468,7 @@ proptest! {
                 image.notified(perm.node(NodeId::new(*node)), key().as_str().as_bytes(), &payload, now);
             }
             prop_assert_eq!(&image, &renumbered(&original, &perm));
+            hashes_as_renumbered(&original, &perm)?;
             prop_assert_eq!(image.next_round(), original.next_round());
         }
         prop_assert_eq!(renumbered(&image, &perm.inverse()), original);

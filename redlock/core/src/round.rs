@@ -4,8 +4,10 @@
 //! this is that logic, once.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
+use super::hash_renumbered::{HashRenumbered, hash_per_node, hash_permuted};
 use super::renumber::{NodePermutation, RenumberNodes, renumber_per_node};
 use super::validity::validity_deadline;
 use super::{LockConfig, NodeFailure, NodeId, NodeStatus, Reply, Timestamp, Token};
@@ -159,6 +161,46 @@ impl RenumberNodes for QuorumRound {
         if let Some(eligible) = &mut self.eligible {
             perm.permute(eligible);
         }
+    }
+}
+
+impl HashRenumbered for RoundFailure {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        // Every field, so that a field added to the failure must be added here.
+        let Self {
+            reason,
+            nodes,
+            started_at,
+            decided_at,
+        } = self;
+        reason.hash(state);
+        hash_per_node(nodes, perm, state);
+        started_at.hash(state);
+        decided_at.hash(state);
+    }
+}
+
+impl HashRenumbered for QuorumRound {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        let Self {
+            started_at,
+            timeout_at,
+            valid_until,
+            quorum,
+            vote,
+            eligible,
+            statuses,
+            yes,
+            no,
+            expired,
+        } = self;
+        (started_at, timeout_at, valid_until, quorum, vote).hash(state);
+        std::mem::discriminant(eligible).hash(state);
+        if let Some(eligible) = eligible {
+            hash_permuted(eligible, perm, state);
+        }
+        hash_per_node(statuses, perm, state);
+        (yes, no, expired).hash(state);
     }
 }
 

@@ -37,9 +37,11 @@
 //! most one round per retry delay, never safety.
 
 use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use super::command::RequestKind;
+use super::hash_renumbered::{HashRenumbered, hash_permuted};
 use super::renumber::{NodePermutation, RenumberNodes};
 use super::{
     Command, LockConfig, LockKey, NodeFailure, NodeId, Reply, RequestId, RoundFailure, Target,
@@ -574,6 +576,74 @@ impl RenumberNodes for Waiting {
                 transmit.renumber_nodes(perm);
             }
         }
+    }
+}
+
+impl HashRenumbered for Waiting {
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        // Every field, so that a field added to the wait must be added here.
+        let Self {
+            target,
+            quorum,
+            spacing,
+            last_early,
+            state: between,
+            marks,
+        } = self;
+        (target, quorum, spacing, last_early).hash(state);
+        std::mem::discriminant(between).hash(state);
+        match between {
+            State::Running { heard, early } => {
+                // As a vector hashes: its length, then each notification, its node renamed.
+                state.write_usize(heard.len());
+                for heard in heard {
+                    match *heard {
+                        Heard::Notified { node, token } => Heard::Notified {
+                            node: perm.node(node),
+                            token,
+                        }
+                        .hash(state),
+                        Heard::ReleasedHere { .. } => heard.hash(state),
+                    }
+                }
+                early.hash(state);
+            }
+            State::Between {
+                timer,
+                wake_on_release,
+                nodes,
+                early,
+                seen,
+            } => {
+                (timer, wake_on_release).hash(state);
+                hash_permuted(nodes, perm, state);
+                (early, seen).hash(state);
+            }
+        }
+        std::mem::discriminant(marks).hash(state);
+        if let Some(marks) = marks {
+            marks.hash_renumbered(perm, state);
+        }
+    }
+}
+
+impl Marks {
+    /// Hashes the marks as `Waiting::renumber_nodes` leaves them: the nodes ever marked at
+    /// their new places, the queued marks renamed.
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        let Self {
+            key,
+            waiter,
+            ttl,
+            batch,
+            marked,
+            queue,
+            stopped,
+        } = self;
+        (key, waiter, ttl, batch).hash(state);
+        hash_permuted(marked, perm, state);
+        queue.hash_renumbered(perm, state);
+        stopped.hash(state);
     }
 }
 
