@@ -16,7 +16,7 @@ use std::hash::Hash;
 
 use redlock_core::NodePermutation;
 
-use super::{Client, Phase};
+use super::Client;
 use crate::check::client_symmetry::{Owners, Renamed};
 use crate::check::fingerprint::{Fingerprint, Hasher128};
 use crate::check::shared::{MemoKey, Shared};
@@ -52,11 +52,7 @@ impl Client {
         (self.clock, &self.strays, self.paused, self.acted).hash(&mut h);
         let (phase, mut other) = part(&self.phase, key, owners, |phase, h| match perm {
             None => phase.hash(h),
-            Some(perm) => {
-                let mut image: Phase = phase.clone();
-                image.renumber_nodes(perm);
-                image.hash(h);
-            }
+            Some(perm) => phase.hash_renumbered(perm, h),
         });
         phase.hash(&mut h);
         (self.iteration, self.op, self.drawn).hash(&mut h);
@@ -129,4 +125,75 @@ fn part<T, const SLOTS: usize>(
         let other = renamed.saw_other();
         (h.finish128(), other)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{HashMap, HashSet};
+    use std::hash::Hash;
+
+    use redlock_core::NodePermutation;
+
+    use super::super::Phase;
+    use crate::check::fingerprint::{Fingerprint, Hasher128};
+    use crate::check::model::Model;
+    use crate::check::state::Symmetry;
+
+    fn model(file: &str) -> Model {
+        let path = format!("{}/checks/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        Model::new(crate::check::parse(&text, file).unwrap())
+    }
+
+    /// `phase` renumbered by `perm`, and its hash as the fingerprint takes it (without the
+    /// copy) and the hash of the copy.
+    fn hashed(phase: &Phase, perm: &NodePermutation) -> (Phase, Fingerprint, Fingerprint) {
+        let mut without_copy = Hasher128::seeded(7);
+        phase.hash_renumbered(perm, &mut without_copy);
+        let mut image = phase.clone();
+        image.renumber_nodes(perm);
+        let mut copy = Hasher128::seeded(7);
+        image.hash(&mut copy);
+        (image, without_copy.finish128(), copy.finish128())
+    }
+
+    /// Walks the first states of models whose clients acquire, lose rounds and wait (with
+    /// marks), fence, keep their leases alive, extend them by hand and release them, and
+    /// hashes each client's phase under every renumbering of the nodes: hashed renumbered,
+    /// it is its renumbered copy hashed; and phases whose renumbered copies differ hash
+    /// apart.
+    #[test]
+    fn a_phase_hashed_renumbered_is_its_renumbered_copy_hashed() {
+        for file in [
+            "shipped-drift.toml",
+            "waiting-marks.toml",
+            "fencing-crash-mutation.toml",
+            "keep-alive-never-stops-delayed.toml",
+            "manual-extension.toml",
+        ] {
+            let model = model(file);
+            let perms = NodePermutation::all(model.spec.nodes);
+            let mut images: HashMap<Fingerprint, Phase> = HashMap::new();
+            let mut seen = HashSet::new();
+            let mut stack = vec![model.initial()];
+            let mut actions = Vec::new();
+            while let Some(s) = stack.pop() {
+                if seen.len() >= 600 || !seen.insert(s.fingerprint(Symmetry::NONE, 0)) {
+                    continue;
+                }
+                for client in &s.clients {
+                    for perm in &perms {
+                        let (image, without_copy, copy) = hashed(&client.phase, perm);
+                        assert_eq!(without_copy, copy, "{file}: renumbered by {perm:?}");
+                        if let Some(other) = images.insert(without_copy, image.clone()) {
+                            assert_eq!(other, image, "{file}: two phases hashed alike");
+                        }
+                    }
+                }
+                model.actions(&s, &mut actions);
+                stack.extend(actions.iter().map(|&a| model.successor(&s, a).0));
+            }
+            assert!(images.len() > 50, "{file}: {} phases", images.len());
+        }
+    }
 }

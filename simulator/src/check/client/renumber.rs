@@ -6,15 +6,16 @@
 //! queue, its machines) was most of a state's cost. [`NodeLink::hash_renumbered`] feeds a
 //! hasher the same words, in the same order, as the derived `Hash` of the renumbered link,
 //! each message renumbered as it is hashed; the client's fingerprint (`fingerprint.rs`)
-//! takes its links in the new order, copies only its lease machines (the core renumbers
-//! those) and has its eligibility hashed renumbered by the core.
+//! takes its links in the new order and has its lease machines ([`Phase::hash_renumbered`])
+//! and its eligibility hashed renumbered by the core, without copies.
 
 use std::hash::{Hash, Hasher};
 
-use redlock_core::{Eligibility, NodePermutation, RenumberNodes};
+use redlock_core::{Eligibility, HashRenumbered, NodePermutation, RenumberNodes};
 
 use super::connection::Conn;
-use super::{Client, Msg, NodeLink, Phase};
+use super::lease::Lease;
+use super::{Acquiring, Client, Msg, NodeLink, Phase};
 use crate::net::message::{NodeReply, ServerId};
 
 impl Msg {
@@ -155,6 +156,65 @@ impl Phase {
             }
             Self::Idle | Self::Done => {}
         }
+    }
+}
+
+impl Phase {
+    /// Hashes it as renumbered by `perm` (`renumber_nodes`): the words of the renumbered
+    /// copy's derived `Hash`, its machines hashed renumbered by the core, without the copy.
+    pub(super) fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, h: &mut H) {
+        std::mem::discriminant(self).hash(h);
+        match self {
+            Self::Acquiring(acquiring) => {
+                // Every field, so that a field added to the acquisition must be added here.
+                let Acquiring {
+                    op,
+                    machine,
+                    round,
+                    waiting,
+                    lost_a_round,
+                } = acquiring;
+                op.hash(h);
+                machine.hash_renumbered(perm, h);
+                round.hash(h);
+                waiting.hash_renumbered(perm, h);
+                lost_a_round.hash(h);
+            }
+            Self::Holding(lease) => lease.hash_renumbered(perm, h),
+            Self::Idle | Self::Done => {}
+        }
+    }
+}
+
+impl Lease {
+    /// Hashes it as renumbered by `perm`, as the derived `Hash` of its fields in order.
+    fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, h: &mut H) {
+        let Self {
+            op,
+            held,
+            keeper,
+            work,
+            releasing,
+            extend_at,
+            extending,
+            grants_before,
+        } = self;
+        op.hash(h);
+        held.hash_renumbered(perm, h);
+        keeper.hash_renumbered(perm, h);
+        work.hash(h);
+        std::mem::discriminant(releasing).hash(h);
+        if let Some((op, release)) = releasing {
+            op.hash(h);
+            release.hash_renumbered(perm, h);
+        }
+        extend_at.hash(h);
+        std::mem::discriminant(extending).hash(h);
+        if let Some((op, extend)) = extending {
+            op.hash(h);
+            extend.hash_renumbered(perm, h);
+        }
+        grants_before.hash(h);
     }
 }
 
