@@ -134,16 +134,9 @@ pub(crate) fn hash_per_node<T: HashRenumbered, H: Hasher>(
     perm: &NodePermutation,
     state: &mut H,
 ) {
-    state.write_usize(items.len());
-    if items.len() == perm.len() {
-        for j in 0..items.len() {
-            items[perm.comes_from(j)].hash_renumbered(perm, state);
-        }
-    } else {
-        items
-            .iter()
-            .for_each(|item| item.hash_renumbered(perm, state));
-    }
+    hash_reordered(items, perm, state, |item, state| {
+        item.hash_renumbered(perm, state);
+    });
 }
 
 /// Hashes `items`, a list indexed by node whose entries name no node, as the vector
@@ -154,12 +147,23 @@ pub(crate) fn hash_permuted<T: Hash, H: Hasher>(
     perm: &NodePermutation,
     state: &mut H,
 ) {
+    hash_reordered(items, perm, state, |item, state| item.hash(state));
+}
+
+/// As a vector hashes: its length, then `hash_one` of each entry, taken at its node's new
+/// place (in the order kept, for a list of another length than the permutation's).
+fn hash_reordered<T, H: Hasher>(
+    items: &[T],
+    perm: &NodePermutation,
+    state: &mut H,
+    mut hash_one: impl FnMut(&T, &mut H),
+) {
     state.write_usize(items.len());
     if items.len() == perm.len() {
         for j in 0..items.len() {
-            items[perm.comes_from(j)].hash(state);
+            hash_one(&items[perm.comes_from(j)], state);
         }
     } else {
-        items.iter().for_each(|item| item.hash(state));
+        items.iter().for_each(|item| hash_one(item, state));
     }
 }

@@ -246,15 +246,9 @@ pub(super) fn canonical(
 
 #[cfg(test)]
 mod tests {
-    use super::super::model::{Action, Model};
+    use super::super::model::{Action, Model, catalogue_model};
     use super::super::state::Symmetry;
     use super::*;
-
-    fn model(file: &str) -> Model {
-        let path = format!("{}/checks/{file}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap();
-        Model::new(crate::check::parse(&text, file).unwrap())
-    }
 
     /// Every permutation of `0..count`, as `to[c]`: client `c` becomes client `to[c]`.
     fn permutations(count: usize) -> Vec<Vec<u8>> {
@@ -352,7 +346,7 @@ mod tests {
     /// state's renamed, its judgement the same, and its canonical fingerprint (clients
     /// alone, and with the nodes) the same.
     fn equivariant(file: &str, limit: usize) -> usize {
-        let model = model(file);
+        let model = catalogue_model(file);
         let perms = permutations(model.spec.clients);
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![(model.initial(), Vec::new())];
@@ -431,7 +425,7 @@ mod tests {
     #[test]
     fn only_renamings_share_a_fingerprint() {
         // Every client starts at time zero: each has its first commands on their way.
-        let model = model("shipped-crash.toml");
+        let model = catalogue_model("shipped-crash.toml");
         let symmetry = Symmetry {
             clients: true,
             nodes: false,

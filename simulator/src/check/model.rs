@@ -712,6 +712,14 @@ fn subsets(set: u8) -> impl Iterator<Item = u8> {
     })
 }
 
+/// A model of the catalogue (`simulator/checks/FILE`), for the tests that walk one.
+#[cfg(test)]
+pub(crate) fn catalogue_model(file: &str) -> Model {
+    let path = format!("{}/checks/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    Model::new(crate::check::parse(&text, file).unwrap())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -722,10 +730,7 @@ mod tests {
     /// acquiring clients do have some (the walk reaches releases that notify).
     #[test]
     fn only_an_acquiring_client_has_notifications_on_their_way() {
-        let file = "waiting-marks.toml";
-        let path = format!("{}/checks/{file}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap();
-        let model = Model::new(crate::check::parse(&text, file).unwrap());
+        let model = catalogue_model("waiting-marks.toml");
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![model.initial()];
         let mut actions = Vec::new();

@@ -221,7 +221,7 @@ fn next_permutation(items: &mut [u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::model::{Action, Model};
+    use super::super::model::{Action, catalogue_model};
     use super::super::state::Symmetry;
     use super::*;
 
@@ -246,18 +246,12 @@ mod tests {
         assert_eq!(order, identity(), "sorted again after the last");
     }
 
-    fn model(file: &str) -> Model {
-        let path = format!("{}/checks/{file}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap();
-        Model::new(crate::check::parse(&text, file).unwrap())
-    }
-
     /// Walks `file`'s model over up to `limit` states and, in each, for a few renumberings
     /// `p`: every step of the state renumbered is the renumbered step of the state, leading
     /// to the renumbered successor, judged alike; renumbering by `p` then `p⁻¹` gives the
     /// state back; and the canonical fingerprint is the same for the state and its image.
     fn equivariant(file: &str, limit: usize) -> usize {
-        let model = model(file);
+        let model = catalogue_model(file);
         let nodes = model.spec.nodes;
         let perms = NodePermutation::all(nodes);
         let mut seen = std::collections::HashSet::new();
@@ -381,7 +375,7 @@ mod tests {
             "shipped-crash.toml",
             "teeth-s6-five-nodes.toml",
         ] {
-            let model = model(file);
+            let model = catalogue_model(file);
             let mut seen = std::collections::HashSet::new();
             let mut stack = vec![model.initial()];
             let mut actions = Vec::new();
@@ -404,7 +398,7 @@ mod tests {
     #[test]
     fn a_node_state_names_no_node() {
         // The nodes' own fingerprints sort them: a node's state must not carry its number.
-        let model = model("shipped-crash.toml");
+        let model = catalogue_model("shipped-crash.toml");
         let s = model.initial();
         let own: Vec<Fingerprint> = s.nodes.iter().map(hash_of).collect();
         assert!(own.windows(2).all(|w| w[0] == w[1]));

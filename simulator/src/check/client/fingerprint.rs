@@ -136,14 +136,8 @@ mod tests {
 
     use super::super::Phase;
     use crate::check::fingerprint::{Fingerprint, Hasher128};
-    use crate::check::model::Model;
+    use crate::check::model::catalogue_model;
     use crate::check::state::Symmetry;
-
-    fn model(file: &str) -> Model {
-        let path = format!("{}/checks/{file}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap();
-        Model::new(crate::check::parse(&text, file).unwrap())
-    }
 
     /// `phase` renumbered by `perm`, and its hash as the fingerprint takes it (without the
     /// copy) and the hash of the copy.
@@ -171,7 +165,7 @@ mod tests {
             "keep-alive-never-stops-delayed.toml",
             "manual-extension.toml",
         ] {
-            let model = model(file);
+            let model = catalogue_model(file);
             let perms = NodePermutation::all(model.spec.nodes);
             let mut images: HashMap<Fingerprint, Phase> = HashMap::new();
             let mut seen = HashSet::new();

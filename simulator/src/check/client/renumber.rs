@@ -248,7 +248,7 @@ mod tests {
     use redlock_core::NodePermutation;
 
     use crate::check::fingerprint::Hasher128;
-    use crate::check::model::Model;
+    use crate::check::model::catalogue_model;
     use crate::check::state::Symmetry;
 
     /// Walks the first states of models with crashes and restarts (identifications, broken
@@ -264,9 +264,7 @@ mod tests {
             "shipped-pause-loss.toml",
             "waiting-marks.toml",
         ] {
-            let path = format!("{}/checks/{file}", env!("CARGO_MANIFEST_DIR"));
-            let text = std::fs::read_to_string(&path).unwrap();
-            let model = Model::new(crate::check::parse(&text, file).unwrap());
+            let model = catalogue_model(file);
             let perms = NodePermutation::all(model.spec.nodes);
             let mut seen = HashSet::new();
             let mut stack = vec![model.initial()];
