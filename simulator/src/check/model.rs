@@ -720,10 +720,28 @@ pub(crate) fn catalogue_model(file: &str) -> Model {
     Model::new(crate::check::parse(&text, file).unwrap())
 }
 
+/// Walks `model` depth first from its initial state over up to `limit` distinct states
+/// (told apart without symmetry), handing each to `visit` once: the tests that check a
+/// property of every state a model reaches first.
+#[cfg(test)]
+pub(crate) fn walk_first_states(model: &Model, limit: usize, mut visit: impl FnMut(&CheckState)) {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![model.initial()];
+    let mut actions = Vec::new();
+    while let Some(state) = stack.pop() {
+        let naming = super::state::Symmetry::NONE;
+        if seen.len() >= limit || !seen.insert(state.fingerprint(naming, 0)) {
+            continue;
+        }
+        visit(&state);
+        model.actions(&state, &mut actions);
+        stack.extend(actions.iter().map(|&a| model.successor(&state, a).0));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::state::Symmetry;
 
     /// A release notifies the clients acquiring then, and an acquisition's subscription
     /// ends with it: no client that is not acquiring has a notification on its way, while
@@ -731,14 +749,8 @@ mod tests {
     #[test]
     fn only_an_acquiring_client_has_notifications_on_their_way() {
         let model = catalogue_model("waiting-marks.toml");
-        let mut seen = std::collections::HashSet::new();
-        let mut stack = vec![model.initial()];
-        let mut actions = Vec::new();
         let mut notified = 0;
-        while let Some(state) = stack.pop() {
-            if seen.len() >= 20_000 || !seen.insert(state.fingerprint(Symmetry::NONE, 0)) {
-                continue;
-            }
+        walk_first_states(&model, 20_000, |state| {
             for client in &state.clients {
                 let notices = client.links.iter().map(|l| l.notices.len()).sum::<usize>();
                 assert!(
@@ -748,9 +760,7 @@ mod tests {
                 );
                 notified += notices;
             }
-            model.actions(&state, &mut actions);
-            stack.extend(actions.iter().map(|&a| model.successor(&state, a).0));
-        }
+        });
         assert!(notified > 0, "the walk reached no notification");
     }
 

@@ -221,7 +221,7 @@ fn next_permutation(items: &mut [u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::model::{Action, catalogue_model};
+    use super::super::model::{Action, catalogue_model, walk_first_states};
     use super::super::state::Symmetry;
     use super::*;
 
@@ -376,21 +376,13 @@ mod tests {
             "teeth-s6-five-nodes.toml",
         ] {
             let model = catalogue_model(file);
-            let mut seen = std::collections::HashSet::new();
-            let mut stack = vec![model.initial()];
-            let mut actions = Vec::new();
-            while let Some(s) = stack.pop() {
-                if seen.len() >= 2_000 || !seen.insert(s.fingerprint(Symmetry::NONE, 0)) {
-                    continue;
-                }
+            walk_first_states(&model, 2_000, |s| {
                 for clients in [false, true] {
-                    let fast = canonical_with(&s, clients, true, 0);
-                    assert_eq!(fast, canonical_with(&s, clients, false, 0), "{file}");
+                    let fast = canonical_with(s, clients, true, 0);
+                    assert_eq!(fast, canonical_with(s, clients, false, 0), "{file}");
                     collapsed += usize::from(fast.1.is_none());
                 }
-                model.actions(&s, &mut actions);
-                stack.extend(actions.iter().map(|&a| model.successor(&s, a).0));
-            }
+            });
         }
         assert!(collapsed > 0);
     }

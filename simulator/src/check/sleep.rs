@@ -517,9 +517,7 @@ mod tests {
     /// same *sometimes* properties, and each step has the same effect after the other as
     /// before it. Returns the pairs so checked.
     fn diamonds(file: &str, limit: usize) -> usize {
-        let path = format!("{}/checks/{file}", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap();
-        let model = Model::new(crate::check::parse(&text, file).unwrap());
+        let model = super::super::model::catalogue_model(file);
         let mut seen = HashSet::new();
         let mut stack = vec![model.initial()];
         let (mut actions, mut after) = (Vec::new(), Vec::new());

@@ -129,15 +129,14 @@ fn part<T, const SLOTS: usize>(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{HashMap, HashSet};
+    use std::collections::HashMap;
     use std::hash::Hash;
 
     use redlock_core::NodePermutation;
 
     use super::super::Phase;
     use crate::check::fingerprint::{Fingerprint, Hasher128};
-    use crate::check::model::catalogue_model;
-    use crate::check::state::Symmetry;
+    use crate::check::model::{catalogue_model, walk_first_states};
 
     /// `phase` renumbered by `perm`, and its hash as the fingerprint takes it (without the
     /// copy) and the hash of the copy.
@@ -168,13 +167,7 @@ mod tests {
             let model = catalogue_model(file);
             let perms = NodePermutation::all(model.spec.nodes);
             let mut images: HashMap<Fingerprint, Phase> = HashMap::new();
-            let mut seen = HashSet::new();
-            let mut stack = vec![model.initial()];
-            let mut actions = Vec::new();
-            while let Some(s) = stack.pop() {
-                if seen.len() >= 600 || !seen.insert(s.fingerprint(Symmetry::NONE, 0)) {
-                    continue;
-                }
+            walk_first_states(&model, 600, |s| {
                 for client in &s.clients {
                     for perm in &perms {
                         let (image, without_copy, copy) = hashed(&client.phase, perm);
@@ -184,9 +177,7 @@ mod tests {
                         }
                     }
                 }
-                model.actions(&s, &mut actions);
-                stack.extend(actions.iter().map(|&a| model.successor(&s, a).0));
-            }
+            });
             assert!(images.len() > 50, "{file}: {} phases", images.len());
         }
     }

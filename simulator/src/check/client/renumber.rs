@@ -242,14 +242,13 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashSet;
     use std::hash::Hash;
 
     use redlock_core::NodePermutation;
 
+    use super::super::NodeLink;
     use crate::check::fingerprint::Hasher128;
-    use crate::check::model::catalogue_model;
-    use crate::check::state::Symmetry;
+    use crate::check::model::{catalogue_model, walk_first_states};
 
     /// Walks the first states of models with crashes and restarts (identifications, broken
     /// connections, failures), losses, delays and waiting marks, and hashes each client's
@@ -266,32 +265,14 @@ mod tests {
         ] {
             let model = catalogue_model(file);
             let perms = NodePermutation::all(model.spec.nodes);
-            let mut seen = HashSet::new();
-            let mut stack = vec![model.initial()];
-            let mut actions = Vec::new();
-            while let Some(s) = stack.pop() {
-                if seen.len() >= 1_500 || !seen.insert(s.fingerprint(Symmetry::NONE, 0)) {
-                    continue;
-                }
+            walk_first_states(&model, 1_500, |s| {
                 for link in s.clients.iter().flat_map(|c| c.links.iter()) {
                     messages += link.to_node.len() + link.from_node.len() + link.notices.len();
                     for perm in &perms {
-                        let mut without_copy = Hasher128::seeded(7);
-                        link.hash_renumbered(perm, &mut without_copy);
-                        let mut image = (**link).clone();
-                        image.renumber_nodes(perm);
-                        let mut copy = Hasher128::seeded(7);
-                        image.hash(&mut copy);
-                        assert_eq!(
-                            without_copy.finish128(),
-                            copy.finish128(),
-                            "{file}: {link:?} renumbered by {perm:?}"
-                        );
+                        assert_hashed_as_its_copy(link, perm, file);
                     }
                 }
-                model.actions(&s, &mut actions);
-                stack.extend(actions.iter().map(|&a| model.successor(&s, a).0));
-            }
+            });
         }
         assert!(messages > 1_000, "{messages} messages on their way");
     }
@@ -303,7 +284,6 @@ mod tests {
     fn a_reconnection_hashed_renumbered_is_its_renumbered_copy_hashed() {
         use redlock_core::{Acquire, LockConfig, LockKey, Machine, Timestamp, Token};
 
-        use super::super::NodeLink;
         use super::Conn;
 
         let key = LockKey::new("redlock:", "r").unwrap();
@@ -323,17 +303,22 @@ mod tests {
             ..NodeLink::default()
         };
         for perm in NodePermutation::all(3) {
-            let mut without_copy = Hasher128::seeded(7);
-            link.hash_renumbered(&perm, &mut without_copy);
-            let mut image = link.clone();
-            image.renumber_nodes(&perm);
-            let mut copy = Hasher128::seeded(7);
-            image.hash(&mut copy);
-            assert_eq!(
-                without_copy.finish128(),
-                copy.finish128(),
-                "renumbered by {perm:?}"
-            );
+            assert_hashed_as_its_copy(&link, &perm, "a reconnection");
         }
+    }
+
+    /// `link` hashed renumbered by `perm` is its renumbered copy hashed.
+    fn assert_hashed_as_its_copy(link: &NodeLink, perm: &NodePermutation, what: &str) {
+        let mut without_copy = Hasher128::seeded(7);
+        link.hash_renumbered(perm, &mut without_copy);
+        let mut image = link.clone();
+        image.renumber_nodes(perm);
+        let mut copy = Hasher128::seeded(7);
+        image.hash(&mut copy);
+        assert_eq!(
+            without_copy.finish128(),
+            copy.finish128(),
+            "{what}: {link:?} renumbered by {perm:?}"
+        );
     }
 }
