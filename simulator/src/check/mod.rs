@@ -59,6 +59,7 @@ pub mod memory;
 mod model;
 mod node;
 mod node_symmetry;
+mod permutations;
 mod property;
 mod rate;
 mod raw;

@@ -18,11 +18,13 @@
 
 use std::hash::Hash;
 
+#[cfg(test)]
 use redlock_core::NodePermutation;
 
 use super::client_symmetry::{Owners, remembered_client_hash};
 use super::fingerprint::{Fingerprint, Hasher128};
 use super::node;
+use super::permutations::permutation;
 use super::shared::{MemoKey, PLAIN};
 use super::state::{
     CheckState, HashClient, MAX_CLIENTS, MAX_NODES, Naming, NodeRanks, Ranks, SharedClient,
@@ -56,10 +58,9 @@ fn swap_leaves_alone(state: &CheckState, a: usize, b: usize, clients: bool, seed
     if state.nodes[a] != state.nodes[b] {
         return false;
     }
-    let mut to: Vec<usize> = (0..state.nodes.len()).collect();
+    let mut to = identity();
     to.swap(a, b);
-    let swap = NodePermutation::new(to).expect("a transposition");
-    let swapped = HashClient::Renumbered(&swap);
+    let swapped = HashClient::Renumbered(permutation(&to[..state.nodes.len()]));
     state.clients.iter().enumerate().all(|(c, client)| {
         if clients && c < MAX_CLIENTS {
             let (as_is, other) = remembered_client_hash(client, c, &HashClient::AsIs, None, seed);
@@ -170,9 +171,7 @@ fn canonical_with(
             // The renumbered state's fingerprint: its nodes taken in the new order, its
             // clients hashed renumbered (the nodes themselves name no node,
             // `a_node_state_names_no_node`).
-            let to = ranks[..count].iter().map(|&r| usize::from(r)).collect();
-            let perm = NodePermutation::new(to).expect("ranks of distinct nodes");
-            let hash_client = HashClient::Renumbered(&perm);
+            let hash_client = HashClient::Renumbered(permutation(&ranks[..count]));
             state.client_fingerprint_of(&order[..count], &hash_client, clients, seed)
         };
         match &best {
