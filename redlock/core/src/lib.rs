@@ -108,6 +108,7 @@ mod acquire_event;
 mod bypass;
 mod command;
 mod config;
+mod digest;
 mod eligibility;
 mod extend;
 mod generation;
