@@ -4,7 +4,6 @@ use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
-use super::digest::Digest;
 use super::validity::{DriftFactor, drift_allowance};
 use super::{Readable, RetryPolicy, quorum};
 
@@ -44,7 +43,7 @@ pub const DEFAULT_MAX_HOLD: Duration = Duration::from_secs(60 * 60);
 /// ```
 ///
 /// [`validate`]: LockConfig::validate
-#[derive(Clone)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LockConfig {
     nodes: usize,
     ttl: Duration,
@@ -53,83 +52,6 @@ pub struct LockConfig {
     retry: RetryPolicy,
     max_hold: Duration,
     fencing: bool,
-    /// The digest of the fields above, which the configuration hashes as (`digest.rs`):
-    /// taken again by every setter.
-    digest: Digest,
-}
-
-impl LockConfig {
-    /// The fields that make the configuration, without its digest.
-    #[allow(clippy::type_complexity)]
-    fn fields(
-        &self,
-    ) -> (
-        usize,
-        Duration,
-        DriftFactor,
-        Option<Duration>,
-        &RetryPolicy,
-        Duration,
-        bool,
-    ) {
-        // Written out whole, so that a new field cannot be left out of the digest or the
-        // comparison.
-        let Self {
-            nodes,
-            ttl,
-            drift_factor,
-            node_timeout,
-            retry,
-            max_hold,
-            fencing,
-            digest: _,
-        } = self;
-        (
-            *nodes,
-            *ttl,
-            *drift_factor,
-            *node_timeout,
-            retry,
-            *max_hold,
-            *fencing,
-        )
-    }
-
-    /// With its digest taken of its fields as they are now.
-    fn settled(mut self) -> Self {
-        self.digest = Digest::of(&self.fields());
-        self
-    }
-}
-
-impl PartialEq for LockConfig {
-    fn eq(&self, other: &Self) -> bool {
-        self.fields() == other.fields()
-    }
-}
-
-impl Eq for LockConfig {}
-
-impl std::hash::Hash for LockConfig {
-    /// The digest of the fields, which equal configurations share.
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.digest.hash(state);
-    }
-}
-
-impl fmt::Debug for LockConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (nodes, ttl, drift_factor, node_timeout, retry, max_hold, fencing) = self.fields();
-        f.debug_struct("LockConfig")
-            .field("nodes", &nodes)
-            .field("ttl", &ttl)
-            .field("drift_factor", &drift_factor)
-            .field("node_timeout", &node_timeout)
-            .field("retry", retry)
-            .field("max_hold", &max_hold)
-            .field("fencing", &fencing)
-            .finish()
-    }
 }
 
 impl LockConfig {
@@ -145,44 +67,42 @@ impl LockConfig {
             retry: RetryPolicy::default(),
             max_hold: DEFAULT_MAX_HOLD,
             fencing: false,
-            digest: Digest::of(&()),
         }
-        .settled()
     }
 
     /// Sets the number of nodes.
     #[must_use]
     pub fn with_nodes(mut self, nodes: usize) -> Self {
         self.nodes = nodes;
-        self.settled()
+        self
     }
 
     /// Sets the lease time-to-live written with `PX` on every node.
     #[must_use]
     pub fn with_ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
-        self.settled()
+        self
     }
 
     /// Sets the clock-drift factor.
     #[must_use]
     pub fn with_drift_factor(mut self, factor: DriftFactor) -> Self {
         self.drift_factor = factor;
-        self.settled()
+        self
     }
 
     /// Sets how long a round waits for a node's reply before counting it as a failure.
     #[must_use]
     pub fn with_node_timeout(mut self, timeout: Duration) -> Self {
         self.node_timeout = Some(timeout);
-        self.settled()
+        self
     }
 
     /// Sets the retry policy of acquisitions.
     #[must_use]
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
-        self.settled()
+        self
     }
 
     /// Sets how long one lease may be held through extensions: an extension that would
@@ -192,7 +112,7 @@ impl LockConfig {
     #[must_use]
     pub fn with_max_hold(mut self, max_hold: Duration) -> Self {
         self.max_hold = max_hold;
-        self.settled()
+        self
     }
 
     /// Mints a fencing token for every lease on the nodes themselves: the acquisition reads
@@ -203,7 +123,7 @@ impl LockConfig {
     #[must_use]
     pub fn with_fencing(mut self, fencing: bool) -> Self {
         self.fencing = fencing;
-        self.settled()
+        self
     }
 
     /// The number of configured nodes.
@@ -456,43 +376,6 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
-    }
-
-    /// Hashed as its digest, a configuration hashes as it compares: each setter changes
-    /// the hash, and the same fields reached by another road hash alike.
-    #[test]
-    fn configurations_hash_as_they_compare() {
-        use std::hash::{DefaultHasher, Hash, Hasher};
-        let hash = |config: &LockConfig| {
-            let mut h = DefaultHasher::new();
-            config.hash(&mut h);
-            h.finish()
-        };
-        let base = LockConfig::new(3);
-        let changed = [
-            base.clone().with_nodes(5),
-            base.clone().with_ttl(ms(9_000)),
-            base.clone()
-                .with_drift_factor(DriftFactor::from_ppm(20_000).unwrap()),
-            base.clone().with_node_timeout(ms(40)),
-            base.clone().with_retry(RetryPolicy::no_retry()),
-            base.clone().with_max_hold(ms(60_000)),
-            base.clone().with_fencing(true),
-        ];
-        for config in &changed {
-            assert_ne!(config, &base);
-            assert_ne!(hash(config), hash(&base), "{config:?}");
-        }
-        let another_road = LockConfig::new(5)
-            .with_fencing(true)
-            .with_ttl(ms(1_000))
-            .with_nodes(3)
-            .with_fencing(false)
-            .with_ttl(DEFAULT_TTL);
-        assert_eq!(another_road, base);
-        assert_eq!(hash(&another_road), hash(&base));
-        assert_eq!(format!("{another_road:?}"), format!("{base:?}"));
-        assert!(format!("{base:?}").starts_with("LockConfig { nodes: 3, ttl: 10s"));
     }
 
     #[test]

@@ -3,8 +3,6 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::digest::Digest;
-
 /// The prefix put in front of every resource name unless another is configured, so that lock
 /// keys cannot collide with an application's data keys.
 pub const DEFAULT_KEY_PREFIX: &str = "redlock:";
@@ -31,9 +29,6 @@ pub const MAX_PREFIX_LEN: usize = 256;
 pub struct LockKey {
     key: Text,
     prefix_len: usize,
-    /// The digest of the text and the prefix's length, which the key hashes as
-    /// (`digest.rs`).
-    digest: Digest,
 }
 
 /// A key's text: shared by its clones, or borrowed for the program's life.
@@ -56,16 +51,12 @@ impl PartialEq for LockKey {
 impl Eq for LockKey {}
 
 impl std::hash::Hash for LockKey {
-    /// The digest of the text and the prefix's length: whether the text is shared or
-    /// borrowed does not count, as it does not for equality.
+    /// The text, then the prefix's length: whether the text is shared or borrowed does not
+    /// count, as it does not for equality.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.digest.hash(state);
+        self.as_str().hash(state);
+        self.prefix_len.hash(state);
     }
-}
-
-/// What a key's digest is taken of.
-fn digest(key: &str, prefix_len: usize) -> Digest {
-    Digest::of(&(key, prefix_len))
 }
 
 /// Checks a resource name and a prefix against the limits [`LockKey::new`] documents.
@@ -107,7 +98,6 @@ impl LockKey {
         key.push_str(prefix);
         key.push_str(resource);
         Ok(Self {
-            digest: digest(&key, prefix.len()),
             key: Text::Shared(key.into()),
             prefix_len: prefix.len(),
         })
@@ -140,7 +130,6 @@ impl LockKey {
         Ok(Self {
             key: Text::Static(key),
             prefix_len: prefix.len(),
-            digest: digest(key, prefix.len()),
         })
     }
 
@@ -376,12 +365,10 @@ mod tests {
         );
         assert_eq!(constant.resource(), "model");
         assert_eq!(constant.wait_key(), made.wait_key());
-        let other_prefix = LockKey::from_static("redlock:m", "redlock:model").unwrap();
-        assert_ne!(other_prefix, made, "the same text under another prefix");
-        assert_ne!(hash(&other_prefix), hash(&made));
         assert_ne!(
-            hash(&LockKey::new("redlock:", "modem").unwrap()),
-            hash(&made)
+            LockKey::from_static("redlock:m", "redlock:model").unwrap(),
+            made,
+            "the same text under another prefix"
         );
         assert_eq!(
             LockKey::from_static("redlock:", "redlock:"),

@@ -108,7 +108,6 @@ mod acquire_event;
 mod bypass;
 mod command;
 mod config;
-mod digest;
 mod eligibility;
 mod extend;
 mod generation;
