@@ -127,12 +127,14 @@ fn every_search_visits_the_states_the_first_explorer_visited() {
     // moved by -60 to -4 the same way; without it none moved); and since an acquisition's
     // subscription ends with it, taking the notifications still on their way (they were
     // 17,113, 34,219, 62,260, 124,459 and 135,744 states; 6,352, 12,703, 29,375, 58,741
-    // and 51,756 distinct, the depths unchanged).
+    // and 51,756 distinct, the depths unchanged); and since a lost round that allows no
+    // early round keeps nothing of what each node saw (the drop model's were 59,946 and
+    // 119,831 states, 54,535 and 107,045 reduced, 28,233 and 56,457 distinct).
     let cases = [
         (SMALL, true, 16_201, 16_022, 5_934, 31),
         (SMALL, false, 32_395, 32_016, 11_867, 31),
-        (SMALL_DROP, true, 59_946, 54_535, 28_233, 45),
-        (SMALL_DROP, false, 119_831, 107_045, 56_457, 45),
+        (SMALL_DROP, true, 59_680, 54_543, 28_064, 45),
+        (SMALL_DROP, false, 119_299, 106_605, 56_119, 45),
         (DRIFT, true, 126_528, 125_221, 47_791, 37),
     ];
     for (text, symmetry, states, reduced_states, distinct, depth) in cases {
@@ -196,7 +198,7 @@ fn every_search_visits_the_states_the_first_explorer_visited() {
 #[test]
 fn node_symmetry_merges_states_alike_in_every_search() {
     // (check, distinct without node symmetry, from the test above)
-    let cases = [(SMALL, 5_934), (SMALL_DROP, 28_233), (DRIFT, 47_791)];
+    let cases = [(SMALL, 5_934), (SMALL_DROP, 28_064), (DRIFT, 47_791)];
     for (text, without) in cases {
         let spec = check::parse(text, "inline").unwrap();
         let mut counts = Vec::new();

@@ -163,7 +163,8 @@ enum State {
         /// Whether the lost round allows an early round at all
         /// ([`AcquireEvent::Retry::wake_on_release`](super::AcquireEvent::Retry)).
         wake_on_release: bool,
-        /// What the lost round saw on each node, by [`NodeId::index`].
+        /// What the lost round saw on each node, by [`NodeId::index`]; empty when it
+        /// allows no early round.
         nodes: Vec<Seen>,
         /// The early start, once a quorum of nodes is freed.
         early: Option<Timestamp>,
@@ -399,7 +400,9 @@ impl Waiting {
         self.state = State::Between {
             timer,
             wake_on_release,
-            nodes,
+            // Without an early round nothing reads it again: kept, it would only tell apart
+            // waits that behave alike.
+            nodes: if wake_on_release { nodes } else { Vec::new() },
             early: None,
             seen,
         };
@@ -733,6 +736,26 @@ mod tests {
         // This client's own release is trusted for the nodes whose holder is unknown.
         w.released_here(token(3), at(2));
         assert_eq!(w.next_round(), Some(at(2)));
+    }
+
+    /// A lost round that allows no early round keeps nothing of what each node saw: what is
+    /// heard after it cannot move the next round, so two waits that heard different things
+    /// are the same wait (a model checker counts them once).
+    #[test]
+    fn a_wait_that_cannot_wake_early_is_the_same_whatever_it_hears() {
+        let failure = lost(vec![held_by(token(7)); 3], at(0));
+        let mut quiet = Waiting::new(&config(3), key());
+        quiet.round_lost(&failure, false, at(100));
+        let mut heard = quiet.clone();
+        heard.notified(NodeId::new(0), CHANNEL, &token(7).to_hex(), at(1));
+        heard.released_here(token(7), at(2));
+        assert_eq!(heard, quiet);
+        assert_eq!(heard.next_round(), Some(at(100)));
+        // Heard while the round ran, it counts for nothing either.
+        let mut during = Waiting::new(&config(3), key());
+        during.notified(NodeId::new(1), CHANNEL, &token(7).to_hex(), at(0));
+        during.round_lost(&failure, false, at(100));
+        assert_eq!(during, quiet);
     }
 
     #[test]
