@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use common::key_events::{KeyEvent, KeyEvents};
 use common::*;
 use redlock::Error;
 use redlock::client::{KeepAlive, LeaseLost};
@@ -309,7 +310,18 @@ async fn the_release_deadline_follows_every_extension() {
 
 /// A dropped handle is not a stopped work (the review's recipe): the work, moved to a task,
 /// keeps acting while its signal says valid. The signal must say invalid from the drop on, and
-/// nobody else may be granted the resource before the dropped lease's keys have expired.
+/// the dropped lease is released only once its keys have expired: its keeper deletes none
+/// before its release deadline, and nobody else is granted the resource while it holds a
+/// quorum.
+///
+/// The release is watched on the nodes themselves, not read from B's grant. B is granted once
+/// A's key is gone on a quorum, and a node also forgets the key by itself when its own clock
+/// says the TTL is over, counted from its own reading of when the `SET` arrived: a clock the
+/// client does not control, which Redlock's drift allowance covers for the holder's validity
+/// but not for this instant. B's grant measures that clock as much as A's keeper, and may
+/// come before the release deadline without A releasing early. So the test reads A's `del`s
+/// against the deadline, and that the key had ended before B took it from each node's events,
+/// which one connection receives in the order the node ran the commands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_handle_stops_the_extensions_and_releases_once_the_keys_have_expired() {
     let fleet = fleet(3);
@@ -338,6 +350,8 @@ async fn a_dropped_handle_stops_the_extensions_and_releases_once_the_keys_have_e
             last_valid
         })
     };
+    // `g`: the release script's `del`; `x`: a node's own expiry; `$`: B's `SET`.
+    let events = KeyEvents::watch(&fleet, &format!("{PREFIX}dropped"), "Kgx$").await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     // The owner returns early (a `?`, a panic): the work still runs in its task.
     let keys_expire = signal.valid_until() + a.config().drift();
@@ -345,19 +359,93 @@ async fn a_dropped_handle_stops_the_extensions_and_releases_once_the_keys_have_e
     let lease_b = b.acquire_timeout("dropped", Duration::from_secs(4)).await;
     let granted = Instant::now();
     let lease_b = lease_b.unwrap();
+    let quorum = a.config().quorum();
+    // Every node's end of A's key, and B's `SET` on a quorum, arrive within moments of the
+    // grant; the bound only keeps a missing event from hanging the test.
+    let nodes = events
+        .until(Duration::from_secs(2), |nodes| {
+            nodes.iter().all(|events| ended(events).is_some())
+                && nodes
+                    .iter()
+                    .filter(|events| taken(events).is_some())
+                    .count()
+                    >= quorum
+        })
+        .await;
+    assert_released_at_the_deadline(&nodes, keys_expire, granted, quorum);
     let last_valid = worker.await.unwrap().unwrap();
     assert!(
         last_valid < granted,
         "A's signal said valid {:?} after B was granted",
         last_valid - granted
     );
-    assert!(
-        granted >= keys_expire,
-        "B was granted {:?} before A's keys expired",
-        keys_expire - granted
-    );
     assert!(signal.lost_reason().is_some(), "the signal names no end");
     lease_b.release().await;
+}
+
+/// Where B's first `SET` is in a node's events: everything before it is A's key's.
+fn taken(events: &[KeyEvent]) -> Option<usize> {
+    events.iter().position(|(_, event)| event == "set")
+}
+
+/// Where A's key ended on a node (a `del` or the node's own expiry), before any `SET` of B.
+fn ended(events: &[KeyEvent]) -> Option<usize> {
+    let a = &events[..taken(events).unwrap_or(events.len())];
+    a.iter()
+        .position(|(_, event)| event == "del" || event == "expired")
+}
+
+/// A's key was never deleted before `keys_expire` (an event is received after the node
+/// raised it, so one received before was raised before), it ended on every node, and B's
+/// `SET` followed its end on a quorum.
+fn assert_released_at_the_deadline(
+    nodes: &[Vec<KeyEvent>],
+    keys_expire: Instant,
+    granted: Instant,
+    quorum: usize,
+) {
+    // Each event in milliseconds from `keys_expire` (negative: before it).
+    let log = || {
+        let millis = |at: Instant| match at.checked_duration_since(keys_expire) {
+            Some(after) => after.as_secs_f64() * 1e3,
+            None => -keys_expire.duration_since(at).as_secs_f64() * 1e3,
+        };
+        let nodes: Vec<Vec<(String, &str)>> = nodes
+            .iter()
+            .map(|events| {
+                let events = events.iter();
+                events.map(|(at, event)| (format!("{:+.3} ms", millis(*at)), event.as_str()))
+            })
+            .map(Iterator::collect)
+            .collect();
+        format!("{nodes:?}; B granted at {:+.3} ms", millis(granted))
+    };
+    for (node, events) in nodes.iter().enumerate() {
+        let a = &events[..taken(events).unwrap_or(events.len())];
+        for (at, _) in a.iter().filter(|(_, event)| event == "del") {
+            assert!(
+                *at >= keys_expire,
+                "node {node}: A's key was deleted {:?} before its release deadline: {}",
+                keys_expire - *at,
+                log()
+            );
+        }
+        assert!(
+            ended(events).is_some(),
+            "node {node}: A's key did not end: {}",
+            log()
+        );
+    }
+    let taken_after_the_end = nodes
+        .iter()
+        .filter(|events| taken(events).is_some())
+        .count();
+    assert!(
+        taken_after_the_end >= quorum,
+        "B's SET came after the end of A's key on {taken_after_the_end} nodes, fewer than \
+         {quorum}: {}",
+        log()
+    );
 }
 
 /// An explicit release ends the signal's validity at once, and `lost()` resolves.

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod key_events;
+
 use std::future::Future;
 use std::time::{Duration, Instant};
 
