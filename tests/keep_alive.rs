@@ -329,6 +329,9 @@ async fn a_dropped_handle_stops_the_extensions_and_releases_once_the_keys_have_e
     let a = builder(&fleet).ttl(ttl).build().unwrap();
     let b = builder(&fleet).ttl(ttl).build().unwrap();
     b.connect().await;
+    // From before A acquires, so that a `SET` of A's still on its way when A is granted is
+    // told from B's. `$`: the `SET`s; `g`: the release script's `del`; `x`: a node's expiry.
+    let events = KeyEvents::watch(&fleet, &format!("{PREFIX}dropped"), "Kgx$").await;
     let kept = a
         .acquire("dropped")
         .await
@@ -350,8 +353,6 @@ async fn a_dropped_handle_stops_the_extensions_and_releases_once_the_keys_have_e
             last_valid
         })
     };
-    // `g`: the release script's `del`; `x`: a node's own expiry; `$`: B's `SET`.
-    let events = KeyEvents::watch(&fleet, &format!("{PREFIX}dropped"), "Kgx$").await;
     tokio::time::sleep(Duration::from_millis(50)).await;
     // The owner returns early (a `?`, a panic): the work still runs in its task.
     let keys_expire = signal.valid_until() + a.config().drift();
@@ -364,12 +365,10 @@ async fn a_dropped_handle_stops_the_extensions_and_releases_once_the_keys_have_e
     // grant; the bound only keeps a missing event from hanging the test.
     let nodes = events
         .until(Duration::from_secs(2), |nodes| {
-            nodes.iter().all(|events| ended(events).is_some())
-                && nodes
-                    .iter()
-                    .filter(|events| taken(events).is_some())
-                    .count()
-                    >= quorum
+            nodes
+                .iter()
+                .all(|events| a_key(events).is_none_or(|(_, end)| end.is_some()))
+                && nodes.iter().filter(|events| taken(events)).count() >= quorum
         })
         .await;
     assert_released_at_the_deadline(&nodes, keys_expire, granted, quorum);
@@ -383,21 +382,27 @@ async fn a_dropped_handle_stops_the_extensions_and_releases_once_the_keys_have_e
     lease_b.release().await;
 }
 
-/// Where B's first `SET` is in a node's events: everything before it is A's key's.
-fn taken(events: &[KeyEvent]) -> Option<usize> {
-    events.iter().position(|(_, event)| event == "set")
+/// Where A's key lived on a node: the index of its `SET` (the key's first: the watch starts
+/// before A acquires) and of its end after it (a `del` or the node's own expiry), if any.
+fn a_key(events: &[KeyEvent]) -> Option<(usize, Option<usize>)> {
+    let set = events.iter().position(|(_, event)| event == "set")?;
+    let end = events[set..]
+        .iter()
+        .position(|(_, event)| event == "del" || event == "expired");
+    Some((set, end.map(|end| set + end)))
 }
 
-/// Where A's key ended on a node (a `del` or the node's own expiry), before any `SET` of B.
-fn ended(events: &[KeyEvent]) -> Option<usize> {
-    let a = &events[..taken(events).unwrap_or(events.len())];
-    a.iter()
-        .position(|(_, event)| event == "del" || event == "expired")
+/// Whether B's `SET` came on a node after A's key ended there.
+fn taken(events: &[KeyEvent]) -> bool {
+    match a_key(events) {
+        Some((_, Some(end))) => events[end..].iter().any(|(_, event)| event == "set"),
+        _ => false,
+    }
 }
 
 /// A's key was never deleted before `keys_expire` (an event is received after the node
-/// raised it, so one received before was raised before), it ended on every node, and B's
-/// `SET` followed its end on a quorum.
+/// raised it, so one received before was raised before), it ended on every node it was set
+/// on, and B's `SET` followed its end on a quorum.
 fn assert_released_at_the_deadline(
     nodes: &[Vec<KeyEvent>],
     keys_expire: Instant,
@@ -420,8 +425,13 @@ fn assert_released_at_the_deadline(
             .collect();
         format!("{nodes:?}; B granted at {:+.3} ms", millis(granted))
     };
+    let mut set = 0;
     for (node, events) in nodes.iter().enumerate() {
-        let a = &events[..taken(events).unwrap_or(events.len())];
+        let Some((start, end)) = a_key(events) else {
+            continue;
+        };
+        set += 1;
+        let a = &events[start..end.map_or(events.len(), |end| end + 1)];
         for (at, _) in a.iter().filter(|(_, event)| event == "del") {
             assert!(
                 *at >= keys_expire,
@@ -430,20 +440,13 @@ fn assert_released_at_the_deadline(
                 log()
             );
         }
-        assert!(
-            ended(events).is_some(),
-            "node {node}: A's key did not end: {}",
-            log()
-        );
+        assert!(end.is_some(), "node {node}: A's key did not end: {}", log());
     }
-    let taken_after_the_end = nodes
-        .iter()
-        .filter(|events| taken(events).is_some())
-        .count();
+    assert!(set >= quorum, "A's key was set on {set} nodes: {}", log());
+    let taken = nodes.iter().filter(|events| taken(events)).count();
     assert!(
-        taken_after_the_end >= quorum,
-        "B's SET came after the end of A's key on {taken_after_the_end} nodes, fewer than \
-         {quorum}: {}",
+        taken >= quorum,
+        "B's SET came after the end of A's key on {taken} nodes, fewer than {quorum}: {}",
         log()
     );
 }
