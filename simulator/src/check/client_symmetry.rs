@@ -34,23 +34,47 @@ const SELF: u8 = 0xfe;
 /// The name another client's token takes in a client's own fingerprint.
 const OTHER: u8 = 0xff;
 
-/// The name each client's tokens take in a hash: `0[c]` for the tokens client `c` drew.
+/// The name each client's tokens take in a hash: `names[c]` for the tokens client `c` drew.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Owners(pub(super) [u8; MAX_CLIENTS]);
+pub(super) struct Owners {
+    names: [u8; MAX_CLIENTS],
+    /// [`Owners::tag`], taken once: a client's fingerprint asks for it for each part it
+    /// looks up, where folding the names each time cost 1.5 % of a search's instructions.
+    tag: u64,
+}
 
 impl Owners {
     /// Every client's tokens named as they are.
-    pub(super) const AS_THEY_ARE: Self = Self([0, 1, 2, 3, 4, 5, 6, 7]);
+    pub(super) const AS_THEY_ARE: Self = Self::new([0, 1, 2, 3, 4, 5, 6, 7]);
+
+    /// Client `c`'s tokens named `names[c]`.
+    pub(super) const fn new(names: [u8; MAX_CLIENTS]) -> Self {
+        let mut tag = 0;
+        let mut c = 0;
+        while c < MAX_CLIENTS {
+            let name = match names[c] {
+                SELF => 8,
+                OTHER => 9,
+                name => (name & 7) as u64,
+            };
+            tag |= name << (4 * c);
+            c += 1;
+        }
+        Self { names, tag }
+    }
 
     /// Every client's tokens as [`OTHER`], but `own`'s as [`SELF`].
     fn seen_from(own: usize) -> Self {
-        let mut owners = [OTHER; MAX_CLIENTS];
-        owners[own] = SELF;
-        Self(owners)
+        let mut names = [OTHER; MAX_CLIENTS];
+        names[own] = SELF;
+        Self::new(names)
     }
 
     fn of(&self, client: u8) -> u8 {
-        self.0.get(usize::from(client)).copied().unwrap_or(client)
+        self.names
+            .get(usize::from(client))
+            .copied()
+            .unwrap_or(client)
     }
 
     pub(super) fn rename(&self, token: Token) -> Token {
@@ -61,14 +85,7 @@ impl Owners {
     /// [`PLAIN`](super::shared::PLAIN)): each client's name in 4 bits, [`SELF`] and
     /// [`OTHER`] as 8 and 9.
     pub(super) fn tag(&self) -> u64 {
-        self.0.iter().enumerate().fold(0, |tag, (c, &name)| {
-            let name = match name {
-                SELF => 8,
-                OTHER => 9,
-                name => u64::from(name & 7),
-            };
-            tag | name << (4 * c)
-        })
+        self.tag
     }
 }
 
@@ -160,8 +177,9 @@ pub(super) fn remembered_client_hash(
         for (i, &rank) in ranks.iter().enumerate() {
             tag |= u64::from(rank & 7) << (29 + 3 * i);
         }
-        owners = Owners(*ranks);
-        owners.0[c] = SELF;
+        let mut names = *ranks;
+        names[c] = SELF;
+        owners = Owners::new(names);
     }
     client.memo().get_or(MemoKey { seed, tag }, || {
         hash_client.fingerprint(client, &owners, seed)
@@ -211,7 +229,7 @@ pub(super) fn canonical(
         }
         let mut h = Hasher128::seeded(seed);
         state.time.hash(&mut h);
-        let owners = Owners(ranks);
+        let owners = Owners::new(ranks);
         h.write_usize(order.len());
         for &n in order {
             node::fingerprint(&state.nodes[usize::from(n)], Some(&owners), seed).hash(&mut h);
@@ -249,6 +267,30 @@ mod tests {
     use super::super::model::{Action, Model, catalogue_model};
     use super::super::state::Symmetry;
     use super::*;
+
+    /// A renaming's tag names each client's name in its 4 bits, and tells every renaming
+    /// the canonical forms use from every other.
+    #[test]
+    fn a_renamings_tag_names_each_clients_name() {
+        assert_eq!(Owners::AS_THEY_ARE.tag(), 0x7654_3210);
+        assert_eq!(Owners::seen_from(1).tag(), 0x9999_9989);
+        let renamings = permutations(3).into_iter().map(|to| {
+            let mut names = [0; MAX_CLIENTS];
+            names[..3].copy_from_slice(&to);
+            names
+        });
+        let mut tags = std::collections::HashSet::new();
+        for names in renamings.clone() {
+            assert!(tags.insert(Owners::new(names).tag()));
+        }
+        for own in 0..3 {
+            assert!(tags.insert(Owners::seen_from(own).tag()));
+            for mut names in renamings.clone() {
+                names[own] = SELF;
+                assert!(tags.insert(Owners::new(names).tag()));
+            }
+        }
+    }
 
     /// Every permutation of `0..count`, as `to[c]`: client `c` becomes client `to[c]`.
     fn permutations(count: usize) -> Vec<Vec<u8>> {
@@ -302,7 +344,7 @@ mod tests {
     fn hash_renamed(state: &CheckState, to: &[u8]) -> Fingerprint {
         let mut owners = [0u8; MAX_CLIENTS];
         owners[..to.len()].copy_from_slice(to);
-        let owners = Owners(owners);
+        let owners = Owners::new(owners);
         let mut h = Hasher128::default();
         state.time.hash(&mut h);
         h.write_usize(state.nodes.len());

@@ -114,7 +114,7 @@ fn canonical_with(
         let mut h = Hasher128::default();
         // With client symmetry, its tokens without their owners: no renaming of the clients
         // changes a node's own fingerprint.
-        let owners = clients.then_some(Owners([0; MAX_CLIENTS]));
+        let owners = clients.then_some(Owners::new([0; MAX_CLIENTS]));
         node::fingerprint(node, owners.as_ref(), 0).hash(&mut h);
         // What the clients have on their way with it, summed so that the clients' order
         // does not count (client symmetry).
