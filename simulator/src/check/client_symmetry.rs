@@ -39,7 +39,7 @@ const OTHER: u8 = 0xff;
 pub(super) struct Owners {
     names: [u8; MAX_CLIENTS],
     /// [`Owners::tag`], taken once: a client's fingerprint asks for it for each part it
-    /// looks up, where folding the names each time cost 1.5 % of a search's instructions.
+    /// looks up (folding the names each time, a search ran 0.45 % more instructions).
     tag: u64,
 }
 
