@@ -8,6 +8,8 @@ use futures::StreamExt;
 use redlock_tests::RedisFleet;
 use tokio::task::JoinHandle;
 
+use super::eventually;
+
 /// An event of the key on one node (`"del"`, `"expired"`, `"set"`, `"expire"`, ...) and when
 /// the test received it: after the node raised it, never before.
 pub type KeyEvent = (Instant, String);
@@ -65,21 +67,15 @@ impl KeyEvents {
         self.nodes.lock().expect("no reader panics").clone()
     }
 
-    /// Polls every 5 ms until `done` holds of the events or `within` elapses; returns the
-    /// events then.
+    /// Waits until `done` holds of the events or `within` elapses ([`eventually`]); returns
+    /// the events then.
     pub async fn until(
         &self,
         within: Duration,
         done: impl Fn(&[Vec<KeyEvent>]) -> bool,
     ) -> Vec<Vec<KeyEvent>> {
-        let deadline = Instant::now() + within;
-        loop {
-            let nodes = self.nodes();
-            if done(&nodes) || Instant::now() >= deadline {
-                return nodes;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        eventually(within, || std::future::ready(done(&self.nodes()))).await;
+        self.nodes()
     }
 }
 
