@@ -13,12 +13,14 @@
 //! explorer) they are the same client.
 
 use std::hash::Hash;
+use std::sync::OnceLock;
 
 use redlock_core::NodePermutation;
 
 use super::Client;
 use crate::check::client_symmetry::{Owners, Renamed};
 use crate::check::fingerprint::{Fingerprint, Hasher128};
+use crate::check::permutations;
 use crate::check::shared::{MemoKey, Shared};
 use crate::check::state::{MAX_NODES, renumbering_tag};
 use crate::net::message::ServerId;
@@ -68,10 +70,15 @@ impl Client {
             }
         }
         count.hash(&mut h);
+        // A link names no node but its own, so it is hashed as node 0's link whatever the
+        // renumbering: the same fingerprint under every one, remembered once for all.
+        let link_key = MemoKey {
+            seed,
+            tag: AS_NODE_ZERO | owners.tag() << 25,
+        };
         for &n in &from[..count.min(MAX_NODES)] {
-            let (link, link_other) = part(&self.links[n], key, owners, |link, h| match perm {
-                None => link.hash(h),
-                Some(perm) => link.hash_renumbered(perm, h),
+            let (link, link_other) = part(&self.links[n], link_key, owners, |link, h| {
+                link.hash_renumbered(as_node_zero(n, count), h)
             });
             other |= link_other;
             link.hash(&mut h);
@@ -107,6 +114,33 @@ impl Client {
             .get_or(MemoKey { seed, tag }, hash)
             .0
     }
+}
+
+/// The low bits of the tag a link's fingerprint is remembered under: it is hashed as the
+/// link of node 0 (`as_node_zero`), so no renumbering names it; every renumbering's tag has
+/// its lowest bit set (`renumbering_tag`), and no renumbering, 0.
+const AS_NODE_ZERO: u64 = 2;
+
+/// The renumbering that swaps nodes 0 and `n` of `count`. Every message on the link of node
+/// `n` is to or from that node (a request's id and a command name it, an identification
+/// names its server), so the link renumbered by this is the same link as node 0's,
+/// whichever renumbering the client is hashed under: two links at one place of two clients
+/// hash alike exactly when they are alike, as the renumbering is one to one. The test
+/// `a_link_names_no_node_but_its_own` walks the catalogue's models for it.
+fn as_node_zero(n: usize, count: usize) -> &'static NodePermutation {
+    // Looked up once per count: a lookup by ranks checks and ranks them each time.
+    static TABLES: [OnceLock<Vec<&'static NodePermutation>>; MAX_NODES + 1] =
+        [const { OnceLock::new() }; MAX_NODES + 1];
+    let table = TABLES[count].get_or_init(|| {
+        (0..count)
+            .map(|n| {
+                let mut to: [u8; MAX_NODES] = std::array::from_fn(|i| i as u8);
+                to.swap(0, n);
+                permutations::permutation(&to[..count])
+            })
+            .collect()
+    });
+    table[n]
 }
 
 /// The fingerprint of `part` alone under `key` (its seed, and the renumbering and renaming
@@ -179,6 +213,47 @@ mod tests {
                 }
             });
             assert!(images.len() > 50, "{file}: {} phases", images.len());
+        }
+    }
+
+    /// Walks the first states of models with crashes and restarts (new connections and
+    /// identifications), losses and delays, marks, fencing and five nodes: every link of
+    /// every client names no node but its own, so a renumbering that keeps its node in
+    /// place leaves its hash as it is (what hashing a link as node 0's relies on).
+    #[test]
+    fn a_link_names_no_node_but_its_own() {
+        for file in [
+            "shipped-crash.toml",
+            "shipped-pause-loss.toml",
+            "waiting-marks.toml",
+            "fencing-crash-mutation.toml",
+            "teeth-s6-five-nodes.toml",
+        ] {
+            let model = catalogue_model(file);
+            let perms = NodePermutation::all(model.spec.nodes);
+            let mut links = 0;
+            walk_first_states(&model, 1_000, |s| {
+                for client in &s.clients {
+                    for (n, link) in client.links.iter().enumerate() {
+                        let mut plain = Hasher128::seeded(7);
+                        link.hash(&mut plain);
+                        for perm in perms.iter().filter(|perm| perm.index(n) == n) {
+                            let mut renumbered = Hasher128::seeded(7);
+                            link.hash_renumbered(perm, &mut renumbered);
+                            assert_eq!(
+                                plain.finish128(),
+                                renumbered.finish128(),
+                                "{file}: {link:?}"
+                            );
+                        }
+                        links += usize::from(!link.to_node.is_empty() || link.conn.is_some());
+                    }
+                }
+            });
+            assert!(
+                links > 1_000,
+                "{file}: {links} links with something on them"
+            );
         }
     }
 }
