@@ -25,11 +25,7 @@ impl Msg {
             Self::Request { request, .. } => request.renumber_nodes(perm),
             Self::Reply { request, reply, .. } => {
                 request.renumber_nodes(perm);
-                match reply {
-                    NodeReply::Identity { server, .. } => server.server = perm.index(server.server),
-                    NodeReply::Failure(failure) => failure.renumber_nodes(perm),
-                    _ => {}
-                }
+                renumber_reply(reply, perm);
             }
             Self::Released(_) | Self::Closed { .. } => {}
         }
@@ -51,13 +47,39 @@ impl Msg {
                 request.map(|r| r.renumbered(perm)).hash(h);
                 cmd.hash(h);
             }
-            Self::Reply { .. } => {
-                let mut image = self.clone();
-                image.renumber_nodes(perm);
-                image.hash(h);
+            Self::Reply {
+                conn,
+                op,
+                request,
+                reply,
+            } => {
+                std::mem::discriminant(self).hash(h);
+                conn.hash(h);
+                op.hash(h);
+                request.map(|r| r.renumbered(perm)).hash(h);
+                match reply {
+                    // The two answers that name a node: copied and renamed.
+                    NodeReply::Identity { .. } | NodeReply::Failure(_) => {
+                        let mut image = reply.clone();
+                        renumber_reply(&mut image, perm);
+                        image.hash(h);
+                    }
+                    // A copy of any other would allocate for nothing: it names no node.
+                    _ => reply.hash(h),
+                }
             }
             Self::Released(_) | Self::Closed { .. } => self.hash(h),
         }
+    }
+}
+
+/// Renames the node a reply names: the server an identification names, the node a
+/// failure names.
+fn renumber_reply(reply: &mut NodeReply, perm: &NodePermutation) {
+    match reply {
+        NodeReply::Identity { server, .. } => server.server = perm.index(server.server),
+        NodeReply::Failure(failure) => failure.renumber_nodes(perm),
+        _ => {}
     }
 }
 
