@@ -65,9 +65,17 @@ impl Owners {
 
     /// Every client's tokens as [`OTHER`], but `own`'s as [`SELF`].
     fn seen_from(own: usize) -> Self {
-        let mut names = [OTHER; MAX_CLIENTS];
-        names[own] = SELF;
-        Self::new(names)
+        SEEN_FROM[own]
+    }
+
+    /// The view of the client these names call [`SELF`] ([`Owners::seen_from`] it), when
+    /// they are not that view already: a part that holds no other client's token (no
+    /// [`OTHER`] in it under that view) hashes alike under both, as its own tokens are
+    /// `SELF` in each.
+    pub(super) fn own_view(&self) -> Option<Self> {
+        let own = self.names.iter().position(|&name| name == SELF)?;
+        let view = SEEN_FROM[own];
+        (view.tag != self.tag).then_some(view)
     }
 
     fn of(&self, client: u8) -> u8 {
@@ -88,6 +96,19 @@ impl Owners {
         self.tag
     }
 }
+
+/// [`Owners::seen_from`] each client, made once.
+const SEEN_FROM: [Owners; MAX_CLIENTS] = {
+    let mut all = [Owners::AS_THEY_ARE; MAX_CLIENTS];
+    let mut own = 0;
+    while own < MAX_CLIENTS {
+        let mut names = [OTHER; MAX_CLIENTS];
+        names[own] = SELF;
+        all[own] = Owners::new(names);
+        own += 1;
+    }
+    all
+};
 
 /// A hasher that feeds `inner` what it is fed, with every model token's owner renamed by
 /// `owners`: a token hashes as its 16 bytes written at once (the derived `Hash` of its
@@ -462,6 +483,44 @@ mod tests {
         steps
             .iter()
             .fold(model.initial(), |at, &a| model.successor(&at, a).0)
+    }
+
+    /// A link that holds another client's token (a release's notification on its way) is
+    /// told apart by whose token it is: three clients, the second a tick ahead of the
+    /// third, and the first told of a release by the second or by the third. No renaming
+    /// maps one state to the other, so their fingerprints differ (a link that holds another
+    /// client's token is hashed under the renaming, not taken from its client's own view,
+    /// which names every other client alike); and both differ from a notification of the
+    /// first client's own token.
+    #[test]
+    fn a_link_is_told_apart_by_whose_token_it_holds() {
+        use super::super::client::Msg;
+        use super::super::token::model_token;
+        let model = catalogue_model("teeth-s5-three-clients.toml");
+        let symmetry = Symmetry {
+            clients: true,
+            nodes: true,
+        };
+        let mut start = model.initial();
+        start.clients[1].make_mut().clock += 1;
+        let told_by = |client: u8| {
+            let mut state = start.clone();
+            let link = state.clients[0].make_mut().links[0].make_mut();
+            link.notices
+                .push_back(Msg::Released(model_token(client, 1)));
+            state
+        };
+        let (by_second, by_third, by_itself) = (told_by(1), told_by(2), told_by(0));
+        assert_ne!(
+            by_second.fingerprint(symmetry, 0),
+            by_third.fingerprint(symmetry, 0)
+        );
+        for state in [&by_second, &by_third] {
+            assert_ne!(
+                state.fingerprint(symmetry, 0),
+                by_itself.fingerprint(symmetry, 0)
+            );
+        }
     }
 
     #[test]

@@ -72,14 +72,24 @@ impl Client {
         count.hash(&mut h);
         // A link names no node but its own, so it is hashed as node 0's link whatever the
         // renumbering: the same fingerprint under every one, remembered once for all.
-        let link_key = MemoKey {
-            seed,
-            tag: AS_NODE_ZERO | owners.tag() << 25,
-        };
         for &n in &from[..count.min(MAX_NODES)] {
-            let (link, link_other) = part(&self.links[n], link_key, owners, |link, h| {
-                link.hash_renumbered(as_node_zero(n, count), h)
-            });
+            let hash_link = |owners: &Owners| {
+                let key = MemoKey {
+                    seed,
+                    tag: AS_NODE_ZERO | owners.tag() << 25,
+                };
+                part(&self.links[n], key, owners, |link, h| {
+                    link.hash_renumbered(as_node_zero(n, count), h)
+                })
+            };
+            // A link seldom holds another client's token (a release's notification does),
+            // and one that holds none hashes alike under every renaming that names its own
+            // client's tokens alike: under a renaming of the clients, it is looked up first
+            // as its client's own view took it.
+            let (link, link_other) = match owners.own_view().map(|view| hash_link(&view)) {
+                Some((fingerprint, false)) => (fingerprint, false),
+                _ => hash_link(owners),
+            };
             other |= link_other;
             link.hash(&mut h);
         }
