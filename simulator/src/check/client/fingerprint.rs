@@ -78,8 +78,10 @@ impl Client {
                     seed,
                     tag: AS_NODE_ZERO | owners.tag() << 25,
                 };
-                part(&self.links[n], key, owners, |link, h| {
-                    link.hash_renumbered(as_node_zero(n, count), h)
+                part(&self.links[n], key, owners, |link, h| match count {
+                    // More nodes than a renumbering names (never renumbered): as it is.
+                    ..=MAX_NODES => link.hash_renumbered(as_node_zero(n, count), h),
+                    _ => link.hash(h),
                 })
             };
             // A link seldom holds another client's token (a release's notification does),
