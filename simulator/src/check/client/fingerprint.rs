@@ -70,18 +70,26 @@ impl Client {
             }
         }
         count.hash(&mut h);
+        if count > MAX_NODES {
+            // More nodes than a renumbering names (never renumbered: a client of as many is
+            // renumbered as a copy, above): each link as it is.
+            for link in &self.links {
+                let (link, link_other) = part(link, key, owners, |link, h| link.hash(h));
+                other |= link_other;
+                link.hash(&mut h);
+            }
+            return (h.finish128(), other);
+        }
         // A link names no node but its own, so it is hashed as node 0's link whatever the
         // renumbering: the same fingerprint under every one, remembered once for all.
-        for &n in &from[..count.min(MAX_NODES)] {
+        for &n in &from[..count] {
             let hash_link = |owners: &Owners| {
                 let key = MemoKey {
                     seed,
                     tag: AS_NODE_ZERO | owners.tag() << 25,
                 };
-                part(&self.links[n], key, owners, |link, h| match count {
-                    // More nodes than a renumbering names (never renumbered): as it is.
-                    ..=MAX_NODES => link.hash_renumbered(as_node_zero(n, count), h),
-                    _ => link.hash(h),
+                part(&self.links[n], key, owners, |link, h| {
+                    link.hash_renumbered(as_node_zero(n, count), h)
                 })
             };
             // A link seldom holds another client's token (a release's notification does),
@@ -92,12 +100,6 @@ impl Client {
                 Some((fingerprint, false)) => (fingerprint, false),
                 _ => hash_link(owners),
             };
-            other |= link_other;
-            link.hash(&mut h);
-        }
-        // Beyond MAX_NODES (never renumbered), as they are.
-        for link in self.links.iter().skip(MAX_NODES) {
-            let (link, link_other) = part(link, key, owners, |link, h| link.hash(h));
             other |= link_other;
             link.hash(&mut h);
         }
@@ -133,7 +135,7 @@ impl Client {
 /// its lowest bit set (`renumbering_tag`), and no renumbering, 0.
 const AS_NODE_ZERO: u64 = 2;
 
-/// The renumbering that swaps nodes 0 and `n` of `count`. Every message on the link of node
+/// The renumbering that swaps nodes 0 and `n` of `count` (at most [`MAX_NODES`]). Every message on the link of node
 /// `n` is to or from that node (a request's id and a command name it, an identification
 /// names its server), so the link renumbered by this is the same link as node 0's,
 /// whichever renumbering the client is hashed under: two links at one place of two clients
