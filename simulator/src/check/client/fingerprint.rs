@@ -80,6 +80,11 @@ impl Client {
             }
             return (h.finish128(), other);
         }
+        // A link seldom holds another client's token (a release's notification does),
+        // and one that holds none hashes alike under every renaming that names its own
+        // client's tokens alike: under a renaming of the clients, it is looked up first
+        // as its client's own view took it.
+        let own_view = owners.own_view();
         // A link names no node but its own, so it is hashed as node 0's link whatever the
         // renumbering: the same fingerprint under every one, remembered once for all.
         for &n in &from[..count] {
@@ -92,11 +97,7 @@ impl Client {
                     link.hash_renumbered(as_node_zero(n, count), h)
                 })
             };
-            // A link seldom holds another client's token (a release's notification does),
-            // and one that holds none hashes alike under every renaming that names its own
-            // client's tokens alike: under a renaming of the clients, it is looked up first
-            // as its client's own view took it.
-            let (link, link_other) = match owners.own_view().map(|view| hash_link(&view)) {
+            let (link, link_other) = match own_view.map(|view| hash_link(&view)) {
                 Some((fingerprint, false)) => (fingerprint, false),
                 _ => hash_link(owners),
             };
@@ -135,13 +136,13 @@ impl Client {
 /// its lowest bit set (`renumbering_tag`), and no renumbering, 0.
 const AS_NODE_ZERO: u64 = 2;
 
-/// The renumbering that swaps nodes 0 and `n` of `count` (at most [`MAX_NODES`]). Every message on the link of node
-/// `n` is to or from that node (a request's id and a command name it, an identification
-/// names its server), so the link renumbered by this is the same link as node 0's,
-/// whichever renumbering the client is hashed under: two links at one place of two clients
-/// hash alike exactly when they are alike, as the renumbering is one to one. The test
-/// `a_link_hashed_renumbered_is_its_renumbered_copy_hashed` (`renumber.rs`) walks the
-/// catalogue's models for it.
+/// The renumbering that swaps nodes 0 and `n` of `count` (at most [`MAX_NODES`]). Every
+/// message on the link of node `n` is to or from that node (a request's id and a command
+/// name it, an identification names its server), so the link renumbered by this is the
+/// same link as node 0's, whichever renumbering the client is hashed under: two links at
+/// one place of two clients hash alike exactly when they are alike, as the renumbering is
+/// one to one. The test `a_link_hashed_renumbered_is_its_renumbered_copy_hashed`
+/// (`renumber.rs`) walks the catalogue's models for it.
 fn as_node_zero(n: usize, count: usize) -> &'static NodePermutation {
     // Looked up once per count: a lookup by ranks checks and ranks them each time.
     static TABLES: [OnceLock<Vec<&'static NodePermutation>>; MAX_NODES + 1] =
