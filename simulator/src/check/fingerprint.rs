@@ -1,8 +1,11 @@
 //! States told apart by a 128-bit fingerprint of their whole value.
 //!
-//! One pass over the state feeds two independent 64-bit lanes (folded multiplies with
-//! different odd constants and seeds, each finished by a full avalanche), so a state is
-//! hashed once for 128 bits. The hash is fixed (no random seed), so two runs explore alike;
+//! One pass over the state feeds two independent 64-bit lanes, so a state is hashed once
+//! for 128 bits. The words are taken two at a time: each lane multiplies (full product,
+//! halves folded) one word mixed into its value by the other mixed into a constant, as
+//! wyhash and rapidhash do, so that a pair costs a lane one multiply where a word alone
+//! cost one (2.9 % of the instructions a state on `shipped-drift`, 4.1 % on `teeth-s5`). The lanes take the pair
+//! crossed, with their own constants and seeds, and each is finished by a full avalanche. The hash is fixed (no random seed), so two runs explore alike;
 //! a swarm member (`swarm.rs`) seeds both lanes with its own value, so that two
 //! members' fingerprints, and so their collisions, differ.
 //! With `n` distinct values fingerprinted, the chance that two of them share a fingerprint
@@ -43,6 +46,7 @@ fn finish64(mut x: u64) -> u64 {
 pub(crate) struct Hasher128 {
     a: u64,
     b: u64,
+    pending: u64,
     words: u64,
 }
 
@@ -51,6 +55,7 @@ impl Default for Hasher128 {
         Self {
             a: SEED_A,
             b: SEED_B,
+            pending: 0,
             words: 0,
         }
     }
@@ -66,29 +71,52 @@ impl Hasher128 {
             // finish64 maps 0 to 0, so seed 0 leaves the fixed seeds alone.
             a: SEED_A ^ finish64(seed),
             b: SEED_B ^ finish64(seed.wrapping_mul(LANE_B)),
+            pending: 0,
             words: 0,
         }
     }
 
+    /// Takes a word: the first of a pair waits for the second.
     #[inline]
     fn word(&mut self, x: u64) {
-        // The rotation keeps a lane from cancelling when a word equals the lane's value.
-        self.a = folded_multiply(self.a ^ x, LANE_A).rotate_left(23);
-        self.b = folded_multiply(self.b.rotate_left(31) ^ x, LANE_B);
+        if self.words & 1 == 0 {
+            self.pending = x;
+        } else {
+            let (a, b) = Self::mix(self.a, self.b, self.pending, x);
+            self.a = a;
+            self.b = b;
+        }
         self.words = self.words.wrapping_add(1);
     }
 
-    /// The 128-bit value.
+    /// The lanes after the words `x` and `y`. A lane's product is zero only when one of its
+    /// factors is: when a word equals the lane's value or the other word its constant,
+    /// chances of 2⁻⁶⁴ for words that are not chosen against the hash. The other lane,
+    /// which takes the pair crossed, still tells the words apart then.
+    #[inline]
+    fn mix(a: u64, b: u64, x: u64, y: u64) -> (u64, u64) {
+        (
+            folded_multiply(a ^ x, LANE_A ^ y),
+            folded_multiply(b ^ y.rotate_left(29), LANE_B ^ x),
+        )
+    }
+
+    /// The 128-bit value. A word left without its pair is taken with a zero; the count of
+    /// words, mixed into both lanes, tells it from a pair that ended with one.
     pub(crate) fn finish128(&self) -> Fingerprint {
-        let a = finish64(self.a ^ self.words);
-        let b = finish64(self.b.wrapping_add(self.words.rotate_left(32)));
+        let (mut la, mut lb) = (self.a, self.b);
+        if self.words & 1 == 1 {
+            (la, lb) = Self::mix(la, lb, self.pending, 0);
+        }
+        let a = finish64(la ^ self.words);
+        let b = finish64(lb.wrapping_add(self.words.rotate_left(32)));
         (u128::from(a) << 64) | u128::from(b)
     }
 }
 
 impl Hasher for Hasher128 {
     fn finish(&self) -> u64 {
-        finish64(self.a ^ self.words)
+        (self.finish128() >> 64) as u64
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -163,6 +191,7 @@ pub fn values_fingerprinted(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
     use std::hash::Hash;
 
     fn hash128<T: Hash + ?Sized>(value: &T) -> Fingerprint {
@@ -189,6 +218,29 @@ mod tests {
                 assert_ne!(a >> 64, b >> 64);
                 assert_ne!(*a as u64, *b as u64);
             }
+        }
+    }
+
+    /// Taken two at a time, every word still reaches both halves: the fingerprints of all
+    /// lists of one to three small words differ in each half. A lane that let one word of
+    /// a pair go would give lists that differ only in that word the same half.
+    #[test]
+    fn every_word_of_a_pair_reaches_both_halves() {
+        let words = 0..24u64;
+        let mut lists: Vec<Vec<u64>> = words.clone().map(|x| vec![x]).collect();
+        for x in words.clone() {
+            for y in words.clone() {
+                lists.push(vec![x, y]);
+                lists.extend(words.clone().map(|z| vec![x, y, z]));
+            }
+        }
+        let (mut high, mut low) = (HashSet::new(), HashSet::new());
+        for list in &lists {
+            let mut h = Hasher128::default();
+            list.iter().for_each(|&word| h.write_u64(word));
+            let fingerprint = h.finish128();
+            assert!(high.insert((fingerprint >> 64) as u64), "{list:?}");
+            assert!(low.insert(fingerprint as u64), "{list:?}");
         }
     }
 
