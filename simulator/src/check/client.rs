@@ -12,7 +12,8 @@
 //! Its parts: `connection.rs` (the messages and the connection to each node), `lease.rs`
 //! (a lease held: its work, keep-alive, extension and release), `renumber.rs` (the client
 //! renumbered for node symmetry), `fingerprint.rs` (its fingerprint, composed of its
-//! parts'); this file, the client itself and its acquisitions.
+//! parts'), `phase_fingerprint.rs` (its phase's, hashed once for every renaming of the
+//! clients); this file, the client itself and its acquisitions.
 
 use redlock_core::{
     Acquire, AcquireEvent, DEFAULT_KEY_PREFIX, Eligibility, Held, KeepAlive, Keeper, LockKey,
@@ -22,6 +23,7 @@ use redlock_core::{
 mod connection;
 mod fingerprint;
 mod lease;
+mod phase_fingerprint;
 mod renumber;
 
 pub(super) use connection::{Msg, NodeLink};

@@ -85,6 +85,32 @@ impl Owners {
             .unwrap_or(client)
     }
 
+    /// The name `client`'s tokens take, and whether it is [`OTHER`].
+    pub(super) fn name(&self, client: u8) -> (u8, bool) {
+        let name = self.of(client);
+        (name, name == OTHER)
+    }
+
+    /// Every renaming the canonical forms hash a client of `count` under: as they are,
+    /// each client's own view, and each permutation with one client's own tokens `SELF`.
+    #[cfg(test)]
+    pub(super) fn all_for_tests(count: usize) -> Vec<Self> {
+        let mut all = vec![Self::AS_THEY_ARE];
+        let mut order: [u8; MAX_CLIENTS] = std::array::from_fn(|c| c as u8);
+        loop {
+            for own in 0..count {
+                let mut names = order;
+                names[own] = SELF;
+                all.push(Self::new(names));
+            }
+            if !next_combination(&mut order, &[(0, count)]) {
+                break;
+            }
+        }
+        all.extend((0..count).map(Self::seen_from));
+        all
+    }
+
     pub(super) fn rename(&self, token: Token) -> Token {
         token::renamed(token, |c| self.of(c))
     }

@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 use redlock_core::NodePermutation;
 
 use super::Client;
+use super::phase_fingerprint::phase_fingerprint;
 use crate::check::client_symmetry::{Owners, Renamed};
 use crate::check::fingerprint::{Fingerprint, Hasher128};
 use crate::check::permutations;
@@ -52,10 +53,15 @@ impl Client {
         // The fields of its own, in the order of the derived `Hash`: none holds a token or
         // names a node.
         (self.clock, &self.strays, self.paused, self.acted).hash(&mut h);
-        let (phase, mut other) = part(&self.phase, key, owners, |phase, h| match perm {
-            None => phase.hash(h),
-            Some(perm) => phase.hash_renumbered(perm, h),
-        });
+        let perm_tag = perm.map_or(0, renumbering_tag);
+        let (phase, mut other) = phase_fingerprint(&self.phase, perm, perm_tag, owners, seed)
+            .unwrap_or_else(|| {
+                // More tokens than its list of owners holds: hashed whole, renamed.
+                part(&self.phase, key, owners, |phase, h| match perm {
+                    None => phase.hash(h),
+                    Some(perm) => phase.hash_renumbered(perm, h),
+                })
+            });
         phase.hash(&mut h);
         (self.iteration, self.op, self.drawn).hash(&mut h);
         self.eligibility_fingerprint(perm, seed).hash(&mut h);
