@@ -15,7 +15,7 @@ use common::{sim, text};
 /// one tick (within the allowance).
 const MUTATION: &str = "checks/teeth-m2-drift-beyond-factor.toml";
 const SAFE: &str = "checks/teeth-s2-drift.toml";
-/// Each member's bound: under the safe check's distinct states (31,893 for a complete
+/// Each member's bound: under the safe check's distinct states (30,360 for a complete
 /// search with client symmetry), so that no member completes, and above what a member
 /// explores before it finds the mutation's violation.
 const MAX_STATES: &str = "25000";

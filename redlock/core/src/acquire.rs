@@ -272,6 +272,15 @@ impl Acquire {
         }
     }
 
+    /// Forgets the round just lost (its failure has what a caller is told of it): nothing
+    /// reads it again, as a late reply to it changes nothing and the next round replaces
+    /// it. So two acquisitions that lost alike are alike whatever each node answered and
+    /// whether it answered before the verdict, and a model checker counts them once.
+    fn forget_round(&mut self) {
+        self.locked = None;
+        self.round = QuorumRound::new(&self.config, Vote::Acquired, Timestamp::ZERO);
+    }
+
     fn decide(&mut self, now: Timestamp) {
         let fence = match self.state {
             State::Locking => None,
@@ -305,6 +314,7 @@ impl Acquire {
                     // Report the whole round: it started with the lock phase.
                     failure.started_at = locked.started_at();
                 }
+                self.forget_round();
                 // Someone else holds it: the next rounds ask how long for.
                 self.report_holder |= reason == FailureReason::Contended;
                 let free_at = failure.free_after().map(|left| now.saturating_add(left));
@@ -580,6 +590,30 @@ mod tests {
     /// Before Redis 7.0 the `SET` does not name the holder: a round lost to it, after which
     /// the client waits, reads the holder on each node that refused (one more request there)
     /// before the retry is reported, so that the waiter can tell the holder's release.
+    /// A lost round is forgotten once decided: two acquisitions that lost alike (the same
+    /// verdict at the same instant, their cleanups and outcomes taken) are equal whichever
+    /// nodes answered before the verdict, and whatever came after it.
+    #[test]
+    fn a_lost_round_leaves_nothing_of_who_answered() {
+        let config = LockConfig::new(3);
+        let t0 = Timestamp::ZERO;
+        let lose = |first: usize, second: usize, late: Option<usize>| {
+            let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+            let sets = drain(&mut m);
+            m.handle_reply(sets[first].request, Ok(Reply::Taken), t0);
+            m.handle_reply(sets[second].request, Ok(Reply::Taken), t0);
+            drain(&mut m);
+            assert!(matches!(m.poll_outcome(), Some(AcquireEvent::Retry { .. })));
+            if let Some(late) = late {
+                m.handle_reply(sets[late].request, Ok(Reply::Taken), t0);
+            }
+            m
+        };
+        let lost = lose(0, 1, None);
+        assert_eq!(lost, lose(1, 2, None));
+        assert_eq!(lost, lose(2, 0, Some(1)));
+    }
+
     #[test]
     fn a_lost_round_on_older_servers_reads_the_holders_it_will_wait_for() {
         use crate::{KeyReading, KeyValue, ServerGeneration};
