@@ -22,7 +22,7 @@ use std::hash::{Hash, Hasher};
 
 use redlock_core::Token;
 
-use super::fingerprint::{Fingerprint, Hasher128};
+use super::fingerprint::{Fingerprint, Hasher128, pass_integers};
 use super::node;
 use super::node_symmetry::next_combination;
 use super::shared::MemoKey;
@@ -182,25 +182,7 @@ impl<H: Hasher> Hasher for Renamed<'_, H> {
         }
     }
 
-    // The integers pass as they are (the inner hasher's own words, not bytes).
-    fn write_u8(&mut self, i: u8) {
-        self.inner.write_u8(i);
-    }
-    fn write_u16(&mut self, i: u16) {
-        self.inner.write_u16(i);
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.inner.write_u32(i);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.inner.write_u64(i);
-    }
-    fn write_u128(&mut self, i: u128) {
-        self.inner.write_u128(i);
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.inner.write_usize(i);
-    }
+    pass_integers!();
 }
 
 /// The fingerprint of client `c` of a state as `hash_client` takes it, and whether a token

@@ -156,6 +156,33 @@ impl Hasher for Hasher128 {
     }
 }
 
+/// The integer writes of a hasher that wraps another (`self.inner`) and changes only what
+/// is written as bytes (a token): each integer passes as it is, as the inner hasher's own
+/// word, not as bytes.
+macro_rules! pass_integers {
+    () => {
+        fn write_u8(&mut self, i: u8) {
+            self.inner.write_u8(i);
+        }
+        fn write_u16(&mut self, i: u16) {
+            self.inner.write_u16(i);
+        }
+        fn write_u32(&mut self, i: u32) {
+            self.inner.write_u32(i);
+        }
+        fn write_u64(&mut self, i: u64) {
+            self.inner.write_u64(i);
+        }
+        fn write_u128(&mut self, i: u128) {
+            self.inner.write_u128(i);
+        }
+        fn write_usize(&mut self, i: usize) {
+            self.inner.write_usize(i);
+        }
+    };
+}
+pub(crate) use pass_integers;
+
 /// An upper bound on the chance that two of `values` distinct values shared a fingerprint
 /// (and so a state was never explored), for an ideal 128-bit hash: n(n − 1) / 2¹²⁹.
 pub fn collision_bound(values: u64) -> f64 {

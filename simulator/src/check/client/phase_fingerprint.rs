@@ -27,7 +27,7 @@ use redlock_core::NodePermutation;
 
 use super::{PART_MEMO, Phase};
 use crate::check::client_symmetry::Owners;
-use crate::check::fingerprint::{Fingerprint, Hasher128};
+use crate::check::fingerprint::{Fingerprint, Hasher128, pass_integers};
 use crate::check::shared::{MemoKey, Shared};
 use crate::check::token;
 
@@ -95,25 +95,7 @@ impl Hasher for Unnamed<'_> {
         }
     }
 
-    // The integers pass as they are, as through `Renamed`.
-    fn write_u8(&mut self, i: u8) {
-        self.inner.write_u8(i);
-    }
-    fn write_u16(&mut self, i: u16) {
-        self.inner.write_u16(i);
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.inner.write_u32(i);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.inner.write_u64(i);
-    }
-    fn write_u128(&mut self, i: u128) {
-        self.inner.write_u128(i);
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.inner.write_usize(i);
-    }
+    pass_integers!();
 }
 
 /// `phase` renumbered by `perm` (as it is for `None`) hashed with its tokens' owners left
