@@ -587,9 +587,6 @@ mod tests {
         );
     }
 
-    /// Before Redis 7.0 the `SET` does not name the holder: a round lost to it, after which
-    /// the client waits, reads the holder on each node that refused (one more request there)
-    /// before the retry is reported, so that the waiter can tell the holder's release.
     /// A lost round is forgotten once decided: two acquisitions that lost alike (the same
     /// verdict at the same instant, their cleanups and outcomes taken) are equal whichever
     /// nodes answered before the verdict, and whatever came after it.
@@ -614,6 +611,9 @@ mod tests {
         assert_eq!(lost, lose(2, 0, Some(1)));
     }
 
+    /// Before Redis 7.0 the `SET` does not name the holder: a round lost to it, after which
+    /// the client waits, reads the holder on each node that refused (one more request there)
+    /// before the retry is reported, so that the waiter can tell the holder's release.
     #[test]
     fn a_lost_round_on_older_servers_reads_the_holders_it_will_wait_for() {
         use crate::{KeyReading, KeyValue, ServerGeneration};

@@ -4,9 +4,10 @@
 //! for 128 bits. The words are taken two at a time: each lane multiplies (full product,
 //! halves folded) one word mixed into its value by the other mixed into a constant, as
 //! wyhash and rapidhash do, so that a pair costs a lane one multiply where a word alone
-//! cost one (2.9 % of the instructions a state on `shipped-drift`, 4.1 % on `teeth-s5`). The lanes take the pair
-//! crossed, with their own constants and seeds, and each is finished by a full avalanche. The hash is fixed (no random seed), so two runs explore alike;
-//! a swarm member (`swarm.rs`) seeds both lanes with its own value, so that two
+//! cost one (2.9 % of the instructions a state on `shipped-drift`, 4.1 % on `teeth-s5`).
+//! The lanes take the pair crossed, with their own constants and seeds, and each is
+//! finished by a full avalanche. The hash is fixed (no random seed), so two runs explore
+//! alike; a swarm member (`swarm.rs`) seeds both lanes with its own value, so that two
 //! members' fingerprints, and so their collisions, differ.
 //! With `n` distinct values fingerprinted, the chance that two of them share a fingerprint
 //! is at most about n² / 2¹²⁹ for an ideal hash ([`collision_bound`]). A state's fingerprint
