@@ -469,6 +469,11 @@ proptest! {
             }
             prop_assert_eq!(&image, &renumbered(&original, &perm));
             hashes_as_renumbered(&original, &perm)?;
+            // Without its sets of holders, too.
+            let (mut without_copy, mut copy) = (Words::default(), Words::default());
+            original.hash_without_holder_sets(Some(&perm), &mut without_copy);
+            renumbered(&original, &perm).hash_without_holder_sets(None, &mut copy);
+            prop_assert_eq!(without_copy, copy);
             prop_assert_eq!(image.next_round(), original.next_round());
         }
         prop_assert_eq!(renumbered(&image, &perm.inverse()), original);

@@ -584,6 +584,45 @@ impl RenumberNodes for Waiting {
 
 impl HashRenumbered for Waiting {
     fn hash_renumbered<H: Hasher>(&self, perm: &NodePermutation, state: &mut H) {
+        self.hash_parts(Some(perm), true, state);
+    }
+}
+
+impl Waiting {
+    /// Its two sets of holders' tokens, each sorted: the holders the last lost round saw,
+    /// and those the early round running now was started on (either may be empty).
+    pub fn holder_sets(&self) -> [&[Token]; 2] {
+        match &self.state {
+            State::Running { early, .. } => [&[], early.as_ref().map_or(&[], |e| &e.seen)],
+            State::Between { seen, .. } => [seen, &[]],
+        }
+    }
+
+    /// Feeds `state` what its hash renumbered by `perm` (as it is for `None`) would, but
+    /// each of its [`holder_sets`](Self::holder_sets) as its length alone.
+    ///
+    /// The sets are kept sorted by their tokens, so renaming the tokens' owners (a model
+    /// checker's symmetry between clients) can change their order: a caller that hashes
+    /// tokens renamed hashes this and the sets renamed and sorted again beside it, and the
+    /// two together tell waits apart as the hash of the renamed wait does.
+    pub fn hash_without_holder_sets<H: Hasher>(
+        &self,
+        perm: Option<&NodePermutation>,
+        state: &mut H,
+    ) {
+        self.hash_parts(perm, false, state);
+    }
+
+    /// The words of the derived `Hash` of the wait renumbered by `perm` (as it is for
+    /// `None`), each set of holders in full (`sets`) or as its length.
+    fn hash_parts<H: Hasher>(&self, perm: Option<&NodePermutation>, sets: bool, state: &mut H) {
+        let hash_set = |set: &Vec<Token>, state: &mut H| {
+            if sets {
+                set.hash(state);
+            } else {
+                state.write_usize(set.len());
+            }
+        };
         // Every field, so that a field added to the wait must be added here.
         let Self {
             target,
@@ -600,16 +639,21 @@ impl HashRenumbered for Waiting {
                 // As a vector hashes: its length, then each notification, its node renamed.
                 state.write_usize(heard.len());
                 for heard in heard {
-                    match *heard {
-                        Heard::Notified { node, token } => Heard::Notified {
+                    match (*heard, perm) {
+                        (Heard::Notified { node, token }, Some(perm)) => Heard::Notified {
                             node: perm.node(node),
                             token,
                         }
                         .hash(state),
-                        Heard::ReleasedHere { .. } => heard.hash(state),
+                        _ => heard.hash(state),
                     }
                 }
-                early.hash(state);
+                // As an option of the early round hashes: its discriminant, then its fields.
+                std::mem::discriminant(early).hash(state);
+                if let Some(EarlyRound { seen, before }) = early {
+                    hash_set(seen, state);
+                    before.hash(state);
+                }
             }
             State::Between {
                 timer,
@@ -619,13 +663,19 @@ impl HashRenumbered for Waiting {
                 seen,
             } => {
                 (timer, wake_on_release).hash(state);
-                hash_permuted(nodes, perm, state);
-                (early, seen).hash(state);
+                match perm {
+                    Some(perm) => hash_permuted(nodes, perm, state),
+                    None => nodes.hash(state),
+                }
+                early.hash(state);
+                hash_set(seen, state);
             }
         }
         std::mem::discriminant(marks).hash(state);
-        if let Some(marks) = marks {
-            marks.hash_renumbered(perm, state);
+        match (marks, perm) {
+            (Some(marks), Some(perm)) => marks.hash_renumbered(perm, state),
+            (Some(marks), None) => marks.hash(state),
+            (None, _) => {}
         }
     }
 }

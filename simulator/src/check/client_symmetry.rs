@@ -85,6 +85,12 @@ impl Owners {
             .unwrap_or(client)
     }
 
+    /// Whether `name` is [`OTHER`], the name of every other client's tokens in a client's
+    /// own view.
+    pub(super) fn is_other(name: u8) -> bool {
+        name == OTHER
+    }
+
     /// The name `client`'s tokens take, and whether it is [`OTHER`].
     pub(super) fn name(&self, client: u8) -> (u8, bool) {
         let name = self.of(client);
@@ -485,6 +491,66 @@ mod tests {
             assert!(equivariant(file, 1_000) > 1_000, "{file}");
         }
     }
+
+    /// Walks `file`'s model depth first over up to `limit` states and, in each, for every
+    /// renaming of its clients, follows the renamed path from the initial state: the state
+    /// it reaches has the same canonical fingerprint (clients alone, and with node
+    /// symmetry). Deeper than [`equivariant`], which also compares the words of the
+    /// renamed state's hash with the image's, word for word, and so stops where a set of
+    /// tokens (a waiter's holders) is renamed out of its order.
+    fn fingerprints_equivariant(model: &Model, limit: usize) -> usize {
+        let file = &model.spec.name;
+        let perms = permutations(model.spec.clients);
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![(model.initial(), Vec::new())];
+        let mut checked = 0;
+        while let Some((s, path)) = stack.pop() {
+            if seen.len() >= limit || !seen.insert(plain(&s)) {
+                continue;
+            }
+            for to in &perms {
+                let image = path.iter().fold(model.initial(), |at, &a| {
+                    model.successor(&at, rename(a, to)).0
+                });
+                for nodes in [false, true] {
+                    let symmetry = Symmetry {
+                        clients: true,
+                        nodes,
+                    };
+                    assert_eq!(
+                        image.fingerprint(symmetry, 0),
+                        s.fingerprint(symmetry, 0),
+                        "{file}: {} renamed by {to:?}",
+                        model.describe(&s)
+                    );
+                }
+                checked += 1;
+            }
+            let mut actions = Vec::new();
+            model.actions(&s, &mut actions);
+            for &a in &actions {
+                let mut next = path.clone();
+                next.push(a);
+                stack.push((model.successor(&s, a).0, next));
+            }
+        }
+        checked
+    }
+
+    /// Three clients whose waits saw two holders each: renamed, a wait's set of holders is
+    /// in another order than the image keeps it, and its fingerprint must not see that.
+    /// (`teeth-s5`'s model at a horizon of two ticks and without its crash: the depth-first
+    /// walk reaches such waits within its first states.)
+    #[test]
+    fn a_state_and_its_renamed_image_share_a_fingerprint_deep_into_three_clients() {
+        let text = "name = \"three clients, two ticks\"\n[model]\nclients = 3\nttl_ticks = 6\n\
+                    horizon_ticks = 2\nwork_ticks = 3\nretries = 6\n\
+                    [expect]\noutcome = \"no-violation\"\n";
+        let model = Model::new(crate::check::parse(text, "inline").unwrap());
+        assert!(fingerprints_equivariant(&model, LIMIT) > LIMIT);
+    }
+
+    const LIMIT: usize = 20_000;
 
     /// A state reached by `steps` from the initial one of `file`.
     fn reached(model: &Model, steps: &[Action]) -> CheckState {

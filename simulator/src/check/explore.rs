@@ -8,8 +8,7 @@
 //! full). Both searches visit the same states: a distinct state is expanded once, whichever
 //! search reaches it, and every successor of it is generated; so the counts of states
 //! generated and distinct do not depend on where the search turned depth first, nor on
-//! the threads (tested), wherever the canonical form is exact (docs/simulator.md, "Client
-//! symmetry", says where it is not: three clients, a waiter's set of holders).
+//! the threads (tested).
 //!
 //! A counterexample's path is rebuilt from the trail of the breadth-first levels (each
 //! state there keeps the index of its parent and the step from it, 8 bytes) and, below

@@ -54,14 +54,7 @@ impl Client {
         // names a node.
         (self.clock, &self.strays, self.paused, self.acted).hash(&mut h);
         let perm_tag = perm.map_or(0, renumbering_tag);
-        let (phase, mut other) = phase_fingerprint(&self.phase, perm, perm_tag, owners, seed)
-            .unwrap_or_else(|| {
-                // More tokens than its list of owners holds: hashed whole, renamed.
-                part(&self.phase, key, owners, |phase, h| match perm {
-                    None => phase.hash(h),
-                    Some(perm) => phase.hash_renumbered(perm, h),
-                })
-            });
+        let (phase, mut other) = phase_fingerprint(&self.phase, perm, perm_tag, owners, seed);
         phase.hash(&mut h);
         (self.iteration, self.op, self.drawn).hash(&mut h);
         self.eligibility_fingerprint(perm, seed).hash(&mut h);

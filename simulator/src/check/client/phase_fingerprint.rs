@@ -23,10 +23,10 @@
 
 use std::hash::{Hash, Hasher};
 
-use redlock_core::NodePermutation;
+use redlock_core::{HashRenumbered, NodePermutation, Token};
 
 use super::{PART_MEMO, Phase};
-use crate::check::client_symmetry::Owners;
+use crate::check::client_symmetry::{Owners, Renamed};
 use crate::check::fingerprint::{Fingerprint, Hasher128, pass_integers};
 use crate::check::shared::{MemoKey, Shared};
 use crate::check::token;
@@ -112,25 +112,100 @@ fn skeleton(
         owners: OwnerList::default(),
         fits: true,
     };
-    match perm {
-        None => phase.hash(&mut unnamed),
-        Some(perm) => phase.hash_renumbered(perm, &mut unnamed),
-    }
+    hash_apart(phase, perm, &mut unnamed);
     let owners = unnamed.fits.then_some(unnamed.owners);
     (h.finish128(), owners)
 }
 
+/// `phase` hashed as its derived `Hash` (renumbered by `perm`, or as it is) would, but
+/// with its wait's sets of holders as their lengths alone
+/// ([`Waiting::hash_without_holder_sets`](redlock_core::Waiting::hash_without_holder_sets)).
+fn hash_apart<H: Hasher>(phase: &Phase, perm: Option<&NodePermutation>, h: &mut H) {
+    let Phase::Acquiring(acquiring) = phase else {
+        match perm {
+            None => phase.hash(h),
+            Some(perm) => phase.hash_renumbered(perm, h),
+        }
+        return;
+    };
+    std::mem::discriminant(phase).hash(h);
+    // Every field, so that a field added to the acquisition must be added here.
+    let super::Acquiring {
+        op,
+        machine,
+        round,
+        waiting,
+        lost_a_round,
+    } = acquiring;
+    op.hash(h);
+    match perm {
+        None => machine.hash(h),
+        Some(perm) => machine.hash_renumbered(perm, h),
+    }
+    round.hash(h);
+    waiting.hash_without_holder_sets(perm, h);
+    lost_a_round.hash(h);
+}
+
+/// The sets of holders' tokens of `phase`'s wait (none but while it acquires).
+fn holder_sets(phase: &Phase) -> [&[Token]; 2] {
+    match phase {
+        Phase::Acquiring(acquiring) => acquiring.waiting.holder_sets(),
+        _ => [&[], &[]],
+    }
+}
+
 /// The fingerprint of `phase` renumbered by `perm` (whose tag is `perm_tag`; 0 for as it
-/// is) with its tokens' owners named by `owners`, and whether a token was named `OTHER`:
-/// its skeleton and list of owners are remembered with it, once for every renaming.
-/// `None` when its tokens are more than a list holds: the caller hashes it whole.
+/// is) with its tokens' owners named by `owners`, and whether a token was named `OTHER`.
+/// Its skeleton and list of owners are remembered with it, once for every renaming (when
+/// its tokens are more than a list holds, it is hashed whole, renamed, for each); its
+/// wait's sets of holders are renamed and sorted again, as the renamed wait keeps them.
 pub(super) fn phase_fingerprint(
     phase: &Shared<Phase, PART_MEMO>,
     perm: Option<&NodePermutation>,
     perm_tag: u64,
     owners: &Owners,
     seed: u64,
-) -> Option<(Fingerprint, bool)> {
+) -> (Fingerprint, bool) {
+    let (fingerprint, other) = named(phase, perm, perm_tag, owners, seed);
+    with_holder_sets((fingerprint, other), phase, owners, seed)
+}
+
+/// `named`, the fingerprint and `OTHER` seen of `phase` but its wait's sets of holders,
+/// with those sets renamed by `owners` and sorted again.
+fn with_holder_sets(
+    (fingerprint, other): (Fingerprint, bool),
+    phase: &Phase,
+    owners: &Owners,
+    seed: u64,
+) -> (Fingerprint, bool) {
+    let sets = holder_sets(phase);
+    if sets.iter().all(|set| set.is_empty()) {
+        return (fingerprint, other);
+    }
+    let mut h = Hasher128::seeded(seed);
+    h.write_u128(fingerprint);
+    let mut other_in_sets = false;
+    for set in sets {
+        let mut renamed: Vec<Token> = set.iter().map(|&t| owners.rename(t)).collect();
+        renamed.sort_unstable();
+        h.write_usize(renamed.len());
+        for token in &renamed {
+            other_in_sets |= token::owner(token.as_bytes()).is_some_and(Owners::is_other);
+            h.write(token.as_bytes());
+        }
+    }
+    (h.finish128(), other || other_in_sets)
+}
+
+/// [`phase_fingerprint`] but the wait's sets of holders, which it leaves out.
+fn named(
+    phase: &Shared<Phase, PART_MEMO>,
+    perm: Option<&NodePermutation>,
+    perm_tag: u64,
+    owners: &Owners,
+    seed: u64,
+) -> (Fingerprint, bool) {
     let key = |bit| MemoKey {
         seed,
         tag: perm_tag | bit,
@@ -142,7 +217,14 @@ pub(super) fn phase_fingerprint(
         (list.unwrap_or_default().0, list.is_some())
     });
     if !fits {
-        return None;
+        // More tokens than a list holds: hashed whole, renamed, under this renaming.
+        return phase.memo().get_or(key(owners.tag() << 25), || {
+            let mut h = Hasher128::seeded(seed);
+            let mut renamed = Renamed::new(&mut h, *owners);
+            hash_apart(phase, perm, &mut renamed);
+            let other = renamed.saw_other();
+            (h.finish128(), other)
+        });
     }
     let (unnamed, _) = phase.memo().get_or(key(SKELETON), || {
         (made.unwrap_or_else(|| skeleton(phase, perm, seed).0), false)
@@ -157,7 +239,7 @@ pub(super) fn phase_fingerprint(
         other |= is_other;
         h.write_u8(name);
     }
-    Some((h.finish128(), other))
+    (h.finish128(), other)
 }
 
 #[cfg(test)]
@@ -167,7 +249,6 @@ mod tests {
     use redlock_core::NodePermutation;
 
     use super::*;
-    use crate::check::client_symmetry::{Owners, Renamed};
     use crate::check::model::{catalogue_model, walk_first_states};
     use crate::check::state::renumbering_tag;
 
@@ -183,16 +264,14 @@ mod tests {
         assert!(!OwnerList::default().push(8));
     }
 
-    /// The phase hashed whole with its tokens renamed, as before the skeleton.
+    /// The phase hashed whole with its tokens renamed (its wait's sets of holders beside,
+    /// renamed and sorted again), as before the skeleton.
     fn whole(phase: &Phase, perm: Option<&NodePermutation>, owners: &Owners) -> (u128, bool) {
         let mut h = Hasher128::seeded(3);
         let mut renamed = Renamed::new(&mut h, *owners);
-        match perm {
-            None => phase.hash(&mut renamed),
-            Some(perm) => phase.hash_renumbered(perm, &mut renamed),
-        }
+        hash_apart(phase, perm, &mut renamed);
         let other = renamed.saw_other();
-        (h.finish128(), other)
+        with_holder_sets((h.finish128(), other), phase, owners, 3)
     }
 
     /// Walks the first states of models of two and three clients that contend, wait and
@@ -221,7 +300,7 @@ mod tests {
                         for owners in &namings {
                             let (w, w_other) = whole(&client.phase, perm, owners);
                             let (k, k_other) =
-                                phase_fingerprint(&client.phase, perm, tag, owners, 3).unwrap();
+                                phase_fingerprint(&client.phase, perm, tag, owners, 3);
                             assert_eq!(w_other, k_other, "{file}");
                             seen_foreign += usize::from(w_other);
                             assert_eq!(*by_whole.entry(w).or_insert(k), k, "{file}");
