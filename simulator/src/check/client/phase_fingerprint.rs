@@ -29,6 +29,7 @@ use super::{PART_MEMO, Phase};
 use crate::check::client_symmetry::{Owners, Renamed};
 use crate::check::fingerprint::{Fingerprint, Hasher128, pass_integers};
 use crate::check::shared::{MemoKey, Shared};
+use crate::check::state::MAX_NODES;
 use crate::check::token;
 
 /// The owner every token takes in a skeleton (any one value does: all take it).
@@ -186,11 +187,23 @@ fn with_holder_sets(
     let mut h = Hasher128::seeded(seed);
     h.write_u128(fingerprint);
     let mut other_in_sets = false;
+    // A set holds a token a node at most: on the stack, for as many nodes as a check has.
+    let mut buffer = [Token::from_bytes([0; 16]); MAX_NODES];
+    let mut spilled = Vec::new();
     for set in sets {
-        let mut renamed: Vec<Token> = set.iter().map(|&t| owners.rename(t)).collect();
+        let renamed = if set.len() <= MAX_NODES {
+            &mut buffer[..set.len()]
+        } else {
+            spilled.clear();
+            spilled.resize(set.len(), Token::from_bytes([0; 16]));
+            &mut spilled[..]
+        };
+        for (slot, &token) in renamed.iter_mut().zip(set) {
+            *slot = owners.rename(token);
+        }
         renamed.sort_unstable();
         h.write_usize(renamed.len());
-        for token in &renamed {
+        for token in renamed.iter() {
             other_in_sets |= token::owner(token.as_bytes()).is_some_and(Owners::is_other);
             h.write(token.as_bytes());
         }
