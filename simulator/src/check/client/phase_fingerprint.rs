@@ -23,7 +23,7 @@
 
 use std::hash::{Hash, Hasher};
 
-use redlock_core::{HashRenumbered, NodePermutation, Token};
+use redlock_core::{NodePermutation, Token};
 
 use super::{PART_MEMO, Phase};
 use crate::check::client_symmetry::{Owners, Renamed};
@@ -130,22 +130,7 @@ fn hash_apart<H: Hasher>(phase: &Phase, perm: Option<&NodePermutation>, h: &mut 
         return;
     };
     std::mem::discriminant(phase).hash(h);
-    // Every field, so that a field added to the acquisition must be added here.
-    let super::Acquiring {
-        op,
-        machine,
-        round,
-        waiting,
-        lost_a_round,
-    } = acquiring;
-    op.hash(h);
-    match perm {
-        None => machine.hash(h),
-        Some(perm) => machine.hash_renumbered(perm, h),
-    }
-    round.hash(h);
-    waiting.hash_without_holder_sets(perm, h);
-    lost_a_round.hash(h);
+    acquiring.hash_fields(perm, h, |w, h| w.hash_without_holder_sets(perm, h));
 }
 
 /// The sets of holders' tokens of `phase`'s wait (none but while it acquires).

@@ -11,7 +11,7 @@
 
 use std::hash::{Hash, Hasher};
 
-use redlock_core::{Eligibility, HashRenumbered, NodePermutation, RenumberNodes};
+use redlock_core::{Eligibility, HashRenumbered, NodePermutation, RenumberNodes, Waiting};
 
 use super::connection::Conn;
 use super::lease::Lease;
@@ -188,23 +188,39 @@ impl Phase {
         std::mem::discriminant(self).hash(h);
         match self {
             Self::Acquiring(acquiring) => {
-                // Every field, so that a field added to the acquisition must be added here.
-                let Acquiring {
-                    op,
-                    machine,
-                    round,
-                    waiting,
-                    lost_a_round,
-                } = acquiring;
-                op.hash(h);
-                machine.hash_renumbered(perm, h);
-                round.hash(h);
-                waiting.hash_renumbered(perm, h);
-                lost_a_round.hash(h);
+                acquiring.hash_fields(Some(perm), h, |w, h| w.hash_renumbered(perm, h));
             }
             Self::Holding(lease) => lease.hash_renumbered(perm, h),
             Self::Idle | Self::Done => {}
         }
+    }
+}
+
+impl Acquiring {
+    /// Hashes its fields in order, as its derived `Hash` does (renumbered by `perm`, or as
+    /// it is for `None`), its wait by `hash_waiting`.
+    pub(super) fn hash_fields<H: Hasher>(
+        &self,
+        perm: Option<&NodePermutation>,
+        h: &mut H,
+        hash_waiting: impl FnOnce(&Waiting, &mut H),
+    ) {
+        // Every field, so that a field added to the acquisition must be added here.
+        let Self {
+            op,
+            machine,
+            round,
+            waiting,
+            lost_a_round,
+        } = self;
+        op.hash(h);
+        match perm {
+            None => machine.hash(h),
+            Some(perm) => machine.hash_renumbered(perm, h),
+        }
+        round.hash(h);
+        hash_waiting(waiting, h);
+        lost_a_round.hash(h);
     }
 }
 
