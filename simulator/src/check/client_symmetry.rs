@@ -78,7 +78,8 @@ impl Owners {
         (view.tag != self.tag).then_some(view)
     }
 
-    fn of(&self, client: u8) -> u8 {
+    /// The name `client`'s tokens take.
+    pub(super) fn of(&self, client: u8) -> u8 {
         self.names
             .get(usize::from(client))
             .copied()
@@ -89,12 +90,6 @@ impl Owners {
     /// own view.
     pub(super) fn is_other(name: u8) -> bool {
         name == OTHER
-    }
-
-    /// The name `client`'s tokens take, and whether it is [`OTHER`].
-    pub(super) fn name(&self, client: u8) -> (u8, bool) {
-        let name = self.of(client);
-        (name, name == OTHER)
     }
 
     /// Every renaming the canonical forms hash a client of `count` under: as they are,
@@ -181,7 +176,7 @@ impl<H: Hasher> Hasher for Renamed<'_, H> {
                 let mut renamed = [0; 16];
                 renamed.copy_from_slice(bytes);
                 renamed[0] = self.owners.of(client);
-                self.other |= renamed[0] == OTHER;
+                self.other |= Owners::is_other(renamed[0]);
                 self.inner.write(&renamed);
             }
             None => self.inner.write(bytes),

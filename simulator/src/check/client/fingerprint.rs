@@ -45,15 +45,15 @@ impl Client {
         }
         // The renumbering (25 bits) and the renaming (32 bits) a part's fingerprint is
         // remembered under.
+        let perm_tag = perm.map_or(0, renumbering_tag);
         let key = MemoKey {
             seed,
-            tag: perm.map_or(0, renumbering_tag) | owners.tag() << 25,
+            tag: perm_tag | owners.tag() << 25,
         };
         let mut h = Hasher128::seeded(seed);
         // The fields of its own, in the order of the derived `Hash`: none holds a token or
         // names a node.
         (self.clock, &self.strays, self.paused, self.acted).hash(&mut h);
-        let perm_tag = perm.map_or(0, renumbering_tag);
         let (phase, mut other) = phase_fingerprint(&self.phase, perm, perm_tag, owners, seed);
         phase.hash(&mut h);
         (self.iteration, self.op, self.drawn).hash(&mut h);

@@ -153,12 +153,33 @@ pub(super) fn phase_fingerprint(
     owners: &Owners,
     seed: u64,
 ) -> (Fingerprint, bool) {
-    let (fingerprint, other) = named(phase, perm, perm_tag, owners, seed);
-    with_holder_sets((fingerprint, other), phase, owners, seed)
+    let key = |bit| MemoKey {
+        seed,
+        tag: perm_tag | bit,
+    };
+    let mut made = None;
+    let (list, fits) = phase.memo().get_or(key(LIST), || {
+        let (fingerprint, list) = skeleton(phase, perm, seed);
+        made = Some(fingerprint);
+        (list.unwrap_or_default().0, list.is_some())
+    });
+    let named = if fits {
+        named(phase, OwnerList(list), made, key(SKELETON), perm, owners)
+    } else {
+        // More tokens than a list holds: hashed whole, renamed, under this renaming.
+        phase.memo().get_or(key(owners.tag() << 25), || {
+            let mut h = Hasher128::seeded(seed);
+            let mut renamed = Renamed::new(&mut h, *owners);
+            hash_apart(phase, perm, &mut renamed);
+            let other = renamed.saw_other();
+            (h.finish128(), other)
+        })
+    };
+    with_holder_sets(named, phase, owners, seed)
 }
 
-/// `named`, the fingerprint and `OTHER` seen of `phase` but its wait's sets of holders,
-/// with those sets renamed by `owners` and sorted again.
+/// The fingerprint and `OTHER` seen of `phase` but its wait's sets of holders, with those
+/// sets renamed by `owners` and sorted again.
 fn with_holder_sets(
     (fingerprint, other): (Fingerprint, bool),
     phase: &Phase,
@@ -196,45 +217,28 @@ fn with_holder_sets(
     (h.finish128(), other || other_in_sets)
 }
 
-/// [`phase_fingerprint`] but the wait's sets of holders, which it leaves out.
+/// The fingerprint of a phase whose tokens' owners fit its `list` (in the order they were
+/// hashed), and whether one is named `OTHER` by `owners`: its skeleton's fingerprint
+/// (remembered under `key`, or `made` just now) and the owners' names.
 fn named(
     phase: &Shared<Phase, PART_MEMO>,
+    list: OwnerList,
+    made: Option<Fingerprint>,
+    key: MemoKey,
     perm: Option<&NodePermutation>,
-    perm_tag: u64,
     owners: &Owners,
-    seed: u64,
 ) -> (Fingerprint, bool) {
-    let key = |bit| MemoKey {
-        seed,
-        tag: perm_tag | bit,
-    };
-    let mut made = None;
-    let (list, fits) = phase.memo().get_or(key(LIST), || {
-        let (fingerprint, list) = skeleton(phase, perm, seed);
-        made = Some(fingerprint);
-        (list.unwrap_or_default().0, list.is_some())
-    });
-    if !fits {
-        // More tokens than a list holds: hashed whole, renamed, under this renaming.
-        return phase.memo().get_or(key(owners.tag() << 25), || {
-            let mut h = Hasher128::seeded(seed);
-            let mut renamed = Renamed::new(&mut h, *owners);
-            hash_apart(phase, perm, &mut renamed);
-            let other = renamed.saw_other();
-            (h.finish128(), other)
-        });
-    }
-    let (unnamed, _) = phase.memo().get_or(key(SKELETON), || {
+    let seed = key.seed;
+    let (unnamed, _) = phase.memo().get_or(key, || {
         (made.unwrap_or_else(|| skeleton(phase, perm, seed).0), false)
     });
-    let list = OwnerList(list);
     let mut h = Hasher128::seeded(seed);
     h.write_u128(unnamed);
     h.write_usize(list.len());
     let mut other = false;
     for owner in list.iter() {
-        let (name, is_other) = owners.name(owner);
-        other |= is_other;
+        let name = owners.of(owner);
+        other |= Owners::is_other(name);
         h.write_u8(name);
     }
     (h.finish128(), other)
