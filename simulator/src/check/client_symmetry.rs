@@ -364,6 +364,10 @@ mod tests {
                 node,
                 link,
             },
+            Action::Revive { client, node } => Action::Revive {
+                client: c(client),
+                node,
+            },
             other => other,
         }
     }

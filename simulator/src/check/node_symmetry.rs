@@ -343,6 +343,10 @@ mod tests {
             },
             Action::Crash(node) => Action::Crash(n(node)),
             Action::Restart(node) => Action::Restart(n(node)),
+            Action::Revive { client, node } => Action::Revive {
+                client,
+                node: n(node),
+            },
             Action::Jump(node) => Action::Jump(n(node)),
             other => other,
         }

@@ -223,7 +223,10 @@ impl Numbering {
                 per_link(client, node) * 2 + usize::from(link == Link::Notice),
             ),
             Action::Pause(c) => (PAUSE, usize::from(c)),
-            Action::Tick { .. } | Action::Start(_) | Action::Resume(_) => return None,
+            // A restart with a delivery is taken whole, never put to sleep.
+            Action::Tick { .. } | Action::Start(_) | Action::Resume(_) | Action::Revive { .. } => {
+                return None;
+            }
         };
         Some(self.starts[group]? + offset as u8)
     }
@@ -295,7 +298,7 @@ struct Footprint {
 /// acquiring then (a client becomes one only by a start or by a new acquisition, which
 /// takes a token: see [`independent`]); a crash breaks every client's connection to the
 /// node (all clients).
-fn footprint(state: &CheckState, action: Action) -> Option<Footprint> {
+fn footprint(model: &Model, state: &CheckState, action: Action) -> Option<Footprint> {
     let all = u8::MAX;
     let one = |i: u8| 1u8 << i;
     let acquiring = state
@@ -342,8 +345,16 @@ fn footprint(state: &CheckState, action: Action) -> Option<Footprint> {
         Action::Deliver { client, .. } => (one(client), 0, false, false),
         Action::Drop { client, .. } | Action::Delay { client, .. } => (one(client), 0, true, false),
         Action::Crash(n) => (all, one(n), true, false),
+        // Taken lazily once no fault can follow (`Model::actions`), a restart is enabled
+        // only while true time may move on, which a step that sends a command ends: then
+        // it is dependent on every step, as a tick is.
+        Action::Restart(_) if state.faults_used >= model.spec.fault_budget => return None,
         Action::Restart(n) => (0, one(n), false, false),
         Action::Jump(n) => (0, one(n), true, false),
+        Action::Revive { client, node } => {
+            let (clients, release) = performs(client, node);
+            (clients, one(node), false, release)
+        }
     };
     Some(Footprint {
         clients,
@@ -366,7 +377,7 @@ fn independent(model: &Model, state: &CheckState, a: (Action, u8), b: (Action, u
     if effects_conflict(a.1, b.1) {
         return false;
     }
-    let (Some(fa), Some(fb)) = (footprint(state, a.0), footprint(state, b.0)) else {
+    let (Some(fa), Some(fb)) = (footprint(model, state, a.0), footprint(model, state, b.0)) else {
         return false;
     };
     if fa.fault && fb.fault {
