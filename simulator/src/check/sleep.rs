@@ -349,7 +349,10 @@ fn footprint(model: &Model, state: &CheckState, action: Action) -> Option<Footpr
         // only while true time may move on, which a step that sends a command ends: then
         // it is dependent on every step, as a tick is.
         Action::Restart(_) if state.faults_used >= model.spec.fault_budget => return None,
-        Action::Restart(n) => (0, one(n), false, false),
+        // Before, it is enabled as its node allows; the fault that spends the budget's last
+        // may disable it (true time may then not move on): it counts as a fault here, so
+        // that it is dependent on every fault.
+        Action::Restart(n) => (0, one(n), true, false),
         Action::Jump(n) => (0, one(n), true, false),
         Action::Revive { client, node } => {
             let (clients, release) = performs(client, node);
