@@ -4,13 +4,16 @@
 //! A request that is a future costs its operation a boxed future (its lane, admission and
 //! deadline: 1.6 KB), a node in the operation's `FuturesUnordered`, a reply slot and the
 //! wake-ups through each. The routine case needs none of it: a `SET … NX` or a release whose
-//! lane is free, whose connection is open and already carries other requests (a lone command
-//! goes straight to redis-rs instead, `pipe.rs`), and which the core admits as it is. Such a
+//! lane is free, whose connection is open, and which the core admits as it is. Such a
 //! request is admitted and queued on the spot, while its operation sends ([`Direct::send`]);
 //! its answer comes back, by the request's number, into one [`Inbox`] per operation, and its
-//! deadline is one entry here, which the operation's one timer covers (`flight.rs`). Anything
-//! else (a lane to wait for, a connection to open or identify, a probe, a command of several
-//! calls) stays a request future, as before.
+//! deadline is one entry here, which the operation's one timer covers (`flight.rs`). A
+//! request alone on its connection is not queued (the queue's driver would only add hops,
+//! `pipe.rs`): it goes straight to redis-rs, as a call its entry holds and the operation
+//! polls, a future of a few hundred bytes in place of the request future's 1.6 KB and its
+//! node in the operation's `FuturesUnordered`. Anything else (a lane to wait for, a
+//! connection to open or identify, a probe, a command of several calls) stays a request
+//! future, as before.
 //!
 //! What the lanes, the core and the queue guarantee holds unchanged. The lane's gate is
 //! installed before the command is queued and opens when the request ends (answered, cut by
@@ -30,7 +33,7 @@
 //! `Redlock::settle` then does).
 
 use std::sync::{Arc, Mutex};
-use std::task::Context;
+use std::task::{Context, Poll};
 
 use futures::task::AtomicWaker;
 use redis::{RedisResult, Value};
@@ -39,7 +42,7 @@ use tokio::time::Instant;
 use super::flight::Completion;
 use super::lanes::OpensOnDrop;
 use super::lock;
-use super::node::{Decided, Nodes, QueuedOn};
+use super::node::{Decided, Nodes, QueuedOn, StraightCall};
 use super::wire::{self, LockAnswer, OneCall};
 use redlock_core::{Command, ConnectionId, NodeFailure, Reply, RequestId, Timestamp, Transmit};
 
@@ -78,6 +81,9 @@ struct Entry {
     /// Opens the lane's gate when the request ends; `None` once it has ended for its
     /// operation and only a release's `NOSCRIPT` fallback is still awaited.
     done: Option<OpensOnDrop>,
+    /// The call that sent it straight, alone on its connection, until it has its answer
+    /// (which then comes from here, not from the inbox).
+    straight: Option<StraightCall>,
 }
 
 /// How a direct request's answer is read.
@@ -161,7 +167,7 @@ impl Direct {
             .nodes
             .queue_direct(index, command, now, &mut self.inbox, number)
         {
-            Ok((on, call, command)) => {
+            Ok((on, call, command, straight)) => {
                 if self.entries.capacity() == 0 {
                     // Room for one request per node, and as many answers taken at once: the
                     // two buffers of the operation's direct requests, allocated once.
@@ -189,6 +195,7 @@ impl Direct {
                     deadline,
                     reading,
                     done: Some(done),
+                    straight,
                 });
                 Ok(())
             }
@@ -231,6 +238,30 @@ impl Direct {
         if self.entries.is_empty() {
             return None;
         }
+        // The straight calls: each polled with the operation's waker (at most one per node,
+        // so no set of wakers of their own). The first poll of one sends it.
+        let mut at = 0;
+        while at < self.entries.len() {
+            let answer = match &mut self.entries[at].straight {
+                Some(call) => match call.as_mut().poll(cx) {
+                    Poll::Ready(answer) => answer,
+                    Poll::Pending => {
+                        at += 1;
+                        continue;
+                    }
+                },
+                None => {
+                    at += 1;
+                    continue;
+                }
+            };
+            self.entries[at].straight = None;
+            if let Some(done) = self.answered(at, answer) {
+                return Some(done);
+            }
+            // `at` now holds the next entry (this one was removed), or this one without its
+            // call (it waits for the script sent whole): either way, looked at again.
+        }
         if let Some(inbox) = &self.inbox {
             // Registered before the look: an answer delivered after it wakes the task.
             inbox.waker.register(cx.waker());
@@ -262,8 +293,12 @@ impl Direct {
         if let Reading::Release(release) = &mut entry.reading
             && release.by_hash
             && wire::wants_whole(&answer)
-            && let Some(inbox) = &self.inbox
             && let Some((whole, _)) = wire::one_call(&release.command, false)
+            // A straight call's operation may have no inbox yet: the script sent whole is
+            // answered through it.
+            && let inbox = self
+                .inbox
+                .get_or_insert_with(|| Arc::new(Inbox::with_room(self.nodes.len())))
             // Refused only when the driver has stopped: the answer is then read as it is.
             && release.on.follow(whole, inbox, self.next).is_ok()
         {

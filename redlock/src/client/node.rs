@@ -25,7 +25,7 @@ use super::expiry::Expiry;
 use super::identity;
 use super::lanes::Gate;
 use super::lock;
-use super::pipe::{Closer, Pipe};
+use super::pipe::{Closer, Pipe, Placed};
 use super::wire::{self, OneCall, classify, connection_lost};
 use redlock_core::{
     Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId,
@@ -57,9 +57,14 @@ pub(crate) struct Decided {
 pub(crate) type NotQueued = (Command, Option<Box<Decided>>);
 
 /// A command a direct attempt queued: the connection it went out on, how to read its answer,
-/// and the command itself (in the form its server takes), which a release by hash needs
-/// again if the node answers `NOSCRIPT`.
-pub(crate) type Queued = (QueuedOn, OneCall, Command);
+/// the command itself (in the form its server takes), which a release by hash needs
+/// again if the node answers `NOSCRIPT`, and the call that sends it straight when it was
+/// alone on the connection.
+pub(crate) type Queued = (QueuedOn, OneCall, Command, Option<StraightCall>);
+
+/// A direct request sent straight to its connection, alone on it: the operation polls it.
+/// It holds the connection's claim ([`Straight`](super::pipe::Straight)) until it ends.
+pub(crate) type StraightCall = BoxFuture<'static, redis::RedisResult<redis::Value>>;
 
 /// The connection a direct request was queued on. Held, it keeps the connection's driver
 /// running (`pipe.rs`): a release by hash holds it until it ends, so that a `NOSCRIPT`
@@ -225,12 +230,14 @@ impl Nodes {
 
     /// Queues `command`, a lock request (`SET … NX`) or a release, for node `index`'s next
     /// batch, its answer going to `inbox` (made here on first use) under `number`: the direct
-    /// request of `direct.rs`, with no future of its own. Only when everything is ready and
-    /// routine: the connection open, something else unanswered on it (a lone command goes
-    /// straight, as a request of its own), and the core admitting the command at `now` as it
-    /// is. Anything else hands the command back, with the admission the core gave if it gave
-    /// one (it may have handed out a probe, which the request must then send). A release goes
-    /// by the script's hash once the connection has loaded the scripts, as a request future's.
+    /// request of `direct.rs`, with no future of its own. A command that would be alone on
+    /// the connection goes straight instead, as the call handed back ([`StraightCall`]),
+    /// which the operation polls (its answer is its own, not the inbox's). Only when
+    /// everything is ready and routine: the connection open, and the core admitting the
+    /// command at `now` as it is. Anything else hands the command back, with the admission
+    /// the core gave if it gave one (it may have handed out a probe, which the request must
+    /// then send). A release goes by the script's hash once the connection has loaded the
+    /// scripts, as a request future's.
     pub(crate) fn queue_direct(
         &self,
         index: usize,
@@ -239,13 +246,11 @@ impl Nodes {
         inbox: &mut Option<Arc<Inbox>>,
         number: u64,
     ) -> Result<Queued, NotQueued> {
-        // Looked at in place: a lone command (the rule with few operations at once) goes
-        // back without a clone of the connection.
-        let Some((node, connection)) = self.nodes.get(index).and_then(|node| {
-            let current = lock(&node.current);
-            let busy = current.as_ref().filter(|open| open.state.pipe.busy());
-            Some((node, busy?.clone()))
-        }) else {
+        let Some((node, connection)) = self
+            .nodes
+            .get(index)
+            .and_then(|node| Some((node, node.open()?)))
+        else {
             return Err((command, None));
         };
         let admission = lock(&self.eligibility).admit(node.id, connection.id, &command, now);
@@ -262,18 +267,28 @@ impl Nodes {
         let Some((cmd, call)) = wire::one_call(&command, by_hash) else {
             return Err((command, Some(Box::new(sent(connection)))));
         };
-        let inbox = inbox.get_or_insert_with(|| Arc::new(Inbox::with_room(self.nodes.len())));
-        match connection.state.pipe.enqueue(cmd, inbox, number) {
-            Ok(()) => {
-                let on = QueuedOn {
-                    id: connection.id,
-                    state: connection.state,
-                };
-                Ok((on, call, command))
+        let inbox = || {
+            let made = inbox.get_or_insert_with(|| Arc::new(Inbox::with_room(self.nodes.len())));
+            Arc::clone(made)
+        };
+        let straight = match connection.state.pipe.place(cmd, inbox, number) {
+            Ok(Placed::Queued) => None,
+            Ok(Placed::Alone(cmd, claim)) => {
+                let mut multiplexed = connection.multiplexed;
+                let straight: StraightCall = Box::pin(async move {
+                    let _claim = claim;
+                    cmd.query_async(&mut multiplexed).await
+                });
+                Some(straight)
             }
-            // Alone after all (what was out has been answered meanwhile), or the driver stopped.
-            Err(_) => Err((command, Some(Box::new(sent(connection))))),
-        }
+            // The driver stopped: the request sends it straight, as the queue's own does then.
+            Err(_) => return Err((command, Some(Box::new(sent(connection))))),
+        };
+        let on = QueuedOn {
+            id: connection.id,
+            state: connection.state,
+        };
+        Ok((on, call, command, straight))
     }
 
     /// How long opening a connection to node `index` may take: the bound on a release by

@@ -19,8 +19,11 @@
 //!
 //! A request's answer goes to a reply slot of its own ([`Pipe::send`], for a request that is a
 //! future awaiting it), or to its operation's [`Inbox`] under the request's number
-//! ([`Pipe::enqueue`], for a direct request, `direct.rs`, which is no future at all; and
-//! [`Pipe::follow`] for the script a direct release sends whole after `NOSCRIPT`).
+//! ([`Pipe::place`], for a direct request, `direct.rs`, which is no future at all; and
+//! [`Pipe::follow`] for the script a direct release sends whole after `NOSCRIPT`). A direct
+//! request that finds itself alone is handed back with its claim on the connection
+//! ([`Placed::Alone`]): it goes straight, as the call its operation polls in place of a
+//! request future.
 //!
 //! Order: the lanes (`lanes.rs`) see to the order of one resource's commands on a node (a
 //! command starts only once the previous one of its resource has its answer), so the order
@@ -113,28 +116,39 @@ impl Pipe {
         (pipe.clone(), Closer(pipe))
     }
 
-    /// Whether something is queued or unanswered on the connection, with its driver running:
-    /// a command sent now would join a batch rather than go straight.
-    pub(crate) fn busy(&self) -> bool {
-        let queue = lock(&self.0.queue);
-        !queue.closed && queue.unanswered > 0
-    }
-
-    /// Queues `cmd` for the next batch, its answer for `inbox` under `number`. Refused (`cmd`
-    /// handed back) when the command would be alone on the connection, or its driver has
-    /// stopped: the caller then sends it as a request of its own ([`Pipe::send`]).
-    pub(crate) fn enqueue(
+    /// Queues `cmd` for the next batch, its answer for `inbox` (taken only then) under
+    /// `number`; or, when it would be alone on the connection, hands it back with the claim
+    /// that makes it the one unanswered request ([`Placed::Alone`]): its caller sends it
+    /// straight. Refused (`cmd` handed back) when the driver has stopped: the caller then
+    /// sends it as a request of its own ([`Pipe::send`]).
+    pub(crate) fn place(
         &self,
         cmd: redis::Cmd,
-        inbox: &Arc<Inbox>,
+        inbox: impl FnOnce() -> Arc<Inbox>,
         number: u64,
-    ) -> Result<(), redis::Cmd> {
-        self.push(cmd, inbox, number, true)
+    ) -> Result<Placed, redis::Cmd> {
+        let wake = {
+            let mut queue = lock(&self.0.queue);
+            if queue.closed {
+                return Err(cmd);
+            }
+            queue.unanswered += 1;
+            if queue.unanswered == 1 {
+                return Ok(Placed::Alone(cmd, Straight(Arc::clone(&self.0))));
+            }
+            queue.pipeline.add_command(cmd);
+            queue.answers.push(Answer::Inbox(inbox(), number));
+            std::mem::take(&mut queue.idle)
+        };
+        if wake {
+            self.0.driver.wake();
+        }
+        Ok(Placed::Queued)
     }
 
     /// Queues `cmd` for the next batch, its answer for `inbox` under `number`, even when it
     /// is alone on the connection: for a direct request's second call (a release's script
-    /// sent whole after `NOSCRIPT`), which has no future to go straight with. Refused only
+    /// sent whole after `NOSCRIPT`), which has no straight call of its own. Refused only
     /// when the driver has stopped (the caller holds the connection, so it is not closed
     /// otherwise).
     pub(crate) fn follow(
@@ -143,19 +157,9 @@ impl Pipe {
         inbox: &Arc<Inbox>,
         number: u64,
     ) -> Result<(), redis::Cmd> {
-        self.push(cmd, inbox, number, false)
-    }
-
-    fn push(
-        &self,
-        cmd: redis::Cmd,
-        inbox: &Arc<Inbox>,
-        number: u64,
-        only_behind_others: bool,
-    ) -> Result<(), redis::Cmd> {
         let wake = {
             let mut queue = lock(&self.0.queue);
-            if queue.closed || (only_behind_others && queue.unanswered == 0) {
+            if queue.closed {
                 return Err(cmd);
             }
             queue.unanswered += 1;
@@ -192,7 +196,7 @@ impl Pipe {
         let (answered, wake) = match queued {
             Ok(queued) => queued,
             Err(cmd) => {
-                let _answered = Straight(&self.0);
+                let _answered = Straight(Arc::clone(&self.0));
                 return cmd.query_async(connection).await;
             }
         };
@@ -206,10 +210,21 @@ impl Pipe {
     }
 }
 
-/// Counts a straight request answered when it ends, answered or given up.
-struct Straight<'a>(&'a Shared);
+/// Where [`Pipe::place`] put a command.
+pub(crate) enum Placed {
+    /// In the next batch: its answer goes to the inbox.
+    Queued,
+    /// Nowhere: it is alone on the connection, and goes straight, holding the claim until it
+    /// ends (the commands placed meanwhile are queued behind it).
+    Alone(redis::Cmd, Straight),
+}
 
-impl Drop for Straight<'_> {
+/// A straight request's claim on its connection: while it is held, the request counts as
+/// unanswered, and the commands placed meanwhile join a batch. Dropped when the request
+/// ends, answered or given up.
+pub(crate) struct Straight(Arc<Shared>);
+
+impl Drop for Straight {
     fn drop(&mut self) {
         lock(&self.0.queue).unanswered -= 1;
     }
