@@ -351,3 +351,40 @@ fn hand_out(result: RedisResult<Vec<Value>>, answers: &mut Vec<Answer>) {
         answer.give(Err(error.clone()));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A queue with no driver and no connection: what [`Pipe::place`] decides.
+    fn queue() -> Pipe {
+        Pipe(Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            driver: AtomicWaker::new(),
+        }))
+    }
+
+    fn place(pipe: &Pipe, inbox: &Arc<Inbox>, number: u64) -> Result<Placed, redis::Cmd> {
+        pipe.place(redis::cmd("PING"), || Arc::clone(inbox), number)
+    }
+
+    #[test]
+    fn a_command_alone_goes_straight_and_those_placed_while_it_is_out_queue_behind_it() {
+        let pipe = queue();
+        let inbox = Arc::new(Inbox::with_room(4));
+        let Ok(Placed::Alone(_, claim)) = place(&pipe, &inbox, 0) else {
+            panic!("nothing is out: the first command goes straight");
+        };
+        assert!(matches!(place(&pipe, &inbox, 1), Ok(Placed::Queued)));
+        // The straight one answered: the queued one is still out, so the next joins it.
+        drop(claim);
+        assert!(matches!(place(&pipe, &inbox, 2), Ok(Placed::Queued)));
+        assert_eq!(lock(&pipe.0.queue).answers.len(), 2);
+        // Both queued ones answered (as the driver counts them): alone again.
+        lock(&pipe.0.queue).unanswered -= 2;
+        assert!(matches!(place(&pipe, &inbox, 3), Ok(Placed::Alone(..))));
+        // The driver stopped: refused, whatever is out.
+        lock(&pipe.0.queue).closed = true;
+        assert!(place(&pipe, &inbox, 4).is_err());
+    }
+}
