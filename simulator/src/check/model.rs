@@ -854,6 +854,12 @@ mod tests {
                 "horizon_ticks = 4",
             ),
             ("no-restart-quarantine.toml", "", ""),
+            // Two crashes: restarts are eager until the second spends the budget.
+            (
+                "teeth-s4-two-crashes.toml",
+                "horizon_ticks = 8\nwork_ticks = 3\nretries = 6",
+                "horizon_ticks = 1\nwork_ticks = 3\nretries = 0",
+            ),
         ];
         for (file, from, to) in cases {
             let path = format!("{}/checks/{file}", env!("CARGO_MANIFEST_DIR"));
