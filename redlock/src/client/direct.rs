@@ -42,7 +42,8 @@ use tokio::time::Instant;
 use super::flight::Completion;
 use super::lanes::OpensOnDrop;
 use super::lock;
-use super::node::{Decided, Nodes, QueuedOn, StraightCall};
+use super::node::{Decided, Nodes, QueuedOn};
+use super::pipe::StraightCall;
 use super::wire::{self, LockAnswer, OneCall};
 use redlock_core::{Command, ConnectionId, NodeFailure, Reply, RequestId, Timestamp, Transmit};
 
@@ -238,12 +239,13 @@ impl Direct {
         if self.entries.is_empty() {
             return None;
         }
-        // The straight calls: each polled with the operation's waker (at most one per node,
-        // so no set of wakers of their own). The first poll of one sends it.
+        // The straight calls (at most one per connection), each polled only when its
+        // connection's waker says it may have moved (`StraightCall::poll`). The first poll
+        // of one sends it.
         let mut at = 0;
         while at < self.entries.len() {
             let answer = match &mut self.entries[at].straight {
-                Some(call) => match call.as_mut().poll(cx) {
+                Some(call) => match call.poll(cx) {
                     Poll::Ready(answer) => answer,
                     Poll::Pending => {
                         at += 1;

@@ -25,7 +25,7 @@ use super::expiry::Expiry;
 use super::identity;
 use super::lanes::Gate;
 use super::lock;
-use super::pipe::{Closer, Pipe, Placed};
+use super::pipe::{Closer, Pipe, Placed, StraightCall};
 use super::wire::{self, OneCall, classify, connection_lost};
 use redlock_core::{
     Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId,
@@ -61,10 +61,6 @@ pub(crate) type NotQueued = (Command, Option<Box<Decided>>);
 /// again if the node answers `NOSCRIPT`, and the call that sends it straight when it was
 /// alone on the connection.
 pub(crate) type Queued = (QueuedOn, OneCall, Command, Option<StraightCall>);
-
-/// A direct request sent straight to its connection, alone on it: the operation polls it.
-/// It holds the connection's claim ([`Straight`](super::pipe::Straight)) until it ends.
-pub(crate) type StraightCall = BoxFuture<'static, redis::RedisResult<redis::Value>>;
 
 /// The connection a direct request was queued on. Held, it keeps the connection's driver
 /// running (`pipe.rs`): a release by hash holds it until it ends, so that a `NOSCRIPT`
@@ -275,11 +271,8 @@ impl Nodes {
             Ok(Placed::Queued) => None,
             Ok(Placed::Alone(cmd, claim)) => {
                 let mut multiplexed = connection.multiplexed;
-                let straight: StraightCall = Box::pin(async move {
-                    let _claim = claim;
-                    cmd.query_async(&mut multiplexed).await
-                });
-                Some(straight)
+                let call = Box::pin(async move { cmd.query_async(&mut multiplexed).await });
+                Some(StraightCall::new(claim, call))
             }
             // The driver stopped: the request sends it straight, as the queue's own does then.
             Err(_) => return Err((command, Some(Box::new(sent(connection))))),

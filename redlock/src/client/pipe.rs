@@ -32,10 +32,12 @@
 //! up meanwhile (its answer is then dropped): for the core that is a request cut after it was
 //! sent, which it already expects of a node that left one unanswered (`Eligibility`).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::Poll;
+use std::task::{Context, Poll, Wake, Waker};
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::stream::FuturesOrdered;
 use futures::task::AtomicWaker;
 use redis::aio::MultiplexedConnection;
@@ -53,6 +55,30 @@ struct Shared {
     queue: Mutex<Queue>,
     /// The driver task, waiting for work.
     driver: AtomicWaker,
+    /// The straight call out on the connection, if any (at most one: [`Straight`]).
+    straight: StraightWake,
+}
+
+/// Whether the connection's straight call was woken since its operation last polled it,
+/// and that operation's task: the call is polled with the connection's own waker (this
+/// `Shared`, [`Wake`]), so that its operation polls it only when it may have moved, not at
+/// every wake-up of the operation.
+#[derive(Default)]
+struct StraightWake {
+    woken: AtomicBool,
+    task: AtomicWaker,
+}
+
+/// Wakes the operation of the connection's straight call, marking the call woken.
+impl Wake for Shared {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.straight.woken.store(true, Ordering::Release);
+        self.straight.task.wake();
+    }
 }
 
 #[derive(Default)]
@@ -110,6 +136,7 @@ impl Pipe {
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue::default()),
             driver: AtomicWaker::new(),
+            straight: StraightWake::default(),
         });
         tokio::spawn(drive(Arc::clone(&shared), connection));
         let pipe = Self(shared);
@@ -223,6 +250,45 @@ pub(crate) enum Placed {
 /// unanswered, and the commands placed meanwhile join a batch. Dropped when the request
 /// ends, answered or given up.
 pub(crate) struct Straight(Arc<Shared>);
+
+/// A direct request sent straight to its connection, alone on it ([`Placed::Alone`]): the
+/// call its operation polls (`direct.rs`), holding the connection's claim until it ends.
+pub(crate) struct StraightCall {
+    call: BoxFuture<'static, RedisResult<Value>>,
+    /// The connection's waker ([`StraightWake`]), made once for the call.
+    waker: Waker,
+    /// Dropped after `call` (fields drop in order): the request counts as unanswered until
+    /// its call is gone.
+    _claim: Straight,
+}
+
+impl StraightCall {
+    /// `call`, sent under `claim`: its first poll sends it.
+    pub(crate) fn new(claim: Straight, call: BoxFuture<'static, RedisResult<Value>>) -> Self {
+        // Marked woken so that the first poll, which sends it, happens.
+        claim.0.straight.woken.store(true, Ordering::Release);
+        let waker = Waker::from(Arc::clone(&claim.0));
+        Self {
+            call,
+            waker,
+            _claim: claim,
+        }
+    }
+
+    /// The call's answer, if it has come: polled only when it was woken since the last poll
+    /// (or never polled); `cx`'s task is woken when it is.
+    pub(crate) fn poll(&mut self, cx: &Context<'_>) -> Poll<RedisResult<Value>> {
+        let wake = &self._claim.0.straight;
+        // Registered before the look: a wake-up after it finds this task.
+        wake.task.register(cx.waker());
+        if !wake.woken.swap(false, Ordering::AcqRel) {
+            return Poll::Pending;
+        }
+        self.call
+            .as_mut()
+            .poll(&mut Context::from_waker(&self.waker))
+    }
+}
 
 impl Drop for Straight {
     fn drop(&mut self) {
@@ -361,6 +427,7 @@ mod tests {
         Pipe(Arc::new(Shared {
             queue: Mutex::new(Queue::default()),
             driver: AtomicWaker::new(),
+            straight: StraightWake::default(),
         }))
     }
 
@@ -386,5 +453,60 @@ mod tests {
         // The driver stopped: refused, whatever is out.
         lock(&pipe.0.queue).closed = true;
         assert!(place(&pipe, &inbox, 4).is_err());
+    }
+
+    /// Counts its wake-ups: an operation's task.
+    #[derive(Default)]
+    struct Task(std::sync::atomic::AtomicUsize);
+
+    impl Wake for Task {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_straight_call_is_polled_only_when_woken_and_its_wake_up_wakes_the_task() {
+        let pipe = queue();
+        let inbox = Arc::new(Inbox::with_room(1));
+        let Ok(Placed::Alone(_, claim)) = place(&pipe, &inbox, 0) else {
+            panic!("alone");
+        };
+        // A call that never answers, counting its polls and keeping its last waker.
+        let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen: Arc<Mutex<Option<Waker>>> = Arc::default();
+        let (counted, kept) = (Arc::clone(&polls), Arc::clone(&seen));
+        let call = Box::pin(std::future::poll_fn(move |cx| {
+            counted.fetch_add(1, Ordering::SeqCst);
+            *lock(&kept) = Some(cx.waker().clone());
+            Poll::<RedisResult<Value>>::Pending
+        }));
+        let mut straight = StraightCall::new(claim, call);
+        let task = Arc::new(Task::default());
+        let waker = Waker::from(Arc::clone(&task));
+        let cx = Context::from_waker(&waker);
+        assert!(straight.poll(&cx).is_pending());
+        assert_eq!(polls.load(Ordering::SeqCst), 1, "the first poll sends it");
+        assert!(straight.poll(&cx).is_pending());
+        assert_eq!(
+            polls.load(Ordering::SeqCst),
+            1,
+            "not woken: not polled again"
+        );
+        let woken_by = lock(&seen).take().expect("the call kept a waker");
+        woken_by.wake();
+        assert_eq!(
+            task.0.load(Ordering::SeqCst),
+            1,
+            "its wake-up wakes the operation"
+        );
+        assert!(straight.poll(&cx).is_pending());
+        assert_eq!(polls.load(Ordering::SeqCst), 2, "woken: polled");
+        drop(straight);
+        assert_eq!(
+            lock(&pipe.0.queue).unanswered,
+            0,
+            "the claim ends with the call"
+        );
     }
 }
