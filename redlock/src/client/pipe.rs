@@ -259,7 +259,7 @@ pub(crate) struct StraightCall {
     waker: Waker,
     /// Dropped after `call` (fields drop in order): the request counts as unanswered until
     /// its call is gone.
-    _claim: Straight,
+    claim: Straight,
 }
 
 impl StraightCall {
@@ -268,17 +268,13 @@ impl StraightCall {
         // Marked woken so that the first poll, which sends it, happens.
         claim.0.straight.woken.store(true, Ordering::Release);
         let waker = Waker::from(Arc::clone(&claim.0));
-        Self {
-            call,
-            waker,
-            _claim: claim,
-        }
+        Self { call, waker, claim }
     }
 
     /// The call's answer, if it has come: polled only when it was woken since the last poll
     /// (or never polled); `cx`'s task is woken when it is.
     pub(crate) fn poll(&mut self, cx: &Context<'_>) -> Poll<RedisResult<Value>> {
-        let wake = &self._claim.0.straight;
+        let wake = &self.claim.0.straight;
         // Registered before the look: a wake-up after it finds this task.
         wake.task.register(cx.waker());
         if !wake.woken.swap(false, Ordering::AcqRel) {
@@ -287,6 +283,14 @@ impl StraightCall {
         self.call
             .as_mut()
             .poll(&mut Context::from_waker(&self.waker))
+    }
+}
+
+/// The connection keeps no operation's task past its straight call: a task's waker holds the
+/// task's memory.
+impl Drop for StraightCall {
+    fn drop(&mut self) {
+        self.claim.0.straight.task.take();
     }
 }
 
