@@ -439,13 +439,19 @@ mod tests {
         pipe.place(redis::cmd("PING"), || Arc::clone(inbox), number)
     }
 
-    #[test]
-    fn a_command_alone_goes_straight_and_those_placed_while_it_is_out_queue_behind_it() {
+    /// A fresh queue, an inbox, and the claim of a first command, which goes straight.
+    fn first_alone() -> (Pipe, Arc<Inbox>, Straight) {
         let pipe = queue();
         let inbox = Arc::new(Inbox::with_room(4));
         let Ok(Placed::Alone(_, claim)) = place(&pipe, &inbox, 0) else {
             panic!("nothing is out: the first command goes straight");
         };
+        (pipe, inbox, claim)
+    }
+
+    #[test]
+    fn a_command_alone_goes_straight_and_those_placed_while_it_is_out_queue_behind_it() {
+        let (pipe, inbox, claim) = first_alone();
         assert!(matches!(place(&pipe, &inbox, 1), Ok(Placed::Queued)));
         // The straight one answered: the queued one is still out, so the next joins it.
         drop(claim);
@@ -471,11 +477,7 @@ mod tests {
 
     #[test]
     fn a_straight_call_is_polled_only_when_woken_and_its_wake_up_wakes_the_task() {
-        let pipe = queue();
-        let inbox = Arc::new(Inbox::with_room(1));
-        let Ok(Placed::Alone(_, claim)) = place(&pipe, &inbox, 0) else {
-            panic!("alone");
-        };
+        let (pipe, _inbox, claim) = first_alone();
         // A call that never answers, counting its polls and keeping its last waker.
         let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let seen: Arc<Mutex<Option<Waker>>> = Arc::default();
