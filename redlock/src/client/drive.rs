@@ -1,13 +1,7 @@
 //! The one driver loop: runs any core [`Machine`] over real nodes and the real clock.
 
-use std::future::{Future, poll_fn};
-use std::pin::pin;
-use std::task::Poll;
-
-use tokio::time::Sleep;
-
 use super::clock::Clock;
-use super::flight::Flight;
+use super::flight::{Flight, Next};
 use redlock_core::{Machine, Timestamp};
 
 /// Runs `machine` until it produces its outcome: sends what it polls, feeds back replies
@@ -20,10 +14,11 @@ pub(crate) async fn drive<M: Machine>(
     flight: &mut Flight,
     clock: &Clock,
 ) -> Option<M::Outcome> {
-    // One timer for the machine, made when it is first needed and moved only when its
-    // deadline changes (a round's deadline stays put while its replies come in).
-    let mut timer = pin!(None::<Sleep>);
+    // The machine's deadline rides on the flight's timer (one timer for the operation), and
+    // is read into an instant only when it changes (a round's deadline stays put while its
+    // replies come in).
     let mut armed: Option<Timestamp> = None;
+    let mut until = None;
     loop {
         flight.send_all(|| machine.poll_transmit());
         if let Some(outcome) = machine.poll_outcome() {
@@ -35,22 +30,11 @@ pub(crate) async fn drive<M: Machine>(
         }
         if deadline != armed {
             armed = deadline;
-            if let Some(at) = deadline {
-                let at = clock.instant(at);
-                match timer.as_mut().as_pin_mut() {
-                    Some(sleep) => sleep.reset(at.into()),
-                    None => timer.set(Some(tokio::time::sleep_until(at.into()))),
-                }
-            }
+            until = deadline.map(|at| clock.instant(at).into());
         }
-        let expired = poll_fn(|cx| match timer.as_mut().as_pin_mut() {
-            Some(sleep) => sleep.poll(cx),
-            None => Poll::Pending,
-        });
-        tokio::select! {
-            biased;
-            Some(done) = flight.next() => machine.handle_reply(done.request, done.result, clock.now()),
-            () = expired, if armed.is_some() => {
+        match flight.next_until(until).await? {
+            Next::Done(done) => machine.handle_reply(done.request, done.result, clock.now()),
+            Next::Due => {
                 armed = None;
                 machine.handle_timeout(clock.now());
             }

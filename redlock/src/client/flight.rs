@@ -30,6 +30,12 @@ use super::lanes::{Gate, Lanes, OpensOnDrop};
 use super::node::{Nodes, Start};
 use redlock_core::{NodeFailure, Reply, RequestId, Timestamp, Transmit};
 
+/// What [`Flight::next_until`] returns: a finished request, or the driver's deadline.
+pub(crate) enum Next<T = Completion> {
+    Done(T),
+    Due,
+}
+
 /// A finished request.
 pub(crate) struct Completion {
     pub(crate) request: RequestId,
@@ -143,19 +149,36 @@ impl<T, S: Side<T>> Requests<T, S> {
     /// The next finished request (`None` when none is in flight), with the requests' timer
     /// kept at their earliest deadline.
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        self.poll_until(None, cx).map(|next| match next {
+            Some(Next::Done(done)) => Some(done),
+            // Not asked for.
+            Some(Next::Due) | None => None,
+        })
+    }
+
+    /// The next finished request, or [`Next::Due`] once the timer has reached `until` (the
+    /// driver's own deadline, which so shares the requests' timer); `None` when no request
+    /// is in flight and `until` is `None`.
+    fn poll_until(
+        &mut self,
+        until: Option<Instant>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Next<T>>> {
         loop {
             if let Some(done) = self.side.poll(self.reached, cx) {
-                return Poll::Ready(Some(done));
+                return Poll::Ready(Some(Next::Done(done)));
             }
             match self.pending.poll_next_unpin(cx) {
-                Poll::Ready(Some(done)) => return Poll::Ready(Some(done)),
-                Poll::Ready(None) if self.side.len() == 0 => return Poll::Ready(None),
+                Poll::Ready(Some(done)) => return Poll::Ready(Some(Next::Done(done))),
+                Poll::Ready(None) if self.side.len() == 0 && until.is_none() => {
+                    return Poll::Ready(None);
+                }
                 _ => {}
             }
             // Only ever moved earlier: a timer that fires before anything is due costs one
             // more look, where following every finished request to a later deadline would
             // cost a trip to the runtime's timer wheel each time.
-            for sooner in [self.expiry.sooner(), self.side.sooner()]
+            for sooner in [self.expiry.sooner(), self.side.sooner(), until]
                 .into_iter()
                 .flatten()
             {
@@ -177,6 +200,9 @@ impl<T, S: Side<T>> Requests<T, S> {
             ];
             if let Some(next) = next.into_iter().flatten().min() {
                 self.arm(next);
+            }
+            if until.is_some_and(|until| until <= reached) {
+                return Poll::Ready(Some(Next::Due));
             }
         }
     }
@@ -353,6 +379,13 @@ impl Flight {
         self.requests.next().await
     }
 
+    /// The next finished request, or [`Next::Due`] once `until` has passed: the driver's
+    /// own deadline on the requests' timer, so that an operation arms one timer, not two.
+    /// `None` when nothing is in flight and `until` is `None`.
+    pub(crate) async fn next_until(&mut self, until: Option<Instant>) -> Option<Next> {
+        std::future::poll_fn(|cx| self.requests.poll_until(until, cx)).await
+    }
+
     /// After the operation's decision, gives the requests still in flight up to four passes
     /// of the runtime's I/O driver to finish, and finishes those that have; a pass that
     /// finishes none ends the wait (see [`Requests::linger`]).
@@ -471,6 +504,48 @@ mod tests {
         }
         assert!(next(&mut requests).await.is_none());
         assert_eq!(requests.expiry.waiting(), 0);
+    }
+
+    /// `requests.poll_until(until)`, failing the test rather than hanging.
+    async fn next_until<T>(
+        requests: &mut Requests<T, ()>,
+        until: Option<Instant>,
+    ) -> Option<Next<T>> {
+        let next = std::future::poll_fn(|cx| requests.poll_until(until, cx));
+        tokio::time::timeout(Duration::from_secs(5), next)
+            .await
+            .expect("a request or the deadline ends the wait in 5 s")
+    }
+
+    #[tokio::test]
+    async fn the_drivers_deadline_rides_on_the_requests_timer() {
+        let mut requests = Requests::default();
+        let start = Instant::now();
+        silent(&mut requests, 1, Duration::from_millis(90));
+        let until = Some(start + Duration::from_millis(30));
+        // The driver's deadline first, then the request's own.
+        assert!(matches!(
+            next_until(&mut requests, until).await,
+            Some(Next::Due)
+        ));
+        let waited = start.elapsed();
+        assert!(
+            waited >= Duration::from_millis(30) && waited < Duration::from_millis(80),
+            "due after {waited:?}"
+        );
+        let later = Some(start + Duration::from_secs(30));
+        let Some(Next::Done((which, outcome))) = next_until(&mut requests, later).await else {
+            panic!("the request ends at its deadline, before the driver's");
+        };
+        assert_eq!((which, outcome), (1, None));
+        assert!(start.elapsed() >= Duration::from_millis(90));
+        // Nothing in flight: the driver's deadline alone.
+        let soon = Some(Instant::now() + Duration::from_millis(10));
+        assert!(matches!(
+            next_until(&mut requests, soon).await,
+            Some(Next::Due)
+        ));
+        assert!(next_until(&mut requests, None).await.is_none());
     }
 
     #[tokio::test]
