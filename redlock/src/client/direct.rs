@@ -20,7 +20,11 @@
 //! its deadline, or dropped with its operation's requests), as a request future's does. The
 //! admission is the core's, at the pass's reading of the clock, as for a request future that
 //! waits for nothing. A command once queued is always written: a request cut by its deadline
-//! is one the node left unanswered, as the core is told.
+//! is one the node left unanswered, as the core is told. A straight call is handed to
+//! redis-rs at its first poll, which drops it unsent if the call is gone before it reached
+//! the socket (a node that stalls its connection): a lock request so dropped set nothing,
+//! and a straight release cut by its deadline is kept, its call going on, until the node
+//! answers or its connect timeout has passed since the cut (as a release by hash, below).
 //!
 //! A release by the script's hash needs two things more, which its request future gives it
 //! otherwise (`wire.rs`, `Nodes::execute`). An answer `NOSCRIPT` (the node's script cache was
@@ -101,9 +105,12 @@ struct Release {
     on: QueuedOn,
     /// Whether its call now out is by the script's hash (it may be answered `NOSCRIPT`).
     by_hash: bool,
-    /// Whether it went out by hash at first: cut by its deadline, it then stays until
-    /// answered (its `EVALSHA`, or the `EVAL` that followed it), as a request future's
-    /// release by hash finishes in the background (`Nodes::execute`).
+    /// Whether, cut by its deadline, it stays until answered (its `EVALSHA`, or the `EVAL`
+    /// that followed it) or the connect timeout after the cut: when it went out by hash at
+    /// first (a late `NOSCRIPT` must still be followed, as a request future's release by
+    /// hash finishes in the background, `Nodes::execute`), or straight (redis-rs drops a
+    /// request whose caller has gone before it reached the socket: kept, its call goes on,
+    /// so that a release cut while its node stalls is still written).
     trails: bool,
 }
 
@@ -178,6 +185,7 @@ impl Direct {
                 self.next += 1;
                 self.sooner = Some(self.sooner.map_or(deadline, |at| at.min(deadline)));
                 let connection = on.id();
+                let went_straight = straight.is_some();
                 let reading = match call {
                     // A lock request needs neither its command nor its connection again.
                     OneCall::Lock(answer) => Reading::Lock(answer),
@@ -185,7 +193,7 @@ impl Direct {
                         command,
                         on,
                         by_hash,
-                        trails: by_hash,
+                        trails: by_hash || went_straight,
                     }),
                 };
                 self.entries.push(Entry {
@@ -324,8 +332,11 @@ impl Direct {
     }
 
     /// Entry `at` has reached its deadline: cut, it ends for its operation (its gate opens),
-    /// and a release by hash stays until its answer or the connect timeout (see the module's
-    /// description). An entry that only trailed is dropped.
+    /// and a release that trails (by hash, or straight) stays until its answer or the
+    /// connect timeout (see the module's description). An entry that only trailed is dropped.
+    /// A lock request cut while it went straight may not have been written (redis-rs drops
+    /// it unsent once its call is gone): for the core it is unanswered all the same, and
+    /// one never written set nothing.
     fn cut(&mut self, at: usize) -> Option<Completion> {
         let entry = &mut self.entries[at];
         let Some(done) = entry.done.take() else {
@@ -335,7 +346,8 @@ impl Direct {
             return None;
         };
         let (node, request) = (entry.node, entry.request);
-        // Queued means written (`pipe.rs`): the node left it unanswered.
+        // Queued means written (`pipe.rs`); straight, it was handed to redis-rs: either way
+        // the node may have it, and left it unanswered.
         self.nodes.unanswered(node, entry.connection);
         if matches!(&entry.reading, Reading::Release(release) if release.trails) {
             let bound = Instant::now() + self.nodes.connect_timeout(node);

@@ -175,6 +175,13 @@ impl<T, S: Side<T>> Requests<T, S> {
                 }
                 _ => {}
             }
+            // The requests due by the time the timer reached are reported first (above), as
+            // the driver's own timer once came after them: then its deadline, when passed.
+            if let (Some(until), Some(reached)) = (until, self.reached)
+                && until <= reached
+            {
+                return Poll::Ready(Some(Next::Due));
+            }
             // Only ever moved earlier: a timer that fires before anything is due costs one
             // more look, where following every finished request to a later deadline would
             // cost a trip to the runtime's timer wheel each time.
@@ -201,9 +208,6 @@ impl<T, S: Side<T>> Requests<T, S> {
             if let Some(next) = next.into_iter().flatten().min() {
                 self.arm(next);
             }
-            if until.is_some_and(|until| until <= reached) {
-                return Poll::Ready(Some(Next::Due));
-            }
         }
     }
 
@@ -227,7 +231,8 @@ impl<T, S: Side<T>> Requests<T, S> {
     ///
     /// Polling with a no-op waker loses no wake-up: `pending` polls each request with a
     /// waker of its own, and only its outer waker, which whoever polls next registers
-    /// again, is the no-op one.
+    /// again, is the no-op one; a straight call's woken flag (`StraightCall`) stays set
+    /// until whoever polls next reads it.
     fn finish_answered(&mut self) -> bool {
         while let Some(Some(_)) = self.next().now_or_never() {}
         self.is_empty()
@@ -519,7 +524,7 @@ mod tests {
             .expect("a request or the deadline ends the wait within 5 s")
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn the_drivers_deadline_rides_on_the_requests_timer() {
         let mut requests = Requests::default();
         let start = Instant::now();
@@ -530,10 +535,10 @@ mod tests {
             next_until(&mut requests, until).await,
             Some(Next::Due)
         ));
-        let waited = start.elapsed();
-        assert!(
-            waited >= Duration::from_millis(30) && waited < Duration::from_millis(80),
-            "due after {waited:?}"
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_millis(30),
+            "due at its deadline"
         );
         let later = Some(start + Duration::from_secs(30));
         let Some(Next::Done((which, outcome))) = next_until(&mut requests, later).await else {
@@ -548,6 +553,34 @@ mod tests {
             Some(Next::Due)
         ));
         assert!(next_until(&mut requests, None).await.is_none());
+    }
+
+    /// A request cut at the driver's deadline, or before it, ends before the deadline is
+    /// reported, as when the driver had a timer of its own polled after the requests.
+    #[tokio::test(start_paused = true)]
+    async fn requests_due_by_the_drivers_deadline_end_before_it_is_reported() {
+        let mut requests = Requests::default();
+        let start = Instant::now();
+        silent(&mut requests, 1, Duration::from_millis(30));
+        silent(&mut requests, 2, Duration::from_millis(20));
+        let until = Some(start + Duration::from_millis(30));
+        // The timer is armed at 20 ms; the task first looks again at 40 ms (both passed).
+        assert!(next_until(&mut requests, until).now_or_never().is_none());
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        let mut ended = Vec::new();
+        while let Some(Next::Done((which, None))) = next_until(&mut requests, until).await {
+            ended.push(which);
+        }
+        ended.sort_unstable();
+        assert_eq!(
+            ended,
+            [1, 2],
+            "both requests end before the deadline is reported"
+        );
+        assert!(matches!(
+            next_until(&mut requests, until).await,
+            Some(Next::Due)
+        ));
     }
 
     #[tokio::test]

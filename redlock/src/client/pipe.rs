@@ -90,8 +90,9 @@ struct Queue {
     idle: bool,
     /// No driver takes from this queue any more: requests go straight to the connection.
     closed: bool,
-    /// Requests sent and not yet answered (or given up), queued, in a batch or straight:
-    /// a request that finds none goes straight to the connection.
+    /// Requests sent and not yet answered (or given up), queued, in a batch or straight (a
+    /// straight one counts from its claim, before its first poll sends it, until its call
+    /// is gone): a request that finds none goes straight to the connection.
     unanswered: usize,
 }
 
@@ -316,7 +317,7 @@ type Batch = (redis::Pipeline, Vec<Answer>);
 pub(crate) enum Answer {
     /// The reply slot its request future awaits ([`Pipe::send`]).
     Slot(oneshot::Sender<RedisResult<Value>>),
-    /// Its operation's inbox, under the request's number ([`Pipe::enqueue`]).
+    /// Its operation's inbox, under the request's number ([`Pipe::place`]).
     Inbox(Arc<Inbox>, u64),
 }
 
