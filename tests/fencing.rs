@@ -351,6 +351,45 @@ async fn an_external_source_mints_the_tokens_and_its_failure_releases_the_lease(
     assert_no_lock_keys(&fleet).await;
 }
 
+/// A lease whose token the source cannot mint is released at once, even where the
+/// acquisition's own `SET` to a slow node is still on its way: the release waits in its lane
+/// for that `SET`'s answer, so the acquisition's requests must go on while the token is
+/// minted. Unpolled, they kept the lane shut until the release's per-node timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_mint_releases_behind_a_slow_node_without_waiting_out_the_node_timeout() {
+    use redlock_tests::proxy::{Direction, FaultProxy};
+
+    let fleet = fleet(3);
+    let proxy = FaultProxy::start(fleet.addr(2)).await.unwrap();
+    let mut urls = fleet.urls();
+    urls[2] = proxy.url();
+    let node_timeout = Duration::from_secs(3);
+    let redlock = fresh(redlock::Redlock::builder().nodes(urls))
+        .node_timeout(node_timeout)
+        .ttl(Duration::from_secs(60))
+        .retry_count(0)
+        .build()
+        .unwrap()
+        .with_fencing(Fencing::Source(Arc::new(Broken)))
+        .unwrap();
+    redlock.connect().await;
+    // Node 2 performs each command at once and answers 300 ms later: the grant comes from
+    // nodes 0 and 1, with node 2's `SET` still unanswered.
+    proxy
+        .handle()
+        .set_latency(Direction::ToClient, Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let err = redlock.acquire("slow").await.unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(&err, Error::Fence { .. }), "{err}");
+    // Node 2's `SET` answer, then its release's: about 600 ms, far from the node timeout.
+    assert!(
+        took < node_timeout / 2,
+        "the failed mint's release took {took:?}, against a node timeout of {node_timeout:?}"
+    );
+    assert_no_lock_keys(&fleet).await;
+}
+
 /// A token source that answers only after the lease's validity ended (a stall that the
 /// timeout around it cannot preempt, as a blocked thread would) does not get its lease
 /// handed out: the acquisition fails and releases it.

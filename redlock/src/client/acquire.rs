@@ -278,6 +278,11 @@ impl<'a> Acquisition<'a> {
         };
         shared.waiting.granted(self.target);
         let mut lease = Lease::new(handle, Held::new(grant), op.flight.lanes());
+        // The acquisition's requests still out (the slower nodes' `SET`s) go on by
+        // themselves: the lease's commands wait for them in the lanes, and nobody polls this
+        // flight while a token is minted (a release after a failed mint waited out its
+        // per-node timeout behind them).
+        drop(op);
         // The next in line starts its rounds.
         drop(waiter);
         if let Fencing::Source(source) = &redlock.fencing
