@@ -155,23 +155,7 @@ impl Pipe {
         inbox: impl FnOnce() -> Arc<Inbox>,
         number: u64,
     ) -> Result<Placed, redis::Cmd> {
-        let wake = {
-            let mut queue = lock(&self.0.queue);
-            if queue.closed {
-                return Err(cmd);
-            }
-            queue.unanswered += 1;
-            if queue.unanswered == 1 {
-                return Ok(Placed::Alone(cmd, Straight(Arc::clone(&self.0))));
-            }
-            queue.pipeline.add_command(cmd);
-            queue.answers.push(Answer::Inbox(inbox(), number));
-            std::mem::take(&mut queue.idle)
-        };
-        if wake {
-            self.0.driver.wake();
-        }
-        Ok(Placed::Queued)
+        self.push(cmd, inbox, number, true)
     }
 
     /// Queues `cmd` for the next batch, its answer for `inbox` under `number`, even when it
@@ -185,20 +169,36 @@ impl Pipe {
         inbox: &Arc<Inbox>,
         number: u64,
     ) -> Result<(), redis::Cmd> {
+        self.push(cmd, || Arc::clone(inbox), number, false)
+            .map(|_| ())
+    }
+
+    /// Queues `cmd` for the next batch (see [`Pipe::place`]); alone on the connection, it is
+    /// handed back to go straight only when `may_go_straight`.
+    fn push(
+        &self,
+        cmd: redis::Cmd,
+        inbox: impl FnOnce() -> Arc<Inbox>,
+        number: u64,
+        may_go_straight: bool,
+    ) -> Result<Placed, redis::Cmd> {
         let wake = {
             let mut queue = lock(&self.0.queue);
             if queue.closed {
                 return Err(cmd);
             }
             queue.unanswered += 1;
+            if may_go_straight && queue.unanswered == 1 {
+                return Ok(Placed::Alone(cmd, Straight(Arc::clone(&self.0))));
+            }
             queue.pipeline.add_command(cmd);
-            queue.answers.push(Answer::Inbox(Arc::clone(inbox), number));
+            queue.answers.push(Answer::Inbox(inbox(), number));
             std::mem::take(&mut queue.idle)
         };
         if wake {
             self.0.driver.wake();
         }
-        Ok(())
+        Ok(Placed::Queued)
     }
 
     /// Sends `cmd` and returns its answer, server errors as errors (as `query_async` gives

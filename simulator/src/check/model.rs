@@ -291,7 +291,7 @@ impl Model {
         parts.join(" ")
     }
 
-    fn budget_left(&self, state: &CheckState) -> bool {
+    pub(crate) fn budget_left(&self, state: &CheckState) -> bool {
         state.faults_used < self.spec.fault_budget
     }
 

@@ -348,7 +348,7 @@ fn footprint(model: &Model, state: &CheckState, action: Action) -> Option<Footpr
         // Taken lazily once no fault can follow (`Model::actions`), a restart is enabled
         // only while true time may move on, which a step that sends a command ends: then
         // it is dependent on every step, as a tick is.
-        Action::Restart(_) if state.faults_used >= model.spec.fault_budget => return None,
+        Action::Restart(_) if !model.budget_left(state) => return None,
         // Before, it is enabled as its node allows; the fault that spends the budget's last
         // may disable it (true time may then not move on): it counts as a fault here, so
         // that it is dependent on every fault.
