@@ -345,3 +345,62 @@ async fn a_second_acquisition_by_the_same_client_is_told_leases_are_not_re_entra
     elsewhere.release().await;
     assert_no_lock_keys(&fleet).await;
 }
+
+/// A node URL with a user, a password and a database: the client's own connections
+/// authenticate as that user (`AUTH user password`), select the database, and give the node
+/// the library's name, as redis-rs' connections do; the lease's keys are in that database
+/// alone. A wrong password for the user is a denial.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_url_with_a_user_and_a_database() {
+    let fleet = fleet(3);
+    for i in 0..3 {
+        let mut admin = fleet.connect(i).unwrap();
+        redis::cmd("ACL")
+            .arg(&["SETUSER", "locker", "on", ">s3cret", "~*", "&*", "+@all"])
+            .query::<()>(&mut admin)
+            .unwrap();
+    }
+    let url = |i: usize, password: &str| {
+        format!("redis://locker:{password}@127.0.0.1:{}/3", fleet.port(i))
+    };
+    let redlock = fresh(Redlock::builder())
+        .nodes((0..3).map(|i| url(i, "s3cret")))
+        .build()
+        .unwrap();
+    let lease = redlock.acquire("in-database-3").await.unwrap();
+    for i in 0..3 {
+        let mut admin = fleet.connect(i).unwrap();
+        let in_db0: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut admin).unwrap();
+        assert_eq!(
+            in_db0,
+            Vec::<String>::new(),
+            "node {i}: nothing in database 0"
+        );
+        redis::cmd("SELECT").arg(3).query::<()>(&mut admin).unwrap();
+        let in_db3: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut admin).unwrap();
+        assert_eq!(in_db3.len(), 1, "node {i}: the lease's key in database 3");
+        let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut admin).unwrap();
+        let ours = clients
+            .lines()
+            .find(|line| line.contains(" user=locker "))
+            .unwrap_or_else(|| panic!("node {i}: no connection as locker in {clients}"));
+        assert!(ours.contains(" db=3 "), "{ours}");
+        // Servers before 7.2 keep no library name (and refuse `CLIENT SETINFO`).
+        if ours.contains(" lib-name=") {
+            assert!(ours.contains(" lib-name=redlock-quorum "), "{ours}");
+        }
+    }
+    lease.release().await;
+    for i in 0..3 {
+        let mut admin = fleet.connect(i).unwrap();
+        redis::cmd("SELECT").arg(3).query::<()>(&mut admin).unwrap();
+        let left: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut admin).unwrap();
+        assert_eq!(left, Vec::<String>::new(), "node {i}: released");
+    }
+    let wrong = fresh(Redlock::builder())
+        .nodes((0..3).map(|i| url(i, "wrong")))
+        .build()
+        .unwrap();
+    let err = wrong.acquire("in-database-3").await.unwrap_err();
+    assert!(matches!(err, Error::Denied { attempts: 1, .. }), "{err:?}");
+}

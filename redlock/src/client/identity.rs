@@ -6,9 +6,9 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use redis::aio::MultiplexedConnection;
 use redis::{ConnectionAddr, RedisResult, Value};
 
+use super::transport::Transport;
 use super::wire::classify;
 use crate::lua::lock::LOADED;
 use redlock_core::{NodeFailure, NodeIdentity, ServerGeneration};
@@ -51,7 +51,7 @@ pub(crate) async fn resolve(addr: &ConnectionAddr, within: Duration) -> Vec<Sock
 
 /// Sends `INFO` and the `SCRIPT LOAD`s as one pipeline and reads the answers; `Err` only
 /// for a failure of the connection itself.
-pub(crate) async fn read(connection: &mut MultiplexedConnection) -> Result<Greeting, NodeFailure> {
+pub(crate) async fn read(connection: &mut Transport) -> Result<Greeting, NodeFailure> {
     let mut pipe = redis::pipe();
     // Each answer on its own: a refused `SCRIPT LOAD` must not cost the identification.
     pipe.ignore_errors();

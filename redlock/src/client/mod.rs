@@ -87,8 +87,11 @@ mod own_leases;
 mod pipe;
 mod redact;
 mod registry;
+mod resp;
+mod socket;
 mod telemetry;
 mod tokens;
+mod transport;
 mod waiting;
 mod wire;
 

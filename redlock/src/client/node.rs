@@ -15,7 +15,6 @@ use futures::future::BoxFuture;
 use tokio::time::Instant;
 
 use redis::AsyncConnectionConfig;
-use redis::aio::MultiplexedConnection;
 use tokio::sync::OnceCell;
 
 use super::background::Background;
@@ -26,6 +25,7 @@ use super::identity;
 use super::lanes::Gate;
 use super::lock;
 use super::pipe::{Closer, Pipe, Placed, StraightCall};
+use super::transport::Transport;
 use super::wire::{self, OneCall, classify, connection_lost};
 use redlock_core::{
     Admission, Command, ConnectionId, Eligibility, EligibilityEvent, NodeFailure, NodeId,
@@ -115,7 +115,7 @@ pub(crate) struct Node {
 #[derive(Clone)]
 struct Connection {
     id: ConnectionId,
-    multiplexed: MultiplexedConnection,
+    transport: Transport,
     /// Shared by every clone of the connection (one per request): one `Arc` to count.
     state: Arc<ConnectionState>,
 }
@@ -134,11 +134,11 @@ impl Connection {
     ) -> Result<Reply, NodeFailure> {
         let pipe = &self.state.pipe;
         if by_hash && command.is_release() {
-            let call = wire::release_by_hash(command, self.multiplexed, pipe.clone());
+            let call = wire::release_by_hash(command, self.transport, pipe.clone());
             return release.insert(call).await;
         }
-        let mut multiplexed = self.multiplexed;
-        wire::run(&command, &mut multiplexed, Some(pipe), by_hash).await
+        let mut transport = self.transport;
+        wire::run(&command, &mut transport, Some(pipe), by_hash).await
     }
 }
 
@@ -270,8 +270,8 @@ impl Nodes {
         let straight = match connection.state.pipe.place(cmd, inbox, number) {
             Ok(Placed::Queued) => None,
             Ok(Placed::Alone(cmd, claim)) => {
-                let mut multiplexed = connection.multiplexed;
-                let call = Box::pin(async move { cmd.query_async(&mut multiplexed).await });
+                let mut transport = connection.transport;
+                let call = Box::pin(async move { cmd.query_async(&mut transport).await });
                 Some(StraightCall::new(claim, call))
             }
             // The driver stopped: the request sends it straight, as the queue's own does then.
@@ -423,7 +423,7 @@ impl Nodes {
             .get(index)
             .ok_or_else(|| NodeFailure::Protocol(format!("no node #{index}")))?;
         let mut connection = node.connection().await?;
-        if let Err(failure) = wire::ping(&mut connection.multiplexed).await {
+        if let Err(failure) = wire::ping(&mut connection.transport).await {
             if !connection_lost(&failure) {
                 return Err(failure);
             }
@@ -501,8 +501,8 @@ impl Nodes {
             connection: connection.id,
             answered: false,
         };
-        let mut multiplexed = connection.multiplexed.clone();
-        match wire::ping(&mut multiplexed).await {
+        let mut transport = connection.transport.clone();
+        match wire::ping(&mut transport).await {
             // Any answer will do, a refusal by the user's ACL included: the node has worked
             // through everything written before the probe.
             Ok(()) | Err(NodeFailure::Denied(_) | NodeFailure::Server(_)) => {
@@ -536,8 +536,8 @@ impl Nodes {
                 for event in events {
                     self.report(event);
                 }
-                let mut multiplexed = connection.multiplexed.clone();
-                let greeting = match identity::read(&mut multiplexed).await {
+                let mut transport = connection.transport.clone();
+                let greeting = match identity::read(&mut transport).await {
                     Ok(greeting) => greeting,
                     Err(failure) => {
                         if connection_lost(&failure) {
@@ -714,15 +714,16 @@ impl Node {
         if let Some(connection) = self.open() {
             return Ok(connection);
         }
-        let multiplexed = self
-            .client
-            .get_multiplexed_async_connection_with_config(&self.config)
+        let transport = Transport::open(&self.client, &self.config, self.connect_timeout)
             .await
             .map_err(classify)?;
-        let (pipe, closer) = Pipe::start(multiplexed.clone());
+        let (pipe, closer) = match &transport {
+            Transport::Own(socket) => Pipe::over(socket.clone()),
+            Transport::Multiplexed(multiplexed) => Pipe::start(multiplexed.clone()),
+        };
         let connection = Connection {
             id: ConnectionId(self.opened.fetch_add(1, Ordering::Relaxed) + 1),
-            multiplexed,
+            transport,
             state: Arc::new(ConnectionState {
                 pipe,
                 _closer: closer,

@@ -46,12 +46,21 @@ use tokio::sync::oneshot;
 
 use super::direct::Inbox;
 use super::lock;
+use super::socket::{Socket, Write};
+use super::transport::Transport;
 
-/// The queue of one connection, shared by its requests and its driver task.
+/// The queue of one connection, shared by its requests and its driver task; or, on a
+/// connection of the client's own (`socket.rs`), that connection, which gathers its
+/// commands itself.
 #[derive(Clone)]
-pub(crate) struct Pipe(Arc<Shared>);
+pub(crate) enum Pipe {
+    /// A queue with its driver task, over redis-rs' multiplexed connection.
+    Queue(Arc<Shared>),
+    /// The client's own connection.
+    Socket(Socket),
+}
 
-struct Shared {
+pub(crate) struct Shared {
     queue: Mutex<Queue>,
     /// The driver task, waiting for work.
     driver: AtomicWaker,
@@ -102,8 +111,13 @@ pub(crate) struct Closer(Pipe);
 
 impl Drop for Closer {
     fn drop(&mut self) {
-        lock(&(self.0).0.queue).closed = true;
-        (self.0).0.driver.wake();
+        match &self.0 {
+            Pipe::Queue(shared) => {
+                lock(&shared.queue).closed = true;
+                shared.driver.wake();
+            }
+            Pipe::Socket(socket) => socket.close(),
+        }
     }
 }
 
@@ -140,7 +154,13 @@ impl Pipe {
             straight: StraightWake::default(),
         });
         tokio::spawn(drive(Arc::clone(&shared), connection));
-        let pipe = Self(shared);
+        let pipe = Self::Queue(shared);
+        (pipe.clone(), Closer(pipe))
+    }
+
+    /// The client's own connection as a pipe: it gathers its commands itself.
+    pub(crate) fn over(socket: Socket) -> (Self, Closer) {
+        let pipe = Self::Socket(socket);
         (pipe.clone(), Closer(pipe))
     }
 
@@ -182,21 +202,32 @@ impl Pipe {
         number: u64,
         may_go_straight: bool,
     ) -> Result<Placed, redis::Cmd> {
+        let shared = match self {
+            Self::Queue(shared) => shared,
+            Self::Socket(socket) => {
+                let answer = Answer::Inbox(inbox(), number);
+                return match socket.send(&cmd, answer, Write::Gathered) {
+                    Ok(()) => Ok(Placed::Queued),
+                    // Broken: the caller's request of its own meets the same error.
+                    Err(_) => Err(cmd),
+                };
+            }
+        };
         let wake = {
-            let mut queue = lock(&self.0.queue);
+            let mut queue = lock(&shared.queue);
             if queue.closed {
                 return Err(cmd);
             }
             queue.unanswered += 1;
             if may_go_straight && queue.unanswered == 1 {
-                return Ok(Placed::Alone(cmd, Straight(Arc::clone(&self.0))));
+                return Ok(Placed::Alone(cmd, Straight(Arc::clone(shared))));
             }
             queue.pipeline.add_command(cmd);
             queue.answers.push(Answer::Inbox(inbox(), number));
             std::mem::take(&mut queue.idle)
         };
         if wake {
-            self.0.driver.wake();
+            shared.driver.wake();
         }
         Ok(Placed::Queued)
     }
@@ -207,10 +238,23 @@ impl Pipe {
     pub(crate) async fn send(
         &self,
         cmd: redis::Cmd,
-        connection: &mut MultiplexedConnection,
+        connection: &mut Transport,
     ) -> RedisResult<Value> {
+        let shared = match self {
+            Self::Queue(shared) => shared,
+            Self::Socket(socket) => {
+                let (answer, answered) = oneshot::channel();
+                socket
+                    .send(&cmd, Answer::Slot(answer), Write::Gathered)
+                    .map_err(|(error, _)| error)?;
+                return match answered.await {
+                    Ok(answer) => answer.and_then(Value::extract_error),
+                    Err(_) => Err(stopped()),
+                };
+            }
+        };
         let queued = {
-            let mut queue = lock(&self.0.queue);
+            let mut queue = lock(&shared.queue);
             queue.unanswered += 1;
             if queue.closed || queue.unanswered == 1 {
                 Err(cmd)
@@ -224,12 +268,12 @@ impl Pipe {
         let (answered, wake) = match queued {
             Ok(queued) => queued,
             Err(cmd) => {
-                let _answered = Straight(Arc::clone(&self.0));
+                let _answered = Straight(Arc::clone(shared));
                 return cmd.query_async(connection).await;
             }
         };
         if wake {
-            self.0.driver.wake();
+            shared.driver.wake();
         }
         match answered.await {
             Ok(answer) => answer.and_then(Value::extract_error),
@@ -322,7 +366,7 @@ pub(crate) enum Answer {
 }
 
 impl Answer {
-    fn give(self, answer: RedisResult<Value>) {
+    pub(crate) fn give(self, answer: RedisResult<Value>) {
         match self {
             // A request that gave up has dropped its slot: nobody waits for the answer.
             Self::Slot(slot) => {
@@ -429,11 +473,18 @@ mod tests {
 
     /// A queue with no driver and no connection: what [`Pipe::place`] decides.
     fn queue() -> Pipe {
-        Pipe(Arc::new(Shared {
+        Pipe::Queue(Arc::new(Shared {
             queue: Mutex::new(Queue::default()),
             driver: AtomicWaker::new(),
             straight: StraightWake::default(),
         }))
+    }
+
+    fn shared(pipe: &Pipe) -> &Shared {
+        match pipe {
+            Pipe::Queue(shared) => shared,
+            Pipe::Socket(_) => unreachable!("a queue"),
+        }
     }
 
     fn place(pipe: &Pipe, inbox: &Arc<Inbox>, number: u64) -> Result<Placed, redis::Cmd> {
@@ -457,12 +508,12 @@ mod tests {
         // The straight one answered: the queued one is still out, so the next joins it.
         drop(claim);
         assert!(matches!(place(&pipe, &inbox, 2), Ok(Placed::Queued)));
-        assert_eq!(lock(&pipe.0.queue).answers.len(), 2);
+        assert_eq!(lock(&shared(&pipe).queue).answers.len(), 2);
         // Both queued ones answered (as the driver counts them): alone again.
-        lock(&pipe.0.queue).unanswered -= 2;
+        lock(&shared(&pipe).queue).unanswered -= 2;
         assert!(matches!(place(&pipe, &inbox, 3), Ok(Placed::Alone(..))));
         // The driver stopped: refused, whatever is out.
-        lock(&pipe.0.queue).closed = true;
+        lock(&shared(&pipe).queue).closed = true;
         assert!(place(&pipe, &inbox, 4).is_err());
     }
 
@@ -511,7 +562,7 @@ mod tests {
         assert_eq!(polls.load(Ordering::SeqCst), 2, "woken: polled");
         drop(straight);
         assert_eq!(
-            lock(&pipe.0.queue).unanswered,
+            lock(&shared(&pipe).queue).unanswered,
             0,
             "the claim ends with the call"
         );

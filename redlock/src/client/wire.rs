@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use redis::aio::MultiplexedConnection;
 use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
 use super::pipe::Pipe;
+use super::transport::Transport;
 use crate::lua::LuaScript;
 use crate::lua::lock as scripts;
 use redlock_core::{Command, KeyReading, KeyValue, LockKey, NodeFailure, Reply, Token};
@@ -18,7 +18,7 @@ use redlock_core::{Command, KeyReading, KeyValue, LockKey, NodeFailure, Reply, T
 /// ([`Pipe`]); the requests of several calls go straight to the connection, in one message.
 pub(crate) async fn run(
     command: &Command,
-    connection: &mut MultiplexedConnection,
+    connection: &mut Transport,
     pipe: Option<&Pipe>,
     by_hash: bool,
 ) -> Result<Reply, NodeFailure> {
@@ -181,7 +181,7 @@ pub(crate) fn wants_whole(answer: &RedisResult<Value>) -> bool {
 
 /// A connection, and its queue when its one-call requests go in batches.
 struct Link<'a> {
-    connection: &'a mut MultiplexedConnection,
+    connection: &'a mut Transport,
     pipe: Option<&'a Pipe>,
 }
 
@@ -256,7 +256,7 @@ async fn set_then_report_holder(
     key: &LockKey,
     token: &Token,
     ttl: Duration,
-    connection: &mut MultiplexedConnection,
+    connection: &mut Transport,
 ) -> Result<Reply, NodeFailure> {
     let (set, pttl): (RedisResult<Value>, RedisResult<i64>) = redis::pipe()
         .ignore_errors()
@@ -369,10 +369,11 @@ async fn raise_fence(
 ///
 /// The node's failure, as the client classifies it.
 pub async fn send_command(
-    connection: &mut MultiplexedConnection,
+    connection: &mut redis::aio::MultiplexedConnection,
     command: &Command,
 ) -> Result<Reply, NodeFailure> {
-    run(command, connection, None, false).await
+    let mut connection = Transport::Multiplexed(connection.clone());
+    run(command, &mut connection, None, false).await
 }
 
 /// Runs `script` on `keys` with the arguments `args` appends: by its hash when `by_hash`,
@@ -405,7 +406,7 @@ async fn call(
 /// followed by the `EVAL` (a release is never left unsent).
 pub(crate) fn release_by_hash(
     command: Command,
-    mut connection: MultiplexedConnection,
+    mut connection: Transport,
     pipe: Pipe,
 ) -> BoxFuture<'static, Result<Reply, NodeFailure>> {
     Box::pin(async move { run(&command, &mut connection, Some(&pipe), true).await })
@@ -414,10 +415,7 @@ pub(crate) fn release_by_hash(
 /// `GET key`, `PTTL key` and `GET` of the fence counter in one `MULTI`, so that the three
 /// describe one moment (a key cannot expire between its value and its TTL). Read-only
 /// commands only: the query never creates or changes a key.
-async fn read_holder(
-    key: &LockKey,
-    connection: &mut MultiplexedConnection,
-) -> Result<Reply, NodeFailure> {
+async fn read_holder(key: &LockKey, connection: &mut Transport) -> Result<Reply, NodeFailure> {
     let (value, pttl, fence): (Option<Vec<u8>>, i64, Option<Vec<u8>>) = redis::pipe()
         .atomic()
         .get(key.as_str())
@@ -498,7 +496,7 @@ async fn set_then_read_holder(
     key: &LockKey,
     token: &Token,
     ttl: Duration,
-    connection: &mut MultiplexedConnection,
+    connection: &mut Transport,
 ) -> Result<Reply, NodeFailure> {
     type Answers = (
         RedisResult<Value>,
@@ -582,7 +580,7 @@ fn unexpected(what: &str, value: &Value) -> NodeFailure {
 }
 
 /// `PING`: whether the connection still answers.
-pub(crate) async fn ping(connection: &mut MultiplexedConnection) -> Result<(), NodeFailure> {
+pub(crate) async fn ping(connection: &mut Transport) -> Result<(), NodeFailure> {
     redis::cmd("PING")
         .query_async::<()>(connection)
         .await
