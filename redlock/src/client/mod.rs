@@ -1,9 +1,9 @@
 //! The async client: drives the [`core`](crate::core) machines over real Redis nodes.
 //!
-//! - One multiplexed connection per node, opened on first use and replaced by the client
-//!   itself when it breaks (not redis-rs' `ConnectionManager`): every new connection is
-//!   identified before it carries anything but a release, so that a restarted node cannot
-//!   vote unseen (see the core's [`Eligibility`](redlock_core::Eligibility)).
+//! - One connection per node (the client's own over TCP, redis-rs' multiplexed one over TLS
+//!   or a Unix socket), opened on first use and replaced by the client itself when it breaks
+//!   (not redis-rs' `ConnectionManager`): every new connection is identified before it
+//!   carries anything but a release, so that a restarted node cannot vote unseen (see the core's [`Eligibility`](redlock_core::Eligibility)).
 //! - Every node is asked in parallel; each request is bounded by the per-node timeout, so a
 //!   dead or paused node costs at most that timeout.
 //! - A round is decided as soon as a quorum agrees (or cannot); requests still in flight run

@@ -1,4 +1,4 @@
-//! The nodes: one multiplexed connection each, opened on first use and replaced when it
+//! The nodes: one connection each (`transport.rs`), opened on first use and replaced when it
 //! breaks, with every new connection identified before it carries anything but a release.
 //!
 //! Which node may vote is the core's decision ([`Eligibility`]); this module only opens

@@ -1,6 +1,10 @@
 //! One writer per node connection: the single-command requests of every operation queued on
 //! a connection go out together, as one pipeline, and their answers come back by position.
 //!
+//! On a connection of the client's own (plain TCP, `socket.rs`) the connection does this
+//! itself, and the pipe hands it each command ([`Pipe::Socket`]). The rest of this comment
+//! is about the queue in front of redis-rs' multiplexed connection (TLS, Unix sockets).
+//!
 //! redis-rs' multiplexed connection costs each request a message to the connection's task and
 //! a reply channel, and writes what is queued when its task runs: with many operations on two
 //! worker threads, the commands of different operations mostly reach a node one at a time.

@@ -25,6 +25,7 @@
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::Duration;
@@ -32,7 +33,9 @@ use std::time::Duration;
 use futures::task::AtomicWaker;
 use redis::aio::ConnectionLike;
 use redis::{ProtocolVersion, RedisConnectionInfo, RedisError, RedisResult, Value};
+use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::oneshot;
 
 use super::lock;
@@ -49,7 +52,8 @@ const LIB_NAME: &str = "redlock-quorum";
 pub(crate) struct Socket(Arc<Inner>);
 
 struct Inner {
-    stream: TcpStream,
+    /// Written by every sender; the reader task owns the read half.
+    stream: OwnedWriteHalf,
     state: Mutex<State>,
     /// The reader task, woken to write what was left for it, or to stop.
     reader: AtomicWaker,
@@ -175,13 +179,14 @@ impl Socket {
     }
 
     fn start(stream: TcpStream, db: i64) -> Self {
+        let (read_half, write_half) = stream.into_split();
         let inner = Arc::new(Inner {
-            stream,
+            stream: write_half,
             state: Mutex::new(State::default()),
             reader: AtomicWaker::new(),
             db,
         });
-        tokio::spawn(read(Arc::clone(&inner)));
+        tokio::spawn(read(Arc::clone(&inner), read_half));
         Self(inner)
     }
 
@@ -302,7 +307,7 @@ impl Inner {
     /// Writes what the buffer holds, as far as the socket takes it now.
     fn write_out(&self, state: &mut State) -> io::Result<()> {
         while !state.out.is_empty() {
-            match self.stream.try_write(&state.out) {
+            match self.stream.as_ref().try_write(&state.out) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
                 Ok(written) => {
                     state.out.drain(..written);
@@ -380,12 +385,14 @@ impl Inner {
 
 /// What the reader task does next.
 enum Step {
-    /// Replies may be ready to read.
-    Read,
+    /// Bytes were read (how many; none: the node closed the connection).
+    Read(usize),
     /// Commands were left to write: let the other ready tasks add theirs, then write.
     Write,
     /// The socket can take the rest of a write.
     WriteRest,
+    /// Reading failed.
+    Failed(io::Error),
     /// Closed, and every request answered; or broken.
     Stop,
 }
@@ -408,28 +415,41 @@ impl Drop for Stopped {
 
 /// The reader task: reads replies and hands them out, writes what senders left for it, and
 /// ends once the connection is closed and answered, or broken.
-async fn read(inner: Arc<Inner>) {
+async fn read(inner: Arc<Inner>, mut read_half: OwnedReadHalf) {
     let _stopped = Stopped(Arc::clone(&inner));
     let mut received = Received::new();
     let mut done = Vec::new();
     loop {
         let step = poll_fn(|cx| {
-            let mut state = lock(&inner.state);
-            if state.broken.is_some() {
-                return Poll::Ready(Step::Stop);
-            }
-            if state.blocked {
-                if inner.stream.poll_write_ready(cx).is_ready() {
-                    return Poll::Ready(Step::WriteRest);
+            {
+                let state = lock(&inner.state);
+                if state.broken.is_some() {
+                    return Poll::Ready(Step::Stop);
                 }
-            } else if !state.out.is_empty() {
-                return Poll::Ready(Step::Write);
+                if state.blocked {
+                    if inner.stream.as_ref().poll_write_ready(cx).is_ready() {
+                        return Poll::Ready(Step::WriteRest);
+                    }
+                } else if !state.out.is_empty() {
+                    return Poll::Ready(Step::Write);
+                }
             }
-            if inner.stream.poll_read_ready(cx).is_ready() {
-                return Poll::Ready(Step::Read);
+            // Read without the lock (senders take it to write). A read that takes less
+            // than it had room for leaves the socket drained: tokio then waits for the
+            // next reply without another read first.
+            let mut room = ReadBuf::new(received.room());
+            match Pin::new(&mut read_half).poll_read(cx, &mut room) {
+                Poll::Ready(Ok(())) => return Poll::Ready(Step::Read(room.filled().len())),
+                Poll::Ready(Err(error)) => return Poll::Ready(Step::Failed(error)),
+                Poll::Pending => {}
             }
+            let mut state = lock(&inner.state);
             if state.closed && state.waiting.is_empty() {
                 return Poll::Ready(Step::Stop);
+            }
+            // Left while the lock was let go: it found the reader not idle, so woke nobody.
+            if !state.out.is_empty() && !state.blocked {
+                return Poll::Ready(Step::Write);
             }
             // Registered under the lock: a command left after it sees `idle` and wakes it.
             inner.reader.register(cx.waker());
@@ -439,7 +459,13 @@ async fn read(inner: Arc<Inner>) {
         .await;
         let result = match step {
             Step::Stop => break,
-            Step::Read => read_some(&inner, &mut received, &mut done),
+            Step::Read(0) => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the node closed the connection",
+            )
+            .into()),
+            Step::Read(read) => received.hand_out(read, &inner, &mut done),
+            Step::Failed(error) => Err(error.into()),
             Step::Write => {
                 tokio::task::yield_now().await;
                 inner.write_out(&mut lock(&inner.state)).map_err(Into::into)
@@ -485,24 +511,12 @@ impl Received {
         }
         &mut self.bytes[self.end..]
     }
-}
 
-/// Reads what the socket holds and hands out the replies it completes.
-fn read_some(inner: &Inner, received: &mut Received, done: &mut Vec<Done>) -> RedisResult<()> {
-    match inner.stream.try_read(received.room()) {
-        Ok(0) => Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the node closed the connection",
-        )
-        .into()),
-        Ok(read) => {
-            received.end += read;
-            let unread = &received.bytes[received.start..received.end];
-            received.start += inner.hand_out(unread, done)?;
-            Ok(())
-        }
-        Err(error) if error.kind() == io::ErrorKind::WouldBlock => Ok(()),
-        Err(error) => Err(error.into()),
+    /// `read` more bytes have come: hands out the replies they complete.
+    fn hand_out(&mut self, read: usize, inner: &Inner, done: &mut Vec<Done>) -> RedisResult<()> {
+        self.end += read;
+        self.start += inner.hand_out(&self.bytes[self.start..self.end], done)?;
+        Ok(())
     }
 }
 
