@@ -173,13 +173,16 @@ impl LockKey {
     pub fn wait_key(&self) -> String {
         // Pushed rather than `format!`ed: every release sends it, and the formatting
         // machinery cost about 800 instructions per call where this costs an allocation.
-        const SUFFIX: &str = "\0wait";
         let key = self.as_str();
-        let mut wait = String::with_capacity(key.len() + SUFFIX.len());
+        let mut wait = String::with_capacity(key.len() + Self::WAIT_SUFFIX.len());
         wait.push_str(key);
-        wait.push_str(SUFFIX);
+        wait.push_str(Self::WAIT_SUFFIX);
         wait
     }
+
+    /// What follows the lock key in its waiting marks' key ([`LockKey::wait_key`]), for a
+    /// driver that writes the two one after the other rather than make the key.
+    pub const WAIT_SUFFIX: &'static str = "\0wait";
 }
 
 impl fmt::Debug for LockKey {

@@ -303,7 +303,7 @@ impl Direct {
         if let Reading::Release(release) = &mut entry.reading
             && release.by_hash
             && wire::wants_whole(&answer)
-            && let Some((whole, _)) = wire::one_call(&release.command, false)
+            && let whole = wire::one_call_cmd(&release.command, false)
             // A straight call's operation may have no inbox yet: the script sent whole is
             // answered through it.
             && let inbox = self

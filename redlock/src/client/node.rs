@@ -260,14 +260,18 @@ impl Nodes {
         let generation = connection.state.generation.get().copied();
         let command = command.for_server(generation.unwrap_or_default());
         let by_hash = connection.state.scripts_loaded.load(Ordering::Acquire);
-        let Some((cmd, call)) = wire::one_call(&command, by_hash) else {
+        let Some(call) = wire::one_call(&command, by_hash) else {
             return Err((command, Some(Box::new(sent(connection)))));
         };
         let inbox = || {
             let made = inbox.get_or_insert_with(|| Arc::new(Inbox::with_room(self.nodes.len())));
             Arc::clone(made)
         };
-        let straight = match connection.state.pipe.place(cmd, inbox, number) {
+        let placed = connection
+            .state
+            .pipe
+            .place(&command, by_hash, inbox, number);
+        let straight = match placed {
             Ok(Placed::Queued) => None,
             Ok(Placed::Alone(cmd, claim)) => {
                 let mut transport = connection.transport;

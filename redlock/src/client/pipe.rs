@@ -52,6 +52,8 @@ use super::direct::Inbox;
 use super::lock;
 use super::socket::{Socket, Write};
 use super::transport::Transport;
+use super::wire;
+use redlock_core::Command;
 
 /// The queue of one connection, shared by its requests and its driver task; or, on a
 /// connection of the client's own (`socket.rs`), that connection, which gathers its
@@ -168,18 +170,35 @@ impl Pipe {
         (pipe.clone(), Closer(pipe))
     }
 
-    /// Queues `cmd` for the next batch, its answer for `inbox` (taken only then) under
-    /// `number`; or, when it would be alone on the connection, hands it back with the claim
-    /// that makes it the one unanswered request ([`Placed::Alone`]): its caller sends it
-    /// straight. Refused (`cmd` handed back) when the driver has stopped: the caller then
-    /// sends it as a request of its own ([`Pipe::send`]).
+    /// Queues the call of `command` (one that [`wire::one_call`] takes) for the next batch,
+    /// its answer for `inbox` (taken only then) under `number`; or, when it would be alone on
+    /// the connection, hands its `Cmd` back with the claim that makes it the one unanswered
+    /// request ([`Placed::Alone`]): its caller sends it straight. On the client's own
+    /// connection the call is packed straight into the connection's buffer (no `Cmd`), and
+    /// the connection writes it. Refused when the driver has stopped or the connection is
+    /// broken: the caller then sends it as a request of its own.
     pub(crate) fn place(
         &self,
-        cmd: redis::Cmd,
+        command: &Command,
+        by_hash: bool,
         inbox: impl FnOnce() -> Arc<Inbox>,
         number: u64,
-    ) -> Result<Placed, redis::Cmd> {
-        self.push(cmd, inbox, number, true)
+    ) -> Result<Placed, ()> {
+        match self {
+            Self::Socket(socket) => {
+                let answer = Answer::Inbox(inbox(), number);
+                let pack = |out: &mut Vec<u8>| wire::pack_one_call(command, by_hash, out);
+                match socket.send_packed(pack, answer, Write::Gathered) {
+                    Ok(()) => Ok(Placed::Queued),
+                    // Broken: the caller's request of its own meets the same error.
+                    Err(_) => Err(()),
+                }
+            }
+            Self::Queue(_) => {
+                let cmd = wire::one_call_cmd(command, by_hash);
+                self.push(cmd, inbox, number, true).map_err(drop)
+            }
+        }
     }
 
     /// Queues `cmd` for the next batch, its answer for `inbox` under `number`, even when it
@@ -492,7 +511,7 @@ mod tests {
     }
 
     fn place(pipe: &Pipe, inbox: &Arc<Inbox>, number: u64) -> Result<Placed, redis::Cmd> {
-        pipe.place(redis::cmd("PING"), || Arc::clone(inbox), number)
+        pipe.push(redis::cmd("PING"), || Arc::clone(inbox), number, true)
     }
 
     /// A fresh queue, an inbox, and the claim of a first command, which goes straight.

@@ -105,6 +105,56 @@ fn parse_common(reply: &[u8]) -> Option<(Value, usize)> {
     Some((value, after))
 }
 
+/// Packs one command into `out` as redis-rs packs a [`redis::Cmd`]: an array of bulk
+/// strings, one per argument, where an argument may be given in parts (written one after
+/// the other, as one bulk string). The buffer grows once, by the command's whole length.
+pub(crate) fn pack(out: &mut Vec<u8>, args: &[&[&[u8]]]) {
+    let mut len = 1 + digits(args.len()) + 2;
+    for parts in args {
+        let arg: usize = parts.iter().map(|part| part.len()).sum();
+        len += 1 + digits(arg) + 2 + arg + 2;
+    }
+    out.reserve(len);
+    out.push(b'*');
+    push_decimal(out, args.len());
+    out.extend_from_slice(b"\r\n");
+    for parts in args {
+        let arg: usize = parts.iter().map(|part| part.len()).sum();
+        out.push(b'$');
+        push_decimal(out, arg);
+        out.extend_from_slice(b"\r\n");
+        for part in *parts {
+            out.extend_from_slice(part);
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// How many decimal digits `n` takes.
+fn digits(n: usize) -> usize {
+    n.checked_ilog10().map_or(1, |log| log as usize + 1)
+}
+
+/// Writes `n` in decimal.
+fn push_decimal(out: &mut Vec<u8>, n: usize) {
+    let mut digits = [0u8; 20];
+    out.extend_from_slice(decimal(n as u64, &mut digits));
+}
+
+/// `n` in decimal, written at the end of `digits`.
+pub(crate) fn decimal(n: u64, digits: &mut [u8; 20]) -> &[u8] {
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            return &digits[at..];
+        }
+    }
+}
+
 /// The index of the CRLF that ends the line starting at `at`, if it has arrived.
 fn line_at(buf: &[u8], at: usize) -> Option<usize> {
     let mut from = at;
@@ -237,6 +287,38 @@ mod tests {
     }
 
     proptest! {
+        /// A command packed here is the bytes redis-rs packs for it.
+        #[test]
+        fn a_command_is_packed_as_redis_rs_packs_it(
+            args in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..30), 1..9),
+            split in 0usize..30,
+        ) {
+            let mut cmd = redis::Cmd::new();
+            for arg in &args {
+                cmd.arg(&arg[..]);
+            }
+            // Each argument in two parts, cut at `split`.
+            let parts: Vec<[&[u8]; 2]> = args
+                .iter()
+                .map(|arg| {
+                    let (head, tail) = arg.split_at(split.min(arg.len()));
+                    [head, tail]
+                })
+                .collect();
+            let parts: Vec<&[&[u8]]> = parts.iter().map(|pair| &pair[..]).collect();
+            let mut packed = Vec::new();
+            pack(&mut packed, &parts);
+            prop_assert_eq!(packed, cmd.get_packed_command());
+        }
+
+        #[test]
+        fn numbers_are_written_in_decimal(n in any::<usize>()) {
+            let mut out = Vec::new();
+            push_decimal(&mut out, n);
+            prop_assert_eq!(out, n.to_string().into_bytes());
+            prop_assert_eq!(digits(n), n.to_string().len());
+        }
+
         /// Any reply ends exactly where its encoding does, whatever follows it, and no cut
         /// of it is taken for a whole one; redis-rs parses what it delimits.
         #[test]

@@ -32,7 +32,8 @@ use std::time::Duration;
 
 use futures::task::AtomicWaker;
 use redis::aio::ConnectionLike;
-use redis::{ProtocolVersion, RedisConnectionInfo, RedisError, RedisResult, Value};
+use redis::io::tcp::TcpSettings;
+use redis::{ErrorKind, ProtocolVersion, RedisConnectionInfo, RedisError, RedisResult, Value};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -77,6 +78,41 @@ struct State {
     closed: bool,
 }
 
+/// The node's TCP options on `stream`, as redis-rs sets them on its own connections:
+/// `TCP_NODELAY`, keepalive probes and `TCP_USER_TIMEOUT`. (Not `SO_LINGER`: `TcpSettings`
+/// gives no way to read it back.)
+fn apply(stream: &TcpStream, tcp: &TcpSettings) -> io::Result<()> {
+    stream.set_nodelay(tcp.nodelay())?;
+    let socket = socket2::SockRef::from(stream);
+    if let Some(keepalive) = tcp.keepalive() {
+        socket.set_tcp_keepalive(keepalive)?;
+    }
+    #[cfg(any(target_os = "android", target_os = "fuchsia", target_os = "linux"))]
+    socket.set_tcp_user_timeout(tcp.user_timeout())?;
+    Ok(())
+}
+
+/// A connection being opened: abandoned if dropped before it is ready.
+struct Opening(Option<Socket>);
+
+impl Opening {
+    fn socket(&self) -> &Socket {
+        self.0.as_ref().expect("held until ready")
+    }
+
+    fn ready(mut self) -> Socket {
+        self.0.take().expect("held until ready")
+    }
+}
+
+impl Drop for Opening {
+    fn drop(&mut self) {
+        if let Some(socket) = self.0.take() {
+            socket.abandon();
+        }
+    }
+}
+
 /// Where the replies of one request go.
 pub(crate) struct Waiter {
     /// Replies to read past before the request's own (a transaction's `MULTI` and `QUEUED`s).
@@ -84,6 +120,8 @@ pub(crate) struct Waiter {
     /// The request's own replies, still to come.
     count: usize,
     to: To,
+    /// The first server error among the skipped replies (a transaction's).
+    aborted: Option<RedisError>,
 }
 
 enum To {
@@ -100,6 +138,7 @@ impl Waiter {
             skip: 0,
             count: 1,
             to: To::One(answer),
+            aborted: None,
         }
     }
 
@@ -107,7 +146,13 @@ impl Waiter {
     fn many(skip: usize, count: usize) -> (Self, oneshot::Receiver<RedisResult<Vec<Value>>>) {
         let (answer, answered) = oneshot::channel();
         let to = To::Many(Vec::with_capacity(count), answer);
-        (Self { skip, count, to }, answered)
+        let waiter = Self {
+            skip,
+            count,
+            to,
+            aborted: None,
+        };
+        (waiter, answered)
     }
 }
 
@@ -157,16 +202,24 @@ impl Socket {
     pub(crate) async fn connect(
         host: &str,
         port: u16,
-        nodelay: bool,
+        tcp: &TcpSettings,
         settings: &RedisConnectionInfo,
         timeout: Duration,
     ) -> RedisResult<Self> {
         let open = async {
             let stream = TcpStream::connect((host, port)).await?;
-            stream.set_nodelay(nodelay)?;
-            let socket = Self::start(stream, settings.db());
-            socket.prepare(settings).await?;
-            Ok(socket)
+            apply(&stream, tcp)?;
+            // Until it is ready, a connection that fails or is given up (its time ran out)
+            // is closed at once, not left to its reader.
+            let opening = Opening(Some(Self::start(stream, settings.db())));
+            if let Err(error) = opening.socket().prepare(settings).await {
+                // What broke the connection before it was ready (a node that is no Redis
+                // server may speak first), rather than the refusal of the set-up that came
+                // after it: an I/O error would only send the client to connect again.
+                let broken = lock(&opening.socket().0.state).broken.clone();
+                return Err(broken.unwrap_or(error));
+            }
+            Ok(opening.ready())
         };
         match tokio::time::timeout(timeout, open).await {
             Ok(result) => result,
@@ -212,6 +265,9 @@ impl Socket {
             }
             auth.arg(password);
         }
+        // The first command authenticates when there are credentials: its refusal is a
+        // failed authentication, whatever the server's words (as redis-rs reports it).
+        let authenticates = settings.password().is_some();
         let checked = setup.len();
         if settings.db() != 0 {
             setup.cmd("SELECT").arg(settings.db());
@@ -234,8 +290,19 @@ impl Socket {
         let count = setup.len();
         let mut connection = self.clone();
         let answers = connection.req_packed_commands(&setup, 0, count).await?;
-        for answer in answers.into_iter().take(checked) {
-            answer.extract_error()?;
+        for (at, answer) in answers.into_iter().take(checked).enumerate() {
+            answer.extract_error().map_err(|error| {
+                if at == 0 && authenticates {
+                    let detail = error.to_string();
+                    RedisError::from((
+                        ErrorKind::AuthenticationFailed,
+                        "authentication failed",
+                        detail,
+                    ))
+                } else {
+                    error
+                }
+            })?;
         }
         Ok(())
     }
@@ -249,15 +316,21 @@ impl Socket {
         answer: Answer,
         write: Write,
     ) -> Result<(), (RedisError, Answer)> {
-        self.submit(
-            |out| cmd.write_packed_command(out),
-            Waiter::one(answer),
-            write,
-        )
-        .map_err(|(error, waiter)| match waiter.to {
-            To::One(answer) => (error, answer),
-            To::Many(..) => unreachable!("a single command's waiter"),
-        })
+        self.send_packed(|out| cmd.write_packed_command(out), answer, write)
+    }
+
+    /// Sends the command `pack` writes into the connection's buffer, as [`Socket::send`].
+    pub(crate) fn send_packed(
+        &self,
+        pack: impl FnOnce(&mut Vec<u8>),
+        answer: Answer,
+        write: Write,
+    ) -> Result<(), (RedisError, Answer)> {
+        self.submit(pack, Waiter::one(answer), write)
+            .map_err(|(error, waiter)| match waiter.to {
+                To::One(answer) => (error, answer),
+                To::Many(..) => unreachable!("a single command's waiter"),
+            })
     }
 
     /// Packs a request into the connection's buffer and writes it, as `write` says.
@@ -271,7 +344,7 @@ impl Socket {
         let wake = {
             let mut state = lock(&inner.state);
             if let Some(error) = &state.broken {
-                return Err((error.clone(), waiter));
+                return Err((refused(error), waiter));
             }
             let alone = state.out.is_empty() && (write == Write::Now || state.waiting.is_empty());
             let pending = !state.out.is_empty();
@@ -294,6 +367,21 @@ impl Socket {
             inner.reader.wake();
         }
         Ok(())
+    }
+
+    /// Breaks the connection off now: what waits on it fails, and its reader stops and
+    /// lets go of the socket.
+    fn abandon(&self) {
+        let failed = {
+            let mut state = lock(&self.0.state);
+            let error = io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "the connection was given up",
+            );
+            self.0.break_off(&mut state, error)
+        };
+        self.0.reader.wake();
+        failed.into_iter().for_each(Done::give);
     }
 
     /// Marks the connection closed: its reader stops once every request is answered.
@@ -356,6 +444,13 @@ impl Inner {
             };
             if front.skip > 0 {
                 front.skip -= 1;
+                // A transaction's command the server refused to queue aborts it: the first
+                // such error is the transaction's, as redis-rs reports it.
+                if let (Value::ServerError(error), To::Many(_, _)) = (&value, &front.to)
+                    && front.aborted.is_none()
+                {
+                    front.aborted = Some(error.clone().into());
+                }
                 continue;
             }
             front.count -= 1;
@@ -366,10 +461,11 @@ impl Inner {
                 }
                 if let Some(Waiter {
                     to: To::Many(values, answer),
+                    aborted,
                     ..
                 }) = state.waiting.pop_front()
                 {
-                    done.push(Done::Many(answer, Ok(values)));
+                    done.push(Done::Many(answer, aborted.map_or(Ok(values), Err)));
                 }
             } else if let Some(Waiter {
                 to: To::One(answer),
@@ -447,8 +543,13 @@ async fn read(inner: Arc<Inner>, mut read_half: OwnedReadHalf) {
             if state.closed && state.waiting.is_empty() {
                 return Poll::Ready(Step::Stop);
             }
-            // Left while the lock was let go: it found the reader not idle, so woke nobody.
-            if !state.out.is_empty() && !state.blocked {
+            // Left, or blocked, while the lock was let go: the sender found the reader not
+            // idle, so woke nobody.
+            if state.blocked {
+                if inner.stream.as_ref().poll_write_ready(cx).is_ready() {
+                    return Poll::Ready(Step::WriteRest);
+                }
+            } else if !state.out.is_empty() {
                 return Poll::Ready(Step::Write);
             }
             // Registered under the lock: a command left after it sees `idle` and wakes it.
@@ -541,6 +642,18 @@ impl ConnectionLike for Socket {
         offset: usize,
         count: usize,
     ) -> redis::RedisFuture<'a, Vec<Value>> {
+        if count == 0 {
+            // Nothing to read (an empty pipeline): nothing to send either.
+            let nothing = if pipeline.is_empty() {
+                Ok(Vec::new())
+            } else {
+                Err(RedisError::from((
+                    ErrorKind::Client,
+                    "a pipeline whose replies are all skipped",
+                )))
+            };
+            return Box::pin(async move { nothing });
+        }
         let (waiter, answered) = Waiter::many(offset, count);
         let pack = |out: &mut Vec<u8>| out.extend_from_slice(&pipeline.get_packed_pipeline());
         let sent = self.submit(pack, waiter, Write::Now);
@@ -553,6 +666,15 @@ impl ConnectionLike for Socket {
     fn get_db(&self) -> i64 {
         self.0.db
     }
+}
+
+/// The error of a request sent on a connection that broke with `error`: an I/O error
+/// whatever `error` was (a reply that could not be read, a timeout of the kernel's), so that
+/// the client opens another connection (`wire::connection_lost`); the requests that were
+/// waiting when it broke got `error` itself.
+fn refused(error: &RedisError) -> RedisError {
+    let text = format!("the connection broke earlier: {error}");
+    io::Error::new(io::ErrorKind::BrokenPipe, text).into()
 }
 
 /// The error of a request whose connection's reader stopped before its answer came.
@@ -655,6 +777,125 @@ mod tests {
         assert!(
             refused.is_err(),
             "the stream can no longer be read in order"
+        );
+    }
+
+    /// Reads from the peer's end until the client has closed the connection (or 5 s).
+    async fn closed_by_client(peer: &mut TcpStream) -> bool {
+        let mut rest = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), peer.read_to_end(&mut rest));
+        matches!(read.await, Ok(Ok(_)))
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn the_nodes_tcp_settings_are_set_on_the_socket() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let stream = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let keepalive = socket2::TcpKeepalive::new().with_time(Duration::from_secs(7));
+        let tcp = TcpSettings::default()
+            .set_nodelay(true)
+            .set_keepalive(keepalive)
+            .set_user_timeout(Duration::from_millis(1500));
+        apply(&stream, &tcp).unwrap();
+        let socket = socket2::SockRef::from(&stream);
+        assert!(stream.nodelay().unwrap());
+        assert!(socket.keepalive().unwrap());
+        assert_eq!(socket.tcp_keepalive_time().unwrap(), Duration::from_secs(7));
+        assert_eq!(
+            socket.tcp_user_timeout().unwrap(),
+            Some(Duration::from_millis(1500))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_connection_refused_at_its_authentication_is_closed_and_the_refusal_said() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let settings = RedisConnectionInfo::default().set_password("wrong");
+        let tcp = TcpSettings::default();
+        let connect = Socket::connect("127.0.0.1", port, &tcp, &settings, Duration::from_secs(5));
+        let node = async {
+            let (mut peer, _) = listener.accept().await.unwrap();
+            // AUTH, then the library's name and version.
+            let mut setup = vec![0; 256];
+            let _ = peer.read(&mut setup).await.unwrap();
+            let refusal = b"-WRONGPASS invalid username-password pair\r\n+OK\r\n+OK\r\n";
+            peer.write_all(refusal).await.unwrap();
+            closed_by_client(&mut peer).await
+        };
+        let (connected, closed) = tokio::join!(connect, node);
+        let error = connected.err().expect("refused");
+        assert_eq!(error.kind(), ErrorKind::AuthenticationFailed, "{error:?}");
+        assert!(closed, "the refused connection is closed, not left open");
+    }
+
+    #[tokio::test]
+    async fn a_connection_whose_opening_times_out_is_closed() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (tcp, settings) = (TcpSettings::default(), RedisConnectionInfo::default());
+        let timeout = Duration::from_millis(200);
+        let connect = Socket::connect("127.0.0.1", port, &tcp, &settings, timeout);
+        let node = async {
+            // Accepts, and never answers.
+            let (mut peer, _) = listener.accept().await.unwrap();
+            closed_by_client(&mut peer).await
+        };
+        let (connected, closed) = tokio::join!(connect, node);
+        assert!(connected.err().expect("timed out").is_timeout());
+        assert!(closed, "the connection given up is closed, not left open");
+    }
+
+    #[tokio::test]
+    async fn a_connection_broken_by_an_unreadable_reply_refuses_later_requests_with_an_io_error() {
+        let (socket, mut peer) = pair().await;
+        let answer = ping(&socket);
+        read_commands(&mut peer, 1).await;
+        peer.write_all(b"?what\r\n").await.unwrap();
+        let error = answer.await.unwrap().unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::Parse, "{error:?}");
+        let (slot, _) = oneshot::channel();
+        let Err((error, _)) = socket.send(&redis::cmd("PING"), Answer::Slot(slot), Write::Now)
+        else {
+            panic!("a broken connection takes no command");
+        };
+        // An I/O error: the client opens another connection.
+        assert!(error.is_io_error(), "{error:?}");
+    }
+
+    #[tokio::test]
+    async fn a_transaction_with_a_refused_command_fails_with_the_refusal() {
+        let (mut socket, mut peer) = pair().await;
+        let mut transaction = redis::pipe();
+        transaction.atomic().cmd("PING");
+        let answered = transaction.query_async::<Value>(&mut socket);
+        let node = async {
+            // MULTI, PING, EXEC.
+            let mut commands = vec![0; 256];
+            let _ = peer.read(&mut commands).await.unwrap();
+            let replies = b"+OK\r\n-NOPERM no\r\n-EXECABORT discarded\r\n";
+            peer.write_all(replies).await.unwrap();
+        };
+        let (answer, ()) = tokio::join!(answered, node);
+        let error = answer.unwrap_err();
+        assert_eq!(error.code(), Some("NOPERM"), "{error:?}");
+    }
+
+    #[tokio::test]
+    async fn an_empty_pipeline_sends_nothing_and_reads_nothing() {
+        let (mut socket, mut peer) = pair().await;
+        let empty: Vec<Value> = redis::pipe().query_async(&mut socket).await.unwrap();
+        assert!(empty.is_empty());
+        // The next request still gets its own reply.
+        let answer = ping(&socket);
+        read_commands(&mut peer, 1).await;
+        peer.write_all(b"+PONG\r\n").await.unwrap();
+        assert_eq!(
+            answer.await.unwrap().unwrap(),
+            Value::SimpleString("PONG".into())
         );
     }
 

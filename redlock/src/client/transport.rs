@@ -33,9 +33,8 @@ impl Transport {
         let info = client.get_connection_info();
         match info.addr() {
             ConnectionAddr::Tcp(host, port) => {
-                let nodelay = info.tcp_settings().nodelay();
-                let settings = info.redis_settings();
-                Socket::connect(host, *port, nodelay, settings, connect_timeout)
+                let (tcp, settings) = (info.tcp_settings(), info.redis_settings());
+                Socket::connect(host, *port, tcp, settings, connect_timeout)
                     .await
                     .map(Self::Own)
             }

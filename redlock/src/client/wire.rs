@@ -7,6 +7,7 @@ use futures::future::BoxFuture;
 use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
 use super::pipe::Pipe;
+use super::resp;
 use super::transport::Transport;
 use crate::lua::LuaScript;
 use crate::lua::lock as scripts;
@@ -130,26 +131,82 @@ pub(crate) enum OneCall {
     Release { by_hash: bool },
 }
 
-/// The request `command` is, as one Redis call a direct request can carry, and how to read
-/// its answer: a lock request, or a release (by the script's hash when `by_hash`); `None`
-/// for every other command. `command` is in the form its server takes
-/// (`Command::for_server`).
-pub(crate) fn one_call(command: &Command, by_hash: bool) -> Option<(redis::Cmd, OneCall)> {
+/// How to read the answer of `command` as one Redis call a direct request can carry: a
+/// lock request, or a release (by the script's hash when `by_hash`); `None` for every other
+/// command. `command` is in the form its server takes (`Command::for_server`). The call
+/// itself is [`one_call_cmd`] for redis-rs' connection, or packed by [`pack_one_call`]
+/// into the client's own.
+pub(crate) fn one_call(command: &Command, by_hash: bool) -> Option<OneCall> {
     match command {
-        Command::SetIfAbsent { key, token, ttl } => Some((
-            set_if_absent(key, token, *ttl),
-            OneCall::Lock(LockAnswer::WithHolder),
-        )),
-        Command::SetIfAbsentNoGet { key, token, ttl } => Some((
-            set_if_absent_no_get(key, token, *ttl),
-            OneCall::Lock(LockAnswer::Unread),
-        )),
+        Command::SetIfAbsent { .. } => Some(OneCall::Lock(LockAnswer::WithHolder)),
+        Command::SetIfAbsentNoGet { .. } => Some(OneCall::Lock(LockAnswer::Unread)),
+        Command::ReleaseIfOwner { .. } => Some(OneCall::Release { by_hash }),
+        _ => None,
+    }
+}
+
+/// The call of a command [`one_call`] takes, as a `redis::Cmd`.
+///
+/// # Panics
+///
+/// On a command [`one_call`] does not take.
+pub(crate) fn one_call_cmd(command: &Command, by_hash: bool) -> redis::Cmd {
+    match command {
+        Command::SetIfAbsent { key, token, ttl } => set_if_absent(key, token, *ttl),
+        Command::SetIfAbsentNoGet { key, token, ttl } => set_if_absent_no_get(key, token, *ttl),
         Command::ReleaseIfOwner { key, token } => {
             let script = Owned::new(&scripts::RELEASE, token, None);
             let keys = [key.as_str(), &key.wait_key()];
-            Some((script.command(&keys, by_hash), OneCall::Release { by_hash }))
+            script.command(&keys, by_hash)
         }
-        _ => None,
+        _ => unreachable!("not one call: {command:?}"),
+    }
+}
+
+/// The call of a command [`one_call`] takes, packed into `out` as [`one_call_cmd`]'s
+/// command would be: without the `Cmd`, the token's text or the waiting marks' key made on
+/// the heap first (unit test `a_call_is_packed_as_its_cmd_is`).
+///
+/// # Panics
+///
+/// On a command [`one_call`] does not take.
+pub(crate) fn pack_one_call(command: &Command, by_hash: bool, out: &mut Vec<u8>) {
+    match command {
+        Command::SetIfAbsent { key, token, ttl }
+        | Command::SetIfAbsentNoGet { key, token, ttl } => {
+            let hex = token.to_hex();
+            let mut digits = [0u8; 20];
+            let ttl = resp::decimal(Command::px(*ttl), &mut digits);
+            let key = key.as_str().as_bytes();
+            if let Command::SetIfAbsent { .. } = command {
+                let args: [&[&[u8]]; 7] = [
+                    &[b"SET"],
+                    &[key],
+                    &[&hex],
+                    &[b"NX"],
+                    &[b"GET"],
+                    &[b"PX"],
+                    &[ttl],
+                ];
+                resp::pack(out, &args);
+            } else {
+                let args: [&[&[u8]]; 6] = [&[b"SET"], &[key], &[&hex], &[b"NX"], &[b"PX"], &[ttl]];
+                resp::pack(out, &args);
+            }
+        }
+        Command::ReleaseIfOwner { key, token } => {
+            let hex = token.to_hex();
+            let key = key.as_str().as_bytes();
+            let suffix = LockKey::WAIT_SUFFIX.as_bytes();
+            let (name, body): (&[u8], &[u8]) = if by_hash {
+                (b"EVALSHA", scripts::RELEASE.hash().as_bytes())
+            } else {
+                (b"EVAL", scripts::RELEASE.source().as_bytes())
+            };
+            let args: [&[&[u8]]; 6] = [&[name], &[body], &[b"2"], &[key], &[key, suffix], &[&hex]];
+            resp::pack(out, &args);
+        }
+        _ => unreachable!("not one call: {command:?}"),
     }
 }
 
@@ -657,8 +714,40 @@ fn one_line(text: &str) -> String {
 mod tests {
     use std::time::Duration;
 
-    use super::{MAX_DETAIL_CHARS, one_line, reading};
-    use redlock_core::{KeyReading, KeyValue, NodeFailure, Token};
+    use super::{MAX_DETAIL_CHARS, one_call_cmd, one_line, pack_one_call, reading};
+    use proptest::prelude::*;
+    use redlock_core::{Command, KeyReading, KeyValue, LockKey, NodeFailure, Token};
+
+    proptest! {
+        /// Each call a direct request carries is packed into the client's own connection as
+        /// redis-rs packs its `Cmd`: the same bytes reach the node either way.
+        #[test]
+        fn a_call_is_packed_as_its_cmd_is(
+            resource in "[a-zA-Z0-9:{}é_ -]{1,40}",
+            token in any::<[u8; 16]>(),
+            ttl_ms in 1u64..10_000_000_000,
+            by_hash in any::<bool>(),
+        ) {
+            let key = LockKey::new("redlock:", &resource).unwrap();
+            let token = Token::from_bytes(token);
+            let ttl = Duration::from_millis(ttl_ms);
+            let commands = [
+                Command::SetIfAbsent { key: key.clone(), token, ttl },
+                Command::SetIfAbsentNoGet { key: key.clone(), token, ttl },
+                Command::ReleaseIfOwner { key, token },
+            ];
+            for command in &commands {
+                let mut packed = Vec::new();
+                pack_one_call(command, by_hash, &mut packed);
+                prop_assert_eq!(
+                    &packed,
+                    &one_call_cmd(command, by_hash).get_packed_command(),
+                    "{:?}",
+                    command
+                );
+            }
+        }
+    }
 
     #[test]
     fn holder_readings_parse_the_three_answers() {

@@ -43,6 +43,11 @@ impl LuaScript {
             .get_or_init(|| sha1_smol::Sha1::from(self.source).digest().to_string())
     }
 
+    /// The script's source.
+    pub(crate) fn source(&self) -> &'static str {
+        self.source
+    }
+
     /// `EVAL source numkeys keys…`; the caller appends the script's arguments.
     pub(crate) fn eval(&self, keys: &[&str]) -> Cmd {
         let mut cmd = sized(keys, self.source.len());
