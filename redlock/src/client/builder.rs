@@ -150,9 +150,12 @@ impl RedlockBuilder {
 
     /// Adds a node from a ready `redis::Client` (for TLS with custom certificates, say).
     ///
-    /// The client is used as it is, TCP settings included: nodes given by URL get
-    /// `TCP_NODELAY`, which redis-rs leaves off by default, and a lock client wants it too
-    /// (`ConnectionInfo::set_tcp_settings` with `TcpSettings::set_nodelay(true)`).
+    /// The client is used as it is: its address, credentials, database, protocol and TCP
+    /// settings (`TCP_NODELAY`, keepalive, `TCP_USER_TIMEOUT`; over plain TCP, where the
+    /// connection is this crate's own, not the linger time, which `TcpSettings` does not
+    /// let it read). Nodes given by URL get `TCP_NODELAY`, which redis-rs leaves off by
+    /// default, and a lock client wants it too (`ConnectionInfo::set_tcp_settings` with
+    /// `TcpSettings::set_nodelay(true)`).
     #[must_use]
     pub fn node_client(mut self, client: redis::Client) -> Self {
         self.nodes.push(NodeSource::Client(Box::new(client)));
