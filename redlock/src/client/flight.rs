@@ -109,9 +109,12 @@ impl<T> Side<T> for () {
 }
 
 /// Requests in flight, and the one timer for all their deadlines (see [`Expiry`]).
+///
+/// The request futures' set and their shared deadlines are made with the first request
+/// future: an operation whose requests all go direct (the routine case) allocates neither.
 struct Requests<T = Completion, S = Direct> {
-    pending: FuturesUnordered<BoxFuture<'static, T>>,
-    expiry: Arc<Expiry>,
+    pending: Option<FuturesUnordered<BoxFuture<'static, T>>>,
+    expiry: Option<Arc<Expiry>>,
     /// The timer, set at `armed`: never later than the earliest deadline not passed.
     timer: Option<Pin<Box<Sleep>>>,
     armed: Option<Instant>,
@@ -129,8 +132,8 @@ impl<T> Default for Requests<T, ()> {
 impl<T, S: Side<T>> Requests<T, S> {
     fn new(side: S) -> Self {
         Self {
-            pending: FuturesUnordered::new(),
-            expiry: Arc::default(),
+            pending: None,
+            expiry: None,
             timer: None,
             armed: None,
             reached: None,
@@ -139,11 +142,28 @@ impl<T, S: Side<T>> Requests<T, S> {
     }
 
     fn is_empty(&self) -> bool {
-        self.pending.is_empty() && self.side.len() == 0
+        self.futures() == 0 && self.side.len() == 0
     }
 
     fn len(&self) -> usize {
-        self.pending.len() + self.side.len()
+        self.futures() + self.side.len()
+    }
+
+    /// How many request futures are in flight.
+    fn futures(&self) -> usize {
+        self.pending.as_ref().map_or(0, FuturesUnordered::len)
+    }
+
+    /// Adds a request future.
+    fn push(&mut self, request: BoxFuture<'static, T>) {
+        self.pending
+            .get_or_insert_with(FuturesUnordered::new)
+            .push(request);
+    }
+
+    /// The request futures' shared deadlines (made with the first).
+    fn expiry(&mut self) -> &Arc<Expiry> {
+        self.expiry.get_or_insert_with(Arc::default)
     }
 
     /// The next finished request (`None` when none is in flight), with the requests' timer
@@ -168,7 +188,11 @@ impl<T, S: Side<T>> Requests<T, S> {
             if let Some(done) = self.side.poll(self.reached, cx) {
                 return Poll::Ready(Some(Next::Done(done)));
             }
-            match self.pending.poll_next_unpin(cx) {
+            let next = match &mut self.pending {
+                Some(pending) => pending.poll_next_unpin(cx),
+                None => Poll::Ready(None),
+            };
+            match next {
                 Poll::Ready(Some(done)) => return Poll::Ready(Some(Next::Done(done))),
                 Poll::Ready(None) if self.side.len() == 0 && until.is_none() => {
                     return Poll::Ready(None);
@@ -185,10 +209,8 @@ impl<T, S: Side<T>> Requests<T, S> {
             // Only ever moved earlier: a timer that fires before anything is due costs one
             // more look, where following every finished request to a later deadline would
             // cost a trip to the runtime's timer wheel each time.
-            for sooner in [self.expiry.sooner(), self.side.sooner(), until]
-                .into_iter()
-                .flatten()
-            {
+            let expiry = self.expiry.as_ref().and_then(|expiry| expiry.sooner());
+            for sooner in [expiry, self.side.sooner(), until].into_iter().flatten() {
                 self.arm(sooner);
             }
             let (Some(timer), Some(reached)) = (&mut self.timer, self.armed) else {
@@ -202,7 +224,9 @@ impl<T, S: Side<T>> Requests<T, S> {
             // Wakes the requests now due (the next poll of `pending` ends them; the side's
             // next poll ends its own), and sets the timer for the next deadline.
             let next = [
-                self.expiry.reach(reached),
+                self.expiry
+                    .as_ref()
+                    .and_then(|expiry| expiry.reach(reached)),
                 self.side.earliest_after(reached),
             ];
             if let Some(next) = next.into_iter().flatten().min() {
@@ -327,11 +351,11 @@ impl Flight {
             }
         };
         let nodes = Arc::clone(&self.nodes);
-        let expiry = Arc::clone(&self.requests.expiry);
+        let expiry = Arc::clone(self.requests.expiry());
         let timeout = self.timeout;
         let sent_at = pass.sent_at;
         let pass_now = pass.now;
-        self.requests.pending.push(Box::pin(async move {
+        self.requests.push(Box::pin(async move {
             let Transmit {
                 command, request, ..
             } = transmit;
@@ -475,9 +499,9 @@ mod tests {
     /// A request that never answers, cut at `after` from now: yields its number, or
     /// `None` once its deadline passed.
     fn silent(requests: &mut Requests<(u32, Option<()>), ()>, number: u32, after: Duration) {
-        let expiry = Arc::clone(&requests.expiry);
+        let expiry = Arc::clone(requests.expiry());
         let at = Instant::now() + after;
-        requests.pending.push(Box::pin(async move {
+        requests.push(Box::pin(async move {
             let outcome = expiry.timeout_at(at, pending::<()>()).await;
             (number, outcome.ok())
         }));
@@ -510,7 +534,13 @@ mod tests {
             );
         }
         assert!(next(&mut requests).await.is_none());
-        assert_eq!(requests.expiry.waiting(), 0);
+        assert_eq!(
+            requests
+                .expiry
+                .as_ref()
+                .map_or(0, |expiry| expiry.waiting()),
+            0
+        );
     }
 
     /// `requests.poll_until(until)`, failing the test rather than hanging.
@@ -600,9 +630,9 @@ mod tests {
     async fn answered_requests_leave_no_deadline_behind() {
         let mut requests: Requests<Result<u32, Elapsed>, ()> = Requests::default();
         for number in 0..3 {
-            let expiry = Arc::clone(&requests.expiry);
+            let expiry = Arc::clone(requests.expiry());
             let at = Instant::now() + Duration::from_secs(5);
-            requests.pending.push(Box::pin(async move {
+            requests.push(Box::pin(async move {
                 expiry
                     .timeout_at(at, async move {
                         tokio::task::yield_now().await;
@@ -617,13 +647,19 @@ mod tests {
         }
         answers.sort_unstable();
         assert_eq!(answers, [0, 1, 2]);
-        assert_eq!(requests.expiry.waiting(), 0);
+        assert_eq!(
+            requests
+                .expiry
+                .as_ref()
+                .map_or(0, |expiry| expiry.waiting()),
+            0
+        );
     }
 
     /// A request that answers after yielding `yields` times, as an answer arriving on a
     /// later pass of the runtime's I/O driver does.
     fn answering(requests: &mut Requests<(u32, Option<()>), ()>, number: u32, yields: usize) {
-        requests.pending.push(Box::pin(async move {
+        requests.push(Box::pin(async move {
             for _ in 0..yields {
                 tokio::task::yield_now().await;
             }
@@ -640,7 +676,7 @@ mod tests {
         answering(&mut requests, 3, 0);
         silent(&mut requests, 4, Duration::from_secs(30));
         assert!(!requests.finish_answered());
-        assert_eq!(requests.pending.len(), 1);
+        assert_eq!(requests.futures(), 1);
     }
 
     // On a paused clock the runtime moves time forward whenever every task waits on a timer,
@@ -657,7 +693,7 @@ mod tests {
         requests.linger(LINGER_PASSES).await;
         assert_eq!(Instant::now(), start, "the linger waited on a timer");
         assert_eq!(
-            requests.pending.len(),
+            requests.futures(),
             1,
             "the answers after the decision are finished"
         );
@@ -695,7 +731,7 @@ mod tests {
         silent(&mut requests, 2, Duration::from_secs(30));
         assert!(!requests.finish_answered());
         assert_eq!(passes_of_a_linger(&mut requests).await, 1);
-        assert_eq!(requests.pending.len(), 2);
+        assert_eq!(requests.futures(), 2);
 
         // While each pass finishes something, it goes on.
         let mut requests = Requests::default();
@@ -704,6 +740,6 @@ mod tests {
         silent(&mut requests, 3, Duration::from_secs(30));
         assert!(!requests.finish_answered());
         assert_eq!(passes_of_a_linger(&mut requests).await, 3);
-        assert_eq!(requests.pending.len(), 1);
+        assert_eq!(requests.futures(), 1);
     }
 }
