@@ -12,15 +12,16 @@
 //! Replies are matched to requests by position; each goes where its request said
 //! ([`Answer`]): an operation's inbox (`direct.rs`) needs no future or channel of its own.
 //!
-//! redis-rs stays the RESP layer for all but the lock commands' replies: each complete reply
-//! (`resp.rs` finds where it ends) that is not one of those is parsed by
-//! [`redis::parse_redis_value`], commands are packed by [`redis::Cmd`], and errors
-//! are [`RedisError`]s of the kinds its own connections give (`wire.rs` classifies them the
-//! same way). TLS and Unix-socket nodes keep redis-rs' connection (`transport.rs`).
+//! redis-rs stays the RESP layer for all but the lock commands: each complete reply (`resp.rs`
+//! finds where it ends) that is not one of theirs is parsed by [`redis::parse_redis_value`],
+//! commands other than a direct request's call (`wire::pack_one_call`) are packed by
+//! [`redis::Cmd`], and errors are [`RedisError`]s of the kinds its own connections give
+//! (`wire.rs` classifies them the same way). TLS and Unix-socket nodes keep redis-rs'
+//! connection (`transport.rs`).
 //!
 //! A connection that breaks (a read or write error, the node closing it, a reply that cannot
 //! be read or that no request waits for) fails every request waiting on it with the error, and
-//! refuses every later one: the client then opens another (`node.rs`).
+//! refuses every later one with an I/O error: the client then opens another (`node.rs`).
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -411,6 +412,17 @@ impl Inner {
         Ok(())
     }
 
+    /// What the reader must write, if anything: the rest of a blocked write once the socket
+    /// can take it (else `cx` is woken when it can), or what senders left for it.
+    fn write_step(&self, state: &State, cx: &mut std::task::Context<'_>) -> Option<Step> {
+        if state.blocked {
+            let ready = self.stream.as_ref().poll_write_ready(cx).is_ready();
+            ready.then_some(Step::WriteRest)
+        } else {
+            (!state.out.is_empty()).then_some(Step::Write)
+        }
+    }
+
     /// Breaks the connection with `error`: every request waiting on it fails with it (the
     /// answers returned, to be given once the lock is let go), and every later one is refused.
     fn break_off(&self, state: &mut State, error: impl Into<RedisError>) -> Vec<Done> {
@@ -522,12 +534,8 @@ async fn read(inner: Arc<Inner>, mut read_half: OwnedReadHalf) {
                 if state.broken.is_some() {
                     return Poll::Ready(Step::Stop);
                 }
-                if state.blocked {
-                    if inner.stream.as_ref().poll_write_ready(cx).is_ready() {
-                        return Poll::Ready(Step::WriteRest);
-                    }
-                } else if !state.out.is_empty() {
-                    return Poll::Ready(Step::Write);
+                if let Some(write) = inner.write_step(&state, cx) {
+                    return Poll::Ready(write);
                 }
             }
             // Read without the lock (senders take it to write). A read that takes less
@@ -545,12 +553,8 @@ async fn read(inner: Arc<Inner>, mut read_half: OwnedReadHalf) {
             }
             // Left, or blocked, while the lock was let go: the sender found the reader not
             // idle, so woke nobody.
-            if state.blocked {
-                if inner.stream.as_ref().poll_write_ready(cx).is_ready() {
-                    return Poll::Ready(Step::WriteRest);
-                }
-            } else if !state.out.is_empty() {
-                return Poll::Ready(Step::Write);
+            if let Some(write) = inner.write_step(&state, cx) {
+                return Poll::Ready(write);
             }
             // Registered under the lock: a command left after it sees `idle` and wakes it.
             inner.reader.register(cx.waker());
