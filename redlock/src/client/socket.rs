@@ -266,8 +266,7 @@ impl Socket {
             }
             auth.arg(password);
         }
-        // The first command authenticates when there are credentials: its refusal is a
-        // failed authentication, whatever the server's words (as redis-rs reports it).
+        // The first command authenticates when there are credentials.
         let authenticates = settings.password().is_some();
         let checked = setup.len();
         if settings.db() != 0 {
@@ -288,24 +287,32 @@ impl Socket {
             // Nothing to set: a `PING`, so that the node has answered once.
             setup.cmd("PING");
         }
-        let count = setup.len();
-        let mut connection = self.clone();
-        let answers = connection.req_packed_commands(&setup, 0, count).await?;
-        for (at, answer) in answers.into_iter().take(checked).enumerate() {
-            answer.extract_error().map_err(|error| {
-                if at == 0 && authenticates {
-                    let detail = error.to_string();
-                    RedisError::from((
-                        ErrorKind::AuthenticationFailed,
-                        "authentication failed",
-                        detail,
-                    ))
-                } else {
-                    error
+        let answers = self.clone().query_pipeline(&setup).await?;
+        let checked = answers.into_iter().take(checked);
+        match check_setup(checked, authenticates) {
+            // A server before Redis 6 knows `AUTH password` alone: asked with the user, it
+            // refuses the arguments, and the user's password is tried alone, as redis-rs does.
+            Err(error)
+                if authenticates
+                    && !resp3
+                    && settings.username().is_some()
+                    && refuses_arguments(&error) =>
+            {
+                let mut again = redis::pipe();
+                again.cmd("AUTH").arg(settings.password());
+                if settings.db() != 0 {
+                    again.cmd("SELECT").arg(settings.db());
                 }
-            })?;
+                let answers = self.clone().query_pipeline(&again).await?;
+                check_setup(answers.into_iter(), authenticates)
+            }
+            checked => checked,
         }
-        Ok(())
+    }
+
+    /// Sends `pipeline` and returns each of its answers.
+    async fn query_pipeline(mut self, pipeline: &redis::Pipeline) -> RedisResult<Vec<Value>> {
+        self.req_packed_commands(pipeline, 0, pipeline.len()).await
     }
 
     /// Sends `cmd`, its reply going to `answer`: written now or with the reader's next write,
@@ -672,6 +679,33 @@ impl ConnectionLike for Socket {
     }
 }
 
+/// The set-up's answers that must not be errors; the first one's refusal is a failed
+/// authentication when it `authenticates`, whatever the server's words (as redis-rs
+/// reports it).
+fn check_setup(answers: impl Iterator<Item = Value>, authenticates: bool) -> RedisResult<()> {
+    for (at, answer) in answers.enumerate() {
+        answer.extract_error().map_err(|error| {
+            if at == 0 && authenticates {
+                let detail = error.to_string();
+                RedisError::from((
+                    ErrorKind::AuthenticationFailed,
+                    "authentication failed",
+                    detail,
+                ))
+            } else {
+                error
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// Whether `error` is a server's refusal of a command's arguments (`AUTH user password` on
+/// a server before Redis 6).
+fn refuses_arguments(error: &RedisError) -> bool {
+    error.to_string().contains("wrong number of arguments")
+}
+
 /// The error of a request sent on a connection that broke with `error`: an I/O error
 /// whatever `error` was (a reply that could not be read, a timeout of the kernel's), so that
 /// the client opens another connection (`wire::connection_lost`); the requests that were
@@ -834,6 +868,34 @@ mod tests {
         let error = connected.err().expect("refused");
         assert_eq!(error.kind(), ErrorKind::AuthenticationFailed, "{error:?}");
         assert!(closed, "the refused connection is closed, not left open");
+    }
+
+    #[tokio::test]
+    async fn a_server_before_redis_6_is_asked_for_the_password_alone() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let settings = RedisConnectionInfo::default()
+            .set_username("default")
+            .set_password("secret");
+        let tcp = TcpSettings::default();
+        let timeout = Duration::from_secs(5);
+        let connect = Socket::connect("127.0.0.1", port, &tcp, &settings, timeout);
+        let node = async {
+            let (mut peer, _) = listener.accept().await.unwrap();
+            let mut read = vec![0; 512];
+            // AUTH with the user, and the library's name and version: refused as Redis 5.
+            let _ = peer.read(&mut read).await.unwrap();
+            let refusals = b"-ERR wrong number of arguments for 'auth' command\r\n\
+                -NOAUTH Authentication required.\r\n-NOAUTH Authentication required.\r\n";
+            peer.write_all(refusals).await.unwrap();
+            let n = peer.read(&mut read).await.unwrap();
+            peer.write_all(b"+OK\r\n").await.unwrap();
+            read.truncate(n);
+            read
+        };
+        let (connected, second) = tokio::join!(connect, node);
+        assert!(connected.is_ok(), "{:?}", connected.err());
+        assert_eq!(second, b"*2\r\n$4\r\nAUTH\r\n$6\r\nsecret\r\n");
     }
 
     #[tokio::test]
