@@ -186,13 +186,8 @@ impl Pipe {
     ) -> Result<Placed, ()> {
         match self {
             Self::Socket(socket) => {
-                let answer = Answer::Inbox(inbox(), number);
                 let pack = |out: &mut Vec<u8>| wire::pack_one_call(command, by_hash, out);
-                match socket.send_packed(pack, answer, Write::Gathered) {
-                    Ok(()) => Ok(Placed::Queued),
-                    // Broken: the caller's request of its own meets the same error.
-                    Err(_) => Err(()),
-                }
+                gather(socket, pack, inbox, number).ok_or(())
             }
             Self::Queue(_) => {
                 let cmd = wire::one_call_cmd(command, by_hash);
@@ -228,12 +223,8 @@ impl Pipe {
         let shared = match self {
             Self::Queue(shared) => shared,
             Self::Socket(socket) => {
-                let answer = Answer::Inbox(inbox(), number);
-                return match socket.send(&cmd, answer, Write::Gathered) {
-                    Ok(()) => Ok(Placed::Queued),
-                    // Broken: the caller's request of its own meets the same error.
-                    Err(_) => Err(cmd),
-                };
+                let pack = |out: &mut Vec<u8>| cmd.write_packed_command(out);
+                return gather(socket, pack, inbox, number).ok_or(cmd);
             }
         };
         let wake = {
@@ -266,14 +257,8 @@ impl Pipe {
         let shared = match self {
             Self::Queue(shared) => shared,
             Self::Socket(socket) => {
-                let (answer, answered) = oneshot::channel();
-                socket
-                    .send(&cmd, Answer::Slot(answer), Write::Gathered)
-                    .map_err(|(error, _)| error)?;
-                return match answered.await {
-                    Ok(answer) => answer.and_then(Value::extract_error),
-                    Err(_) => Err(stopped()),
-                };
+                let answer = socket.request(&cmd, Write::Gathered).await;
+                return answer.and_then(Value::extract_error);
             }
         };
         let queued = {
@@ -303,6 +288,20 @@ impl Pipe {
             Err(_) => Err(stopped()),
         }
     }
+}
+
+/// Hands the command `pack` writes to the client's own connection, gathered with others,
+/// its answer for `inbox` under `number`; `None` when the connection is broken (the caller's
+/// request of its own then meets the same error).
+fn gather(
+    socket: &Socket,
+    pack: impl FnOnce(&mut Vec<u8>),
+    inbox: impl FnOnce() -> Arc<Inbox>,
+    number: u64,
+) -> Option<Placed> {
+    let answer = Answer::Inbox(inbox(), number);
+    let sent = socket.send_packed(pack, answer, Write::Gathered);
+    sent.ok().map(|()| Placed::Queued)
 }
 
 /// Where [`Pipe::place`] put a command.

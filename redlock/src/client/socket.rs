@@ -24,7 +24,7 @@
 //! refuses every later one with an I/O error: the client then opens another (`node.rs`).
 
 use std::collections::VecDeque;
-use std::future::poll_fn;
+use std::future::{Future, poll_fn};
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -327,6 +327,22 @@ impl Socket {
         self.send_packed(|out| cmd.write_packed_command(out), answer, write)
     }
 
+    /// Sends `cmd`, written as `write` says, and returns the future of its reply (a server
+    /// error as a value, as redis-rs' connections give it). The command is sent now, not at
+    /// the future's first poll.
+    pub(crate) fn request(
+        &self,
+        cmd: &redis::Cmd,
+        write: Write,
+    ) -> impl Future<Output = RedisResult<Value>> + Send + 'static {
+        let (answer, answered) = oneshot::channel();
+        let sent = self.send(cmd, Answer::Slot(answer), write);
+        async move {
+            sent.map_err(|(error, _)| error)?;
+            answered.await.unwrap_or_else(|_| Err(stopped()))
+        }
+    }
+
     /// Sends the command `pack` writes into the connection's buffer, as [`Socket::send`].
     pub(crate) fn send_packed(
         &self,
@@ -380,16 +396,12 @@ impl Socket {
     /// Breaks the connection off now: what waits on it fails, and its reader stops and
     /// lets go of the socket.
     fn abandon(&self) {
-        let failed = {
-            let mut state = lock(&self.0.state);
-            let error = io::Error::new(
-                io::ErrorKind::ConnectionAborted,
-                "the connection was given up",
-            );
-            self.0.break_off(&mut state, error)
-        };
+        let error = io::Error::new(
+            io::ErrorKind::ConnectionAborted,
+            "the connection was given up",
+        );
+        self.0.fail(error);
         self.0.reader.wake();
-        failed.into_iter().for_each(Done::give);
     }
 
     /// Marks the connection closed: its reader stops once every request is answered.
@@ -428,6 +440,13 @@ impl Inner {
         } else {
             (!state.out.is_empty()).then_some(Step::Write)
         }
+    }
+
+    /// Breaks the connection with `error` (see [`Inner::break_off`]) and gives the requests
+    /// that were waiting on it their failure.
+    fn fail(&self, error: impl Into<RedisError>) {
+        let failed = self.break_off(&mut lock(&self.state), error);
+        failed.into_iter().for_each(Done::give);
     }
 
     /// Breaks the connection with `error`: every request waiting on it fails with it (the
@@ -518,13 +537,7 @@ struct Stopped(Arc<Inner>);
 
 impl Drop for Stopped {
     fn drop(&mut self) {
-        let failed = {
-            let mut state = lock(&self.0.state);
-            let error =
-                io::Error::new(io::ErrorKind::BrokenPipe, "the connection's reader stopped");
-            self.0.break_off(&mut state, error)
-        };
-        failed.into_iter().for_each(Done::give);
+        self.0.fail(stopped());
     }
 }
 
@@ -584,11 +597,10 @@ async fn read(inner: Arc<Inner>, mut read_half: OwnedReadHalf) {
             }
             Step::WriteRest => inner.write_out(&mut lock(&inner.state)).map_err(Into::into),
         };
-        if let Err(error) = result {
-            let failed = inner.break_off(&mut lock(&inner.state), error);
-            done.extend(failed);
-        }
         done.drain(..).for_each(Done::give);
+        if let Err(error) = result {
+            inner.fail(error);
+        }
     }
 }
 
@@ -639,12 +651,7 @@ const READ_SIZE: usize = 16 * 1024;
 /// the requests of several calls (`wire.rs`).
 impl ConnectionLike for Socket {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, Value> {
-        let (answer, answered) = oneshot::channel();
-        let sent = self.send(cmd, Answer::Slot(answer), Write::Now);
-        Box::pin(async move {
-            sent.map_err(|(error, _)| error)?;
-            answered.await.unwrap_or_else(|_| Err(stopped()))
-        })
+        Box::pin(self.request(cmd, Write::Now))
     }
 
     fn req_packed_commands<'a>(
