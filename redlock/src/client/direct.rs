@@ -13,7 +13,10 @@
 //! polls, a future of a few hundred bytes in place of the request future's 1.6 KB and its
 //! node in the operation's `FuturesUnordered`. Anything else (a lane to wait for, a
 //! connection to open or identify, a probe, a command of several calls) stays a request
-//! future, as before.
+//! future, as before, but for one wait: a release behind a lock request still unanswered on
+//! the client's own connection is written behind it there (see `Gate::followable_on`). Its
+//! deadline runs once the lock request has ended, and if the connection is lost before it
+//! is answered, it goes again as a request future, as it would have gone from its lane.
 //!
 //! What the lanes, the core and the queue guarantee holds unchanged. The lane's gate is
 //! installed before the command is queued and opens when the request ends (answered, cut by
@@ -38,18 +41,23 @@
 
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::task::AtomicWaker;
 use redis::{RedisResult, Value};
 use tokio::time::Instant;
 
-use super::flight::Completion;
-use super::lanes::OpensOnDrop;
+use super::expiry::Expiry;
+use super::flight::{Completion, Pass, request};
+use super::lanes::{Gate, OpensOnDrop};
 use super::lock;
 use super::node::{Decided, Nodes, QueuedOn};
 use super::pipe::StraightCall;
 use super::wire::{self, LockAnswer, OneCall};
-use redlock_core::{Command, ConnectionId, NodeFailure, Reply, RequestId, Timestamp, Transmit};
+use redlock_core::{
+    Command, ConnectionId, NodeFailure, NodeId, Reply, RequestId, Timestamp, Transmit,
+};
 
 /// Where the connections' drivers put the answers to an operation's direct requests.
 pub(crate) struct Inbox {
@@ -89,6 +97,25 @@ struct Entry {
     /// The call that sent it straight, alone on its connection, until it has its answer
     /// (which then comes from here, not from the inbox).
     straight: Option<StraightCall>,
+    /// A release written behind its lane's previous command, a lock request still
+    /// unanswered on the same connection (`Gate::followable_on`): that command's gate.
+    behind: Option<Behind>,
+}
+
+/// What a release written behind an unanswered lock request keeps of it.
+struct Behind {
+    /// The lock request's gate.
+    previous: Arc<Gate>,
+    /// Whether the lock request has ended, and the release's own deadline runs: until then,
+    /// as a release that waits in its lane, it waits however long the lock request takes.
+    timed: bool,
+}
+
+impl Entry {
+    /// Whether its deadline runs (see [`Behind`]).
+    fn timed(&self) -> bool {
+        self.behind.as_ref().is_none_or(|behind| behind.timed)
+    }
 }
 
 /// How a direct request's answer is read.
@@ -121,6 +148,13 @@ pub(crate) type Declined = (Transmit, OpensOnDrop, Option<Box<Decided>>);
 /// The direct requests of one operation.
 pub(crate) struct Direct {
     nodes: Arc<Nodes>,
+    /// The per-node timeout: a release written behind a lock request gets it once that one
+    /// has ended, and so does one sent again.
+    timeout: Duration,
+    /// Releases written behind a lock request whose connection was lost before the release
+    /// was answered, with the lock request's gate: to send again as request futures (see
+    /// [`Direct::resend`]).
+    resends: Vec<(Declined, Arc<Gate>)>,
     /// Made with the first direct request: an operation without one allocates nothing here.
     inbox: Option<Arc<Inbox>>,
     entries: Vec<Entry>,
@@ -134,9 +168,11 @@ pub(crate) struct Direct {
 }
 
 impl Direct {
-    pub(crate) fn new(nodes: Arc<Nodes>) -> Self {
+    pub(crate) fn new(nodes: Arc<Nodes>, timeout: Duration) -> Self {
         Self {
             nodes,
+            timeout,
+            resends: Vec::new(),
             inbox: None,
             entries: Vec::new(),
             next: 0,
@@ -148,13 +184,16 @@ impl Direct {
     /// Queues `transmit` as a direct request admitted at `now` and cut at `deadline`, if it
     /// is a lock request or a release and everything is ready ([`Nodes::queue_direct`]); hands it back
     /// otherwise, with its gate and what the attempt decided. Its lane must have nothing to
-    /// wait for: `done` is the gate the next command on the lane waits for.
+    /// wait for, or be `behind` a lock request it may follow on that request's connection
+    /// (`Gate::followable_on`): `done` is the gate the next command on the lane waits for.
+    /// A lock request queued on a connection that keeps order marks `done` followable.
     pub(crate) fn send(
         &mut self,
         transmit: Transmit,
         now: Timestamp,
         deadline: Instant,
         done: OpensOnDrop,
+        behind: Option<Arc<Gate>>,
     ) -> Result<(), Declined> {
         let Transmit {
             request,
@@ -171,9 +210,12 @@ impl Direct {
         }
         let number = self.next;
         let index = node.index();
+        let follow_on = behind
+            .as_ref()
+            .and_then(|previous| previous.followable_on());
         match self
             .nodes
-            .queue_direct(index, command, now, &mut self.inbox, number)
+            .queue_direct(index, command, now, &mut self.inbox, number, follow_on)
         {
             Ok((on, call, command, straight)) => {
                 if self.entries.capacity() == 0 {
@@ -183,12 +225,20 @@ impl Direct {
                     self.taken.reserve_exact(self.nodes.len());
                 }
                 self.next += 1;
-                self.sooner = Some(self.sooner.map_or(deadline, |at| at.min(deadline)));
+                // Behind a lock request, its deadline runs only once that one has ended.
+                if behind.is_none() {
+                    self.sooner = Some(self.sooner.map_or(deadline, |at| at.min(deadline)));
+                }
                 let connection = on.id();
                 let went_straight = straight.is_some();
                 let reading = match call {
                     // A lock request needs neither its command nor its connection again.
-                    OneCall::Lock(answer) => Reading::Lock(answer),
+                    OneCall::Lock(answer) => {
+                        if on.keeps_order() && !went_straight {
+                            done.0.mark_followable(connection);
+                        }
+                        Reading::Lock(answer)
+                    }
                     OneCall::Release { by_hash } => Reading::Release(Release {
                         command,
                         on,
@@ -205,6 +255,10 @@ impl Direct {
                     reading,
                     done: Some(done),
                     straight,
+                    behind: behind.map(|previous| Behind {
+                        previous,
+                        timed: false,
+                    }),
                 });
                 Ok(())
             }
@@ -220,7 +274,7 @@ impl Direct {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.len() + self.resends.len()
     }
 
     /// The earliest deadline recorded since the last call, if any.
@@ -232,6 +286,7 @@ impl Direct {
     pub(crate) fn earliest_after(&self, reached: Instant) -> Option<Instant> {
         self.entries
             .iter()
+            .filter(|entry| entry.timed())
             .map(|entry| entry.deadline)
             .filter(|at| *at > reached)
             .min()
@@ -287,13 +342,63 @@ impl Direct {
                 return Some(done);
             }
         }
+        self.start_deadlines(cx);
         let reached = reached?;
-        while let Some(at) = self.entries.iter().position(|e| e.deadline <= reached) {
+        while let Some(at) = self
+            .entries
+            .iter()
+            .position(|e| e.timed() && e.deadline <= reached)
+        {
             if let Some(done) = self.cut(at) {
                 return Some(done);
             }
         }
         None
+    }
+
+    /// Starts the deadline of each release written behind a lock request that has ended
+    /// since the last look (the per-node timeout from now, as a release that waited in its
+    /// lane gets it once it is sent); registers the task with the lock requests still out.
+    fn start_deadlines(&mut self, cx: &mut Context<'_>) {
+        let mut now = None;
+        for entry in &mut self.entries {
+            let Some(behind) = &mut entry.behind else {
+                continue;
+            };
+            if behind.timed || behind.previous.poll_open(cx).is_pending() {
+                continue;
+            }
+            behind.timed = true;
+            let deadline = *now.get_or_insert_with(Instant::now) + self.timeout;
+            entry.deadline = deadline;
+            self.sooner = Some(self.sooner.map_or(deadline, |at| at.min(deadline)));
+        }
+    }
+
+    /// The next release to send again as a request future on `expiry` (made if need be):
+    /// one written behind a lock request on a connection that was lost before it was
+    /// answered. It goes as a release that waits in its lane: once the lock request has
+    /// ended, on whatever connection the node has then, so that a key the lock request may
+    /// have set is still deleted.
+    pub(crate) fn resend(
+        &mut self,
+        expiry: &mut Option<Arc<Expiry>>,
+    ) -> Option<BoxFuture<'static, Completion>> {
+        let (declined, previous) = self.resends.pop()?;
+        let expiry = Arc::clone(expiry.get_or_insert_with(Arc::default));
+        let pass = Pass {
+            sent_at: Instant::now(),
+            now: self.nodes.clock().now(),
+        };
+        let nodes = Arc::clone(&self.nodes);
+        Some(request(
+            nodes,
+            expiry,
+            self.timeout,
+            pass,
+            declined,
+            Some(previous),
+        ))
     }
 
     /// Entry `at` has its answer: its completion, unless the answer asks for the script sent
@@ -320,12 +425,27 @@ impl Direct {
         let entry = self.entries.swap_remove(at);
         // A release that trails its deadline: its operation has its completion.
         let done = entry.done?;
-        let result = match entry.reading {
-            Reading::Lock(reading) => reading.read(answer),
-            Reading::Release(_) => wire::read_release(answer),
+        let (result, release) = match entry.reading {
+            Reading::Lock(reading) => (reading.read(answer), None),
+            Reading::Release(release) => (wire::read_release(answer), Some(release)),
         };
         if let Err(failure) = &result {
             self.nodes.failed(entry.node, entry.connection, failure);
+            // Written behind a lock request, on a connection lost before it was answered:
+            // the lock request may have set its key, and the release goes again, as one
+            // that waited in its lane for the lock request would have gone after it failed.
+            // (A release runs again safely: it deletes only its own token's key.)
+            if let (Some(behind), Some(release)) = (entry.behind, release)
+                && wire::connection_lost(failure)
+            {
+                let transmit = Transmit {
+                    request: entry.request,
+                    node: NodeId::new(entry.node),
+                    command: release.command,
+                };
+                self.resends.push(((transmit, done, None), behind.previous));
+                return None;
+            }
         }
         drop(done);
         Some(self.ended(entry.node, entry.request, result))

@@ -24,7 +24,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::{Instant, Sleep};
 
 use super::background::Background;
-use super::direct::{Direct, goes_direct};
+use super::direct::{Declined, Direct, goes_direct};
 use super::expiry::Expiry;
 use super::lanes::{Gate, Lanes, OpensOnDrop};
 use super::node::{Nodes, Start};
@@ -44,11 +44,11 @@ pub(crate) struct Completion {
 
 /// One reading of both clocks for every command a pass of a driver sends.
 #[derive(Clone, Copy)]
-struct Pass {
+pub(crate) struct Pass {
     /// Where the commands' deadlines run from.
-    sent_at: Instant,
+    pub(crate) sent_at: Instant,
     /// The admission's `now`, for a command that waits for nothing before it goes out.
-    now: Timestamp,
+    pub(crate) now: Timestamp,
 }
 
 /// How many passes of the runtime's I/O driver [`Flight::linger`] waits for at most.
@@ -74,6 +74,8 @@ trait Side<T> {
     /// The earliest deadline after `reached`.
     fn earliest_after(&self, reached: Instant) -> Option<Instant>;
     fn len(&self) -> usize;
+    /// A request to send again as a request future on `expiry` (made if need be), if any.
+    fn resend(&mut self, expiry: &mut Option<Arc<Expiry>>) -> Option<BoxFuture<'static, T>>;
 }
 
 // `Self::…` names `Direct`'s own methods, which take precedence over the trait's.
@@ -90,6 +92,12 @@ impl Side<Completion> for Direct {
     fn len(&self) -> usize {
         Self::len(self)
     }
+    fn resend(
+        &mut self,
+        expiry: &mut Option<Arc<Expiry>>,
+    ) -> Option<BoxFuture<'static, Completion>> {
+        Self::resend(self, expiry)
+    }
 }
 
 /// No side requests (the timer's own tests).
@@ -105,6 +113,9 @@ impl<T> Side<T> for () {
     }
     fn len(&self) -> usize {
         0
+    }
+    fn resend(&mut self, _: &mut Option<Arc<Expiry>>) -> Option<BoxFuture<'static, T>> {
+        None
     }
 }
 
@@ -187,6 +198,9 @@ impl<T, S: Side<T>> Requests<T, S> {
         loop {
             if let Some(done) = self.side.poll(self.reached, cx) {
                 return Poll::Ready(Some(Next::Done(done)));
+            }
+            while let Some(request) = self.side.resend(&mut self.expiry) {
+                self.push(request);
             }
             let next = match &mut self.pending {
                 Some(pending) => pending.poll_next_unpin(cx),
@@ -295,7 +309,7 @@ impl Flight {
         timeout: Duration,
         lanes: Lanes,
     ) -> Self {
-        let direct = Direct::new(Arc::clone(&nodes));
+        let direct = Direct::new(Arc::clone(&nodes), timeout);
         Self {
             nodes,
             background,
@@ -326,7 +340,9 @@ impl Flight {
 
     /// Starts `transmit` once the previous command to its node has finished, bounded by the
     /// per-node timeout: as a direct request when it can (`direct.rs`), else as a request
-    /// future.
+    /// future. A release whose previous command is a lock request still unanswered on the
+    /// client's own connection is written behind it on that connection at once, as a direct
+    /// request (see [`Gate::followable_on`]).
     fn send(&mut self, transmit: Transmit, pass: Pass) {
         let index = transmit.node.index();
         let gate = Arc::new(Gate::default());
@@ -339,68 +355,31 @@ impl Flight {
         // Only a lock request or a release can go direct: anything else is not moved
         // through the attempt.
         let direct = goes_direct(&transmit.command);
-        let (transmit, done, decided) = match previous {
-            Some(_) => (transmit, done, None),
-            None if !direct => (transmit, done, None),
-            None => {
+        let behind = previous
+            .as_ref()
+            .filter(|previous| {
+                direct && transmit.command.is_release() && previous.followable_on().is_some()
+            })
+            .map(Arc::clone);
+        let declined = match (&previous, behind) {
+            (None, _) if !direct => (transmit, done, None),
+            (Some(_), None) => (transmit, done, None),
+            (_, behind) => {
                 let deadline = pass.sent_at + self.timeout;
-                match self.requests.side.send(transmit, pass.now, deadline, done) {
+                match self
+                    .requests
+                    .side
+                    .send(transmit, pass.now, deadline, done, behind)
+                {
                     Ok(()) => return,
                     Err(declined) => declined,
                 }
             }
         };
-        let nodes = Arc::clone(&self.nodes);
         let expiry = Arc::clone(self.requests.expiry());
-        let timeout = self.timeout;
-        let sent_at = pass.sent_at;
-        let pass_now = pass.now;
-        self.requests.push(Box::pin(async move {
-            let Transmit {
-                command, request, ..
-            } = transmit;
-            // A release waits for the command before it however long that takes (that
-            // command may have written the key it deletes), then gets its own timeout, and
-            // a connect it has to make first does not count against it.
-            // Anything else gives up when its round does, waiting in the lane included: a
-            // command cut before it was sent wrote nothing, and a backlog of commands whose
-            // rounds are long decided cannot build up behind a slow node.
-            let release = command.is_release();
-            let started = match &previous {
-                Some(previous) if release => {
-                    previous.wait().await;
-                    Instant::now()
-                }
-                _ => sent_at,
-            };
-            // What the command has waited for, or still must: the lane's previous command
-            // (a release has waited for it above), and the pass's reading of the clock holds
-            // for its admission only if nothing was waited for.
-            let start = match (previous.as_deref(), decided) {
-                (_, Some(decided)) => Start::Decided(decided),
-                (None, None) => Start::At(pass_now),
-                (Some(_), None) if release => Start::Waited,
-                (Some(previous), None) => Start::After(previous),
-            };
-            // A release that must reopen its node's connection gets the connect its own
-            // budget, then `timeout` again for itself (see `Nodes::execute`).
-            let result = nodes
-                .execute(
-                    index,
-                    command,
-                    start,
-                    &expiry,
-                    started + timeout,
-                    release.then_some(timeout),
-                )
-                .await;
-            if let Err(failure) = &result {
-                nodes.trace_failure(index, failure);
-            }
-            // Opens the gate of the next command to this node.
-            drop(done);
-            Completion { request, result }
-        }));
+        let nodes = Arc::clone(&self.nodes);
+        let request = request(nodes, expiry, self.timeout, pass, declined, previous);
+        self.requests.push(request);
     }
 
     /// The next finished request; `None` when nothing is in flight.
@@ -454,6 +433,69 @@ impl Flight {
     }
 }
 
+/// The request future of a command that does not go direct (`declined`: with its gate, and
+/// the admission a direct attempt got, if any), sent at `pass` once `previous`, the lane's
+/// previous command to its node, has finished, and bounded by `timeout` on `expiry`.
+pub(crate) fn request(
+    nodes: Arc<Nodes>,
+    expiry: Arc<Expiry>,
+    timeout: Duration,
+    pass: Pass,
+    declined: Declined,
+    previous: Option<Arc<Gate>>,
+) -> BoxFuture<'static, Completion> {
+    let (transmit, done, decided) = declined;
+    Box::pin(async move {
+        let Transmit {
+            command,
+            request,
+            node,
+        } = transmit;
+        let index = node.index();
+        // A release waits for the command before it however long that takes (that
+        // command may have written the key it deletes), then gets its own timeout, and
+        // a connect it has to make first does not count against it.
+        // Anything else gives up when its round does, waiting in the lane included: a
+        // command cut before it was sent wrote nothing, and a backlog of commands whose
+        // rounds are long decided cannot build up behind a slow node.
+        let release = command.is_release();
+        let started = match &previous {
+            Some(previous) if release => {
+                previous.wait().await;
+                Instant::now()
+            }
+            _ => pass.sent_at,
+        };
+        // What the command has waited for, or still must: the lane's previous command
+        // (a release has waited for it above), and the pass's reading of the clock holds
+        // for its admission only if nothing was waited for.
+        let start = match (previous.as_deref(), decided) {
+            (_, Some(decided)) => Start::Decided(decided),
+            (None, None) => Start::At(pass.now),
+            (Some(_), None) if release => Start::Waited,
+            (Some(previous), None) => Start::After(previous),
+        };
+        // A release that must reopen its node's connection gets the connect its own
+        // budget, then `timeout` again for itself (see `Nodes::execute`).
+        let result = nodes
+            .execute(
+                index,
+                command,
+                start,
+                &expiry,
+                started + timeout,
+                release.then_some(timeout),
+            )
+            .await;
+        if let Err(failure) = &result {
+            nodes.trace_failure(index, failure);
+        }
+        // Opens the gate of the next command to this node.
+        drop(done);
+        Completion { request, result }
+    })
+}
+
 impl Drop for Flight {
     /// Hands the requests still in flight to a background task, so that nothing written to a
     /// node is left half done. Each is bounded by the per-node timeout.
@@ -461,7 +503,7 @@ impl Drop for Flight {
         if self.is_idle() {
             return;
         }
-        let direct = Direct::new(Arc::clone(&self.nodes));
+        let direct = Direct::new(Arc::clone(&self.nodes), self.timeout);
         let mut requests = std::mem::replace(&mut self.requests, Requests::new(direct));
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {

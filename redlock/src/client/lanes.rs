@@ -6,8 +6,14 @@
 //! after it (a key left until its TTL). Each node's connection is ordered, so it is enough
 //! that a command *starts* only once the previous command of the same resource to that node
 //! has finished: its *lane*.
+//!
+//! One wait is not needed: a release behind a lock request written to the client's own
+//! connection, which is still open, can be written right behind it (see
+//! [`Gate::followable_on`]). The connection delivers the two in order, and the node runs
+//! them in order, as if the release had waited. This is what the routine release does on the
+//! nodes that had not answered the acquisition's `SET` when it decided.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
@@ -15,7 +21,7 @@ use futures::task::AtomicWaker;
 
 use super::lock;
 use super::registry::WeakMap;
-use redlock_core::Target;
+use redlock_core::{ConnectionId, Target};
 
 /// Opens when a command of a lane has finished (or was dropped unfinished), and wakes the
 /// command waiting for it.
@@ -26,6 +32,8 @@ use redlock_core::Target;
 pub(crate) struct Gate {
     open: AtomicBool,
     opened: AtomicWaker,
+    /// The connection a release may follow its command on (`0`: none; else its id + 1).
+    followable: AtomicU64,
 }
 
 impl Gate {
@@ -33,21 +41,45 @@ impl Gate {
         self.open.load(Ordering::Acquire)
     }
 
+    /// Says that its command is a lock request written to the client's own connection
+    /// `on` (which keeps the order of what is written to it): a release may be written on
+    /// `on` behind it rather than wait for its answer.
+    ///
+    /// Only a lock request: a release by hash may be answered `NOSCRIPT` and followed by
+    /// the script sent whole, after anything written behind it, so a new round's `SET`
+    /// written behind a release could overtake the release.
+    pub(crate) fn mark_followable(&self, on: ConnectionId) {
+        if let Some(marked) = on.0.checked_add(1) {
+            self.followable.store(marked, Ordering::Release);
+        }
+    }
+
+    /// The connection a release may follow this gate's command on, if any (see
+    /// [`Gate::mark_followable`]).
+    pub(crate) fn followable_on(&self) -> Option<ConnectionId> {
+        match self.followable.load(Ordering::Acquire) {
+            0 => None,
+            marked => Some(ConnectionId(marked - 1)),
+        }
+    }
+
+    /// Ready once the gate is open; registers the task to be woken when it opens.
+    pub(crate) fn poll_open(&self, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        if self.is_open() {
+            return Poll::Ready(());
+        }
+        // Registered before the second look: an opening in between still wakes us.
+        self.opened.register(cx.waker());
+        if self.is_open() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+
     /// Returns once the gate is open.
     pub(crate) async fn wait(&self) {
-        std::future::poll_fn(|cx| {
-            if self.is_open() {
-                return Poll::Ready(());
-            }
-            // Registered before the second look: an opening in between still wakes us.
-            self.opened.register(cx.waker());
-            if self.is_open() {
-                Poll::Ready(())
-            } else {
-                Poll::Pending
-            }
-        })
-        .await;
+        std::future::poll_fn(|cx| self.poll_open(cx)).await;
     }
 }
 

@@ -75,6 +75,13 @@ impl QueuedOn {
         self.id
     }
 
+    /// Whether the connection writes its commands in the order they were placed on it, so
+    /// that one placed later is run after (the client's own connection; see
+    /// [`Pipe::keeps_order`]).
+    pub(crate) fn keeps_order(&self) -> bool {
+        self.state.pipe.keeps_order()
+    }
+
     /// Queues `cmd` on the connection for `inbox` under `number`, alone or not; refused
     /// only when the connection's driver has stopped (its runtime is shutting down).
     pub(crate) fn follow(
@@ -233,7 +240,9 @@ impl Nodes {
     /// command at `now` as it is. Anything else hands the command back, with the admission
     /// the core gave if it gave one (it may have handed out a probe, which the request must
     /// then send). A release goes by the script's hash once the connection has loaded the
-    /// scripts, as a request future's.
+    /// scripts, as a request future's. With `behind`, only on that connection, and only
+    /// if it keeps the order of what is placed on it (the lane's previous command is still
+    /// unanswered there: see `Gate::followable_on`).
     pub(crate) fn queue_direct(
         &self,
         index: usize,
@@ -241,6 +250,7 @@ impl Nodes {
         now: Timestamp,
         inbox: &mut Option<Arc<Inbox>>,
         number: u64,
+        behind: Option<ConnectionId>,
     ) -> Result<Queued, NotQueued> {
         let Some((node, connection)) = self
             .nodes
@@ -249,6 +259,13 @@ impl Nodes {
         else {
             return Err((command, None));
         };
+        // Written behind its lane's previous command, it must go on that command's
+        // connection, still open, and that connection must keep their order.
+        if let Some(on) = behind
+            && (connection.id != on || !connection.state.pipe.keeps_order())
+        {
+            return Err((command, None));
+        }
         let admission = lock(&self.eligibility).admit(node.id, connection.id, &command, now);
         if !matches!(admission, Admission::Send) {
             let decided = Decided {

@@ -170,6 +170,14 @@ impl Pipe {
         (pipe.clone(), Closer(pipe))
     }
 
+    /// Whether a command placed after another is written after it, always: on the client's
+    /// own connection, every command is packed into its one buffer in the order it is
+    /// placed. Not so over the queue, where a command alone goes straight to redis-rs at its
+    /// first poll, and one placed meanwhile may be written before it by the driver.
+    pub(crate) fn keeps_order(&self) -> bool {
+        matches!(self, Self::Socket(_))
+    }
+
     /// Queues the call of `command` (one that [`wire::one_call`] takes) for the next batch,
     /// its answer for `inbox` (taken only then) under `number`; or, when it would be alone on
     /// the connection, hands its `Cmd` back with the claim that makes it the one unanswered
