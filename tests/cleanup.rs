@@ -318,3 +318,43 @@ async fn a_release_written_behind_its_set_goes_again_when_their_connection_is_lo
     assert_no_lock_keys(&fleet).await;
     assert!(handle.accepted_connections() >= 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_waits_in_its_lane_behind_an_unanswered_release_and_is_never_sent() {
+    let fleet = fleet(5);
+    let proxy = redlock_tests::proxy::FaultProxy::start(fleet.addr(4))
+        .await
+        .unwrap();
+    let mut urls = fleet.urls();
+    urls[4] = proxy.url();
+    let redlock = fresh(redlock::Redlock::builder().nodes(urls))
+        .node_timeout(Duration::from_millis(300))
+        .ttl(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    redlock.connect().await;
+    let handle = proxy.handle();
+    // Node 4 runs what it is sent; its answers are held.
+    handle.set_cut(redlock_tests::proxy::Direction::ToClient, true);
+    let first = redlock.try_acquire("lane").await.unwrap();
+    first.release_at_quorum().await;
+    // The next round's SET to node 4 waits in its lane for the release's answer, which does
+    // not come: the round decides on the others, and the SET gives up at the node timeout,
+    // never sent. (Sent once the answers flow, it would also be refused by the core: node
+    // 4 left the first SET unanswered, so only a probe may go there first.)
+    let second = redlock.try_acquire("lane").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    handle.heal();
+    redlock.settle().await;
+    let token = fleet.keys_with_prefix(0, PREFIX).unwrap()[0].1.clone();
+    for node in 1..4 {
+        assert_eq!(fleet.keys_with_prefix(node, PREFIX).unwrap()[0].1, token);
+    }
+    assert_eq!(
+        fleet.keys_with_prefix(4, PREFIX).unwrap(),
+        [],
+        "the SET that gave up in its lane was sent after all"
+    );
+    second.release().await;
+    assert_no_lock_keys(&fleet).await;
+}

@@ -111,6 +111,20 @@ struct Behind {
     timed: bool,
 }
 
+/// A lock request or a release whose lane's previous command to its node has not ended:
+/// queued once that one has, as a request future waits in its lane, but with no future.
+struct Parked {
+    transmit: Transmit,
+    /// The lane's previous command.
+    previous: Arc<Gate>,
+    done: OpensOnDrop,
+    /// The pass that sent it.
+    pass: Pass,
+    /// A lock request gives up when its round does, its wait in the lane included (unsent,
+    /// it wrote nothing); a release waits however long, and its deadline runs once sent.
+    deadline: Option<Instant>,
+}
+
 impl Entry {
     /// Whether its deadline runs (see [`Behind`]).
     fn timed(&self) -> bool {
@@ -151,10 +165,13 @@ pub(crate) struct Direct {
     /// The per-node timeout: a release written behind a lock request gets it once that one
     /// has ended, and so does one sent again.
     timeout: Duration,
-    /// Releases written behind a lock request whose connection was lost before the release
-    /// was answered, with the lock request's gate: to send again as request futures (see
-    /// [`Direct::resend`]).
-    resends: Vec<(Declined, Arc<Gate>)>,
+    /// Commands that wait in their lanes (see [`Parked`]).
+    parked: Vec<Parked>,
+    /// Commands to go on as request futures (see [`Direct::resend`]), each with its lane's
+    /// previous command and the pass that sent it: a parked command declined once its lane
+    /// was free, and a release written behind a lock request whose connection was lost
+    /// before the release was answered.
+    resends: Vec<(Declined, Arc<Gate>, Pass)>,
     /// Made with the first direct request: an operation without one allocates nothing here.
     inbox: Option<Arc<Inbox>>,
     entries: Vec<Entry>,
@@ -172,6 +189,7 @@ impl Direct {
         Self {
             nodes,
             timeout,
+            parked: Vec::new(),
             resends: Vec::new(),
             inbox: None,
             entries: Vec::new(),
@@ -274,7 +292,7 @@ impl Direct {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.entries.len() + self.resends.len()
+        self.entries.len() + self.parked.len() + self.resends.len()
     }
 
     /// The earliest deadline recorded since the last call, if any.
@@ -284,10 +302,12 @@ impl Direct {
 
     /// The earliest deadline after `reached`, if any request waits for one.
     pub(crate) fn earliest_after(&self, reached: Instant) -> Option<Instant> {
+        let parked = self.parked.iter().filter_map(|parked| parked.deadline);
         self.entries
             .iter()
             .filter(|entry| entry.timed())
             .map(|entry| entry.deadline)
+            .chain(parked)
             .filter(|at| *at > reached)
             .min()
     }
@@ -299,8 +319,13 @@ impl Direct {
         reached: Option<Instant>,
         cx: &mut Context<'_>,
     ) -> Option<Completion> {
-        if self.entries.is_empty() {
+        if self.entries.is_empty() && self.parked.is_empty() {
             return None;
+        }
+        // First, so that a command queued now has its straight call polled (which sends it)
+        // and the inbox it may have made watched, below.
+        if let Some(done) = self.unpark(reached, cx) {
+            return Some(done);
         }
         // The straight calls (at most one per connection), each polled only when its
         // connection's waker says it may have moved (`StraightCall::poll`). The first poll
@@ -356,6 +381,71 @@ impl Direct {
         None
     }
 
+    /// Keeps `transmit`, a lock request or a release, until `previous` (its lane's previous
+    /// command to its node) has ended, then queues it as a direct request, or hands it on as
+    /// a request future when it cannot be queued then (see [`Direct::unpark`]). A lock
+    /// request is cut at `deadline`, its wait included.
+    pub(crate) fn park(
+        &mut self,
+        transmit: Transmit,
+        previous: Arc<Gate>,
+        done: OpensOnDrop,
+        pass: Pass,
+        deadline: Instant,
+    ) {
+        let deadline = (!transmit.command.is_release()).then_some(deadline);
+        if let Some(deadline) = deadline {
+            self.sooner = Some(self.sooner.map_or(deadline, |at| at.min(deadline)));
+        }
+        self.parked.push(Parked {
+            transmit,
+            previous,
+            done,
+            pass,
+            deadline,
+        });
+    }
+
+    /// Sends the parked commands whose lanes are free: queued as direct requests when they
+    /// can be, at the clock read now, as a request future that waited in its lane reads it
+    /// (a release gets its deadline from now); else handed on as request futures. A lock
+    /// request still parked at its deadline ends, unsent: the node is not told to have
+    /// left it unanswered. Registers the task with the lanes still closed.
+    fn unpark(&mut self, reached: Option<Instant>, cx: &mut Context<'_>) -> Option<Completion> {
+        let mut at = 0;
+        while at < self.parked.len() {
+            let parked = &self.parked[at];
+            if let (Some(deadline), Some(reached)) = (parked.deadline, reached)
+                && deadline <= reached
+            {
+                let Parked { transmit, done, .. } = self.parked.swap_remove(at);
+                drop(done);
+                let node = transmit.node.index();
+                return Some(self.ended(node, transmit.request, Err(NodeFailure::TimedOut)));
+            }
+            if parked.previous.poll_open(cx).is_pending() {
+                at += 1;
+                continue;
+            }
+            let Parked {
+                transmit,
+                previous,
+                done,
+                pass,
+                deadline,
+            } = self.parked.swap_remove(at);
+            // A release is admitted whatever the time: only a lock request reads the clock.
+            let (now, deadline) = match deadline {
+                Some(deadline) => (self.nodes.clock().now(), deadline),
+                None => (pass.now, Instant::now() + self.timeout),
+            };
+            if let Err(declined) = self.send(transmit, now, deadline, done, None) {
+                self.resends.push((declined, previous, pass));
+            }
+        }
+        None
+    }
+
     /// Starts the deadline of each release written behind a lock request that has ended
     /// since the last look (the per-node timeout from now, as a release that waited in its
     /// lane gets it once it is sent); registers the task with the lock requests still out.
@@ -375,21 +465,19 @@ impl Direct {
         }
     }
 
-    /// The next release to send again as a request future on `expiry` (made if need be):
-    /// one written behind a lock request on a connection that was lost before it was
-    /// answered. It goes as a release that waits in its lane: once the lock request has
-    /// ended, on whatever connection the node has then, so that a key the lock request may
-    /// have set is still deleted.
+    /// The next command to go on as a request future on `expiry` (made if need be): a
+    /// parked command that could not be queued once its lane was free (its connection must
+    /// be opened or identified, or the core asked for a probe), or a release written
+    /// behind a lock request on a connection that was lost before it was answered. The
+    /// latter goes as a release that waits in its lane: once the lock request has ended, on
+    /// whatever connection the node has then, so that a key the lock request may have set
+    /// is still deleted.
     pub(crate) fn resend(
         &mut self,
         expiry: &mut Option<Arc<Expiry>>,
     ) -> Option<BoxFuture<'static, Completion>> {
-        let (declined, previous) = self.resends.pop()?;
+        let (declined, previous, pass) = self.resends.pop()?;
         let expiry = Arc::clone(expiry.get_or_insert_with(Arc::default));
-        let pass = Pass {
-            sent_at: Instant::now(),
-            now: self.nodes.clock().now(),
-        };
         let nodes = Arc::clone(&self.nodes);
         Some(request(
             nodes,
@@ -443,7 +531,12 @@ impl Direct {
                     node: NodeId::new(entry.node),
                     command: release.command,
                 };
-                self.resends.push(((transmit, done, None), behind.previous));
+                let pass = Pass {
+                    sent_at: Instant::now(),
+                    now: self.nodes.clock().now(),
+                };
+                self.resends
+                    .push(((transmit, done, None), behind.previous, pass));
                 return None;
             }
         }

@@ -342,7 +342,9 @@ impl Flight {
     /// per-node timeout: as a direct request when it can (`direct.rs`), else as a request
     /// future. A release whose previous command is a lock request still unanswered on the
     /// client's own connection is written behind it on that connection at once, as a direct
-    /// request (see [`Gate::followable_on`]).
+    /// request (see [`Gate::followable_on`]); any other lock request or release whose
+    /// previous command has not ended waits for it parked with the direct requests
+    /// ([`Direct::park`]), not as a future.
     fn send(&mut self, transmit: Transmit, pass: Pass) {
         let index = transmit.node.index();
         let gate = Arc::new(Gate::default());
@@ -354,32 +356,59 @@ impl Flight {
             .filter(|previous| !previous.is_open());
         // Only a lock request or a release can go direct: anything else is not moved
         // through the attempt.
-        let direct = goes_direct(&transmit.command);
-        let behind = previous
-            .as_ref()
-            .filter(|previous| {
-                direct && transmit.command.is_release() && previous.followable_on().is_some()
-            })
-            .map(Arc::clone);
-        let declined = match (&previous, behind) {
-            (None, _) if !direct => (transmit, done, None),
-            (Some(_), None) => (transmit, done, None),
-            (_, behind) => {
-                let deadline = pass.sent_at + self.timeout;
-                match self
-                    .requests
+        let deadline = pass.sent_at + self.timeout;
+        let (declined, previous) = match previous {
+            previous if !goes_direct(&transmit.command) => ((transmit, done, None), previous),
+            None => match self
+                .requests
+                .side
+                .send(transmit, pass.now, deadline, done, None)
+            {
+                Ok(()) => return,
+                Err(declined) => (declined, None),
+            },
+            Some(previous) => {
+                // A release behind a lock request unanswered on the client's own connection
+                // is written behind it there; anything else waits in its lane, parked.
+                let (transmit, done) =
+                    if transmit.command.is_release() && previous.followable_on().is_some() {
+                        let behind = Some(Arc::clone(&previous));
+                        match self
+                            .requests
+                            .side
+                            .send(transmit, pass.now, deadline, done, behind)
+                        {
+                            Ok(()) => return,
+                            Err((transmit, done, None)) => (transmit, done),
+                            Err(declined) => {
+                                let request = self.request(pass, declined, Some(previous));
+                                self.requests.push(request);
+                                return;
+                            }
+                        }
+                    } else {
+                        (transmit, done)
+                    };
+                self.requests
                     .side
-                    .send(transmit, pass.now, deadline, done, behind)
-                {
-                    Ok(()) => return,
-                    Err(declined) => declined,
-                }
+                    .park(transmit, previous, done, pass, deadline);
+                return;
             }
         };
+        let request = self.request(pass, declined, previous);
+        self.requests.push(request);
+    }
+
+    /// The request future of `declined`, sent at `pass` once `previous` has finished.
+    fn request(
+        &mut self,
+        pass: Pass,
+        declined: Declined,
+        previous: Option<Arc<Gate>>,
+    ) -> BoxFuture<'static, Completion> {
         let expiry = Arc::clone(self.requests.expiry());
         let nodes = Arc::clone(&self.nodes);
-        let request = request(nodes, expiry, self.timeout, pass, declined, previous);
-        self.requests.push(request);
+        request(nodes, expiry, self.timeout, pass, declined, previous)
     }
 
     /// The next finished request; `None` when nothing is in flight.
