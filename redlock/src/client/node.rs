@@ -295,8 +295,12 @@ impl Nodes {
                 let call = Box::pin(async move { cmd.query_async(&mut transport).await });
                 Some(StraightCall::new(claim, call))
             }
+            // Behind the lane's previous command, on a connection found broken: not sent on
+            // it, it waits in its lane, and goes once that command has ended (whose failure
+            // makes the node forget the connection first).
+            Err(()) if behind.is_some() => return Err((command, None)),
             // The driver stopped: the request sends it straight, as the queue's own does then.
-            Err(_) => return Err((command, Some(Box::new(sent(connection))))),
+            Err(()) => return Err((command, Some(Box::new(sent(connection))))),
         };
         let on = QueuedOn {
             id: connection.id,
