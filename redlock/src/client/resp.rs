@@ -130,6 +130,31 @@ pub(crate) fn pack(out: &mut Vec<u8>, args: &[&[&[u8]]]) {
     }
 }
 
+/// The start of a command of `count` arguments whose first arguments are `first`, packed as
+/// [`pack`] packs them: for a call whose first arguments never change, packed once.
+pub(crate) fn head(count: usize, first: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.push(b'*');
+    push_decimal(&mut out, count);
+    out.extend_from_slice(b"\r\n");
+    for arg in first {
+        push_bulk(&mut out, &[arg]);
+    }
+    out
+}
+
+/// Writes one argument, given in `parts` (written one after the other), as a bulk string.
+pub(crate) fn push_bulk(out: &mut Vec<u8>, parts: &[&[u8]]) {
+    let len: usize = parts.iter().map(|part| part.len()).sum();
+    out.push(b'$');
+    push_decimal(out, len);
+    out.extend_from_slice(b"\r\n");
+    for part in parts {
+        out.extend_from_slice(part);
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
 /// How many decimal digits `n` takes.
 fn digits(n: usize) -> usize {
     n.checked_ilog10().map_or(1, |log| log as usize + 1)
