@@ -10,7 +10,9 @@
 //! - A cleanup release must reach a node after the `SET` it cleans up. Each node has a
 //!   *lane* ([`Lanes`]): a command starts only once the previous command of the same
 //!   resource to that node has finished. The node's connection is ordered, so the node
-//!   executes them in order too.
+//!   executes them in order too. (A release behind a lock request unanswered on the
+//!   client's own connection is written behind it there at once: that connection keeps
+//!   their order itself, see `Gate::followable_on`.)
 
 use std::future::Future;
 use std::pin::Pin;
@@ -282,9 +284,8 @@ impl<T, S: Side<T>> Requests<T, S> {
     /// node that does not answer would then cost every caller.
     ///
     /// A pass that finished nothing means the answers are not on their sockets yet: the
-    /// requests left are a round trip away (with one operation at a time, typically a
-    /// release still waiting in its lane for the acquisition's slower `SET`s, which it
-    /// can only send once those answer), and further passes would only delay the caller.
+    /// requests left are a round trip away, and further passes would only delay the
+    /// caller.
     async fn linger(&mut self, passes: usize) {
         for _ in 0..passes {
             if self.is_empty() {
@@ -431,7 +432,9 @@ impl Flight {
     /// the operation ends with nothing left over: no background task, and nothing for the
     /// resource's next command on those nodes to wait for in the lanes. Handing two requests
     /// to a background task and queueing the next operation behind them cost a healthy
-    /// acquire + release about a seventh of the client's CPU (`benches/cpu.rs`). No timer:
+    /// acquire + release about a seventh of the client's CPU (`benches/cpu.rs`), when the
+    /// commands behind them waited as request futures; since they are parked, no linger
+    /// at all measures the same (docs/benchmarks.md). No timer:
     /// tokio's have a resolution of a millisecond, which a slow node would then cost every
     /// release (a first version waited up to the decision's own duration with a timer, and
     /// made each acquire + release with one node 20 ms slow a millisecond slower).
