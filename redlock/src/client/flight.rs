@@ -348,13 +348,9 @@ impl Flight {
     /// ([`Direct::park`]), not as a future.
     fn send(&mut self, transmit: Transmit, pass: Pass) {
         let index = transmit.node.index();
-        let gate = Arc::new(Gate::default());
-        let done = OpensOnDrop(Arc::clone(&gate));
         // A previous command that has already finished needs no waiting (the common case).
-        let previous = self
-            .lanes
-            .push(index, gate)
-            .filter(|previous| !previous.is_open());
+        let (gate, previous) = self.lanes.push(index);
+        let done = OpensOnDrop(gate);
         // Only a lock request or a release can go direct: anything else is not moved
         // through the attempt.
         let deadline = pass.sent_at + self.timeout;

@@ -113,13 +113,27 @@ impl Lanes {
         Self(Arc::default())
     }
 
-    /// Installs `gate` as node `index`'s last command; returns the one it follows.
-    pub(crate) fn push(&self, index: usize, gate: Arc<Gate>) -> Option<Arc<Gate>> {
+    /// Installs a new gate as node `index`'s last command: returns it, and the gate of the
+    /// command it follows unless that one has ended.
+    ///
+    /// The last gate is used again when its command has ended and nothing else holds it
+    /// (the routine case): a lane then costs no allocation per command.
+    pub(crate) fn push(&self, index: usize) -> (Arc<Gate>, Option<Arc<Gate>>) {
         let mut lanes = lock(&self.0);
         if lanes.len() <= index {
             lanes.resize(index + 1, None);
         }
-        lanes[index].replace(gate)
+        let last = &mut lanes[index];
+        if let Some(gate) = last
+            && gate.is_open()
+            && let Some(ended) = Arc::get_mut(gate)
+        {
+            *ended = Gate::default();
+            return (Arc::clone(gate), None);
+        }
+        let gate = Arc::new(Gate::default());
+        let previous = last.replace(Arc::clone(&gate));
+        (gate, previous.filter(|previous| !previous.is_open()))
     }
 }
 
@@ -168,6 +182,31 @@ mod tests {
             .expect("the gate's opening wakes its waiter");
         // Open: no wait at all.
         assert!(gate.wait().now_or_never().is_some());
+    }
+
+    #[test]
+    fn a_command_follows_the_last_one_unless_it_has_ended_whose_gate_is_then_used_again() {
+        let lanes = LaneRegistry::new(2).of(&target("a"));
+        let (first, previous) = lanes.push(1);
+        assert!(previous.is_none());
+        // Not ended: the next command follows it, with a gate of its own.
+        let (second, previous) = lanes.push(1);
+        assert!(Arc::ptr_eq(previous.as_ref().unwrap(), &first));
+        assert!(!Arc::ptr_eq(&second, &first));
+        drop((OpensOnDrop(first), previous));
+        // Ended, but still held (a command that waited for it has not let go): a new gate.
+        let held = Arc::clone(&second);
+        drop(OpensOnDrop(second));
+        let (third, previous) = lanes.push(1);
+        assert!(previous.is_none() && !Arc::ptr_eq(&third, &held));
+        drop((held, OpensOnDrop(third)));
+        // Ended and held by nobody: the same gate again, closed.
+        let before = Arc::as_ptr(&lock(&lanes.0)[1].clone().unwrap());
+        let (fourth, previous) = lanes.push(1);
+        assert!(previous.is_none() && !fourth.is_open());
+        assert_eq!(Arc::as_ptr(&fourth), before);
+        // Another node's lane is apart.
+        assert!(lanes.push(0).1.is_none());
     }
 
     #[test]
