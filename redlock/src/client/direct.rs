@@ -184,8 +184,51 @@ pub(crate) struct Direct {
     sooner: Option<Instant>,
 }
 
+/// What an operation's direct requests allocated, kept for another operation once they
+/// have all ended: the inbox (once no connection holds it any more) and the buffers, empty.
+/// With them, an operation's direct requests allocate nothing in the routine case.
+#[derive(Default)]
+pub(crate) struct Spares(Mutex<Vec<Spare>>);
+
+struct Spare {
+    inbox: Arc<Inbox>,
+    entries: Vec<Entry>,
+    taken: Vec<(u64, RedisResult<Value>)>,
+    parked: Vec<Parked>,
+}
+
+/// At most this many spares are kept: as many operations as ran at once, up to this.
+const MAX_SPARES: usize = 256;
+
+impl Spares {
+    fn take(&self) -> Option<Spare> {
+        lock(&self.0).pop()
+    }
+
+    fn give(&self, spare: Spare) {
+        let mut spares = lock(&self.0);
+        if spares.len() < MAX_SPARES {
+            spares.push(spare);
+        }
+    }
+}
+
 impl Direct {
+    /// The direct requests of an operation, in what an ended one left ([`Spares`]) if any.
     pub(crate) fn new(nodes: Arc<Nodes>, timeout: Duration) -> Self {
+        let spare = nodes.spares().take();
+        let mut direct = Self::empty(nodes, timeout);
+        if let Some(spare) = spare {
+            direct.inbox = Some(spare.inbox);
+            direct.entries = spare.entries;
+            direct.taken = spare.taken;
+            direct.parked = spare.parked;
+        }
+        direct
+    }
+
+    /// Direct requests with nothing allocated (for a flight whose requests have moved on).
+    pub(crate) fn empty(nodes: Arc<Nodes>, timeout: Duration) -> Self {
         Self {
             nodes,
             timeout,
@@ -587,10 +630,96 @@ impl Direct {
     }
 }
 
+impl Drop for Direct {
+    /// Keeps the inbox and the buffers for another operation when every request has ended
+    /// and no connection holds the inbox: no late answer can then reach it, so the numbers,
+    /// which start again from zero, cannot be mistaken.
+    fn drop(&mut self) {
+        let Some(mut inbox) = self.inbox.take() else {
+            return;
+        };
+        if !self.entries.is_empty() || !self.parked.is_empty() || !self.resends.is_empty() {
+            return;
+        }
+        let Some(unique) = Arc::get_mut(&mut inbox) else {
+            return;
+        };
+        let Ok(answers) = unique.answers.get_mut() else {
+            return;
+        };
+        answers.clear();
+        drop(unique.waker.take());
+        self.taken.clear();
+        let spare = Spare {
+            inbox,
+            entries: std::mem::take(&mut self.entries),
+            taken: std::mem::take(&mut self.taken),
+            parked: std::mem::take(&mut self.parked),
+        };
+        self.nodes.spares().give(spare);
+    }
+}
+
 /// Whether `command` can go as a direct request: a lock request or a release, each one call.
 pub(crate) fn goes_direct(command: &Command) -> bool {
     matches!(
         command,
         Command::SetIfAbsent { .. } | Command::ReleaseIfOwner { .. }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::background::Background;
+    use crate::client::clock::Clock;
+    use crate::client::node::Node;
+    use redlock_core::RestartPolicy;
+
+    fn nodes() -> Arc<Nodes> {
+        let client = redis::Client::open("redis://127.0.0.1:1/").expect("a node URL");
+        let node = Node::new(0, client, Duration::from_secs(1));
+        let policy = RestartPolicy::Persistent;
+        Arc::new(Nodes::new(
+            vec![node],
+            policy,
+            Clock::new(),
+            Background::default(),
+        ))
+    }
+
+    fn spares(nodes: &Nodes) -> usize {
+        lock(&nodes.spares().0).len()
+    }
+
+    #[test]
+    fn an_ended_operations_inbox_is_kept_only_once_no_connection_holds_it() {
+        let nodes = nodes();
+        let timeout = Duration::from_millis(50);
+        let mut direct = Direct::new(Arc::clone(&nodes), timeout);
+        assert!(direct.inbox.is_none());
+        let inbox = Arc::new(Inbox::with_room(1));
+        direct.inbox = Some(Arc::clone(&inbox));
+        // A connection still holds the inbox (an answer may still come): not kept.
+        drop(direct);
+        assert_eq!(spares(&nodes), 0);
+
+        let mut direct = Direct::new(Arc::clone(&nodes), timeout);
+        direct.inbox = Some(inbox);
+        direct.taken.reserve(4);
+        if let Some(inbox) = &direct.inbox {
+            inbox.deliver(7, Ok(Value::Okay));
+        }
+        drop(direct);
+        assert_eq!(spares(&nodes), 1);
+        // The next operation starts with it, emptied, and its buffers.
+        let direct = Direct::new(Arc::clone(&nodes), timeout);
+        assert_eq!(spares(&nodes), 0);
+        let inbox = direct.inbox.as_ref().expect("the kept inbox");
+        assert!(lock(&inbox.answers).is_empty());
+        assert!(direct.taken.capacity() >= 4 && direct.taken.is_empty());
+        // A flight whose requests have moved on takes nothing.
+        drop(Direct::empty(Arc::clone(&nodes), timeout));
+        assert_eq!(spares(&nodes), 0);
+    }
 }

@@ -531,7 +531,7 @@ impl Drop for Flight {
         if self.is_idle() {
             return;
         }
-        let direct = Direct::new(Arc::clone(&self.nodes), self.timeout);
+        let direct = Direct::empty(Arc::clone(&self.nodes), self.timeout);
         let mut requests = std::mem::replace(&mut self.requests, Requests::new(direct));
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {

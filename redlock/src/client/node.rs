@@ -19,7 +19,7 @@ use tokio::sync::OnceCell;
 
 use super::background::Background;
 use super::clock::Clock;
-use super::direct::Inbox;
+use super::direct::{Inbox, Spares};
 use super::expiry::Expiry;
 use super::identity;
 use super::lanes::Gate;
@@ -101,6 +101,8 @@ pub(crate) struct Nodes {
     clock: Clock,
     /// Where a release by hash cut by its deadline finishes (`settle` waits for it).
     background: Background,
+    /// What ended operations' direct requests left for the next ones.
+    spares: Spares,
 }
 
 /// One node and its current connection.
@@ -179,6 +181,7 @@ impl Nodes {
             eligibility: Mutex::new(eligibility),
             clock,
             background,
+            spares: Spares::default(),
         }
     }
 
@@ -193,6 +196,11 @@ impl Nodes {
 
     pub(crate) fn clock(&self) -> &Clock {
         &self.clock
+    }
+
+    /// What ended operations' direct requests left for the next ones.
+    pub(crate) fn spares(&self) -> &Spares {
+        &self.spares
     }
 
     /// Raises the restart quarantine to cover `ttl` (a handle with a longer TTL).
