@@ -175,8 +175,10 @@ pub(crate) struct Direct {
     /// Made with the first direct request: an operation without one allocates nothing here.
     inbox: Option<Arc<Inbox>>,
     entries: Vec<Entry>,
-    /// The next request's number: never reused, so that the late answer of a request cut by
-    /// its deadline cannot be taken for another's.
+    /// The next request's number: never reused within the operation, so that the late
+    /// answer of a request cut by its deadline cannot be taken for another's. Numbers start
+    /// again at zero in each operation, also on an inbox kept from an ended one: it is kept
+    /// only once no connection holds it, so no late answer can reach it ([`Spares`]).
     next: u64,
     /// Answers taken from the inbox and not handed on yet (and the inbox's spare buffer).
     taken: Vec<(u64, RedisResult<Value>)>,
