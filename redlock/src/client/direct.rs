@@ -11,12 +11,14 @@
 //! request alone on its connection is not queued (the queue's driver would only add hops,
 //! `pipe.rs`): it goes straight to redis-rs, as a call its entry holds and the operation
 //! polls, a future of a few hundred bytes in place of the request future's 1.6 KB and its
-//! node in the operation's `FuturesUnordered`. Anything else (a lane to wait for, a
+//! node in the operation's `FuturesUnordered`. A lock request or a release with a lane to
+//! wait for waits here too, parked ([`Direct::park`]), and is queued once its lane is free;
+//! a release behind a lock request still unanswered on the client's own connection is
+//! written behind it there at once (see `Gate::followable_on`): its deadline runs once the
+//! lock request has ended, and if the connection is lost before it is answered, it goes
+//! again as a request future, as it would have gone from its lane. Anything else (a
 //! connection to open or identify, a probe, a command of several calls) stays a request
-//! future, as before, but for one wait: a release behind a lock request still unanswered on
-//! the client's own connection is written behind it there (see `Gate::followable_on`). Its
-//! deadline runs once the lock request has ended, and if the connection is lost before it
-//! is answered, it goes again as a request future, as it would have gone from its lane.
+//! future, as before.
 //!
 //! What the lanes, the core and the queue guarantee holds unchanged. The lane's gate is
 //! installed before the command is queued and opens when the request ends (answered, cut by
@@ -290,7 +292,7 @@ impl Direct {
                 self.next += 1;
                 // Behind a lock request, its deadline runs only once that one has ended.
                 if behind.is_none() {
-                    self.sooner = Some(self.sooner.map_or(deadline, |at| at.min(deadline)));
+                    self.note_deadline(deadline);
                 }
                 let connection = on.id();
                 let went_straight = straight.is_some();
@@ -338,6 +340,11 @@ impl Direct {
 
     pub(crate) fn len(&self) -> usize {
         self.entries.len() + self.parked.len() + self.resends.len()
+    }
+
+    /// Records `deadline` for the flight's timer (see [`Direct::sooner`]).
+    fn note_deadline(&mut self, deadline: Instant) {
+        self.sooner = Some(self.sooner.map_or(deadline, |at| at.min(deadline)));
     }
 
     /// The earliest deadline recorded since the last call, if any.
@@ -440,7 +447,7 @@ impl Direct {
     ) {
         let deadline = (!transmit.command.is_release()).then_some(deadline);
         if let Some(deadline) = deadline {
-            self.sooner = Some(self.sooner.map_or(deadline, |at| at.min(deadline)));
+            self.note_deadline(deadline);
         }
         self.parked.push(Parked {
             transmit,
@@ -495,7 +502,8 @@ impl Direct {
     /// since the last look (the per-node timeout from now, as a release that waited in its
     /// lane gets it once it is sent); registers the task with the lock requests still out.
     fn start_deadlines(&mut self, cx: &mut Context<'_>) {
-        let mut now = None;
+        // One reading of the clock for every deadline started in this look.
+        let mut started = None;
         for entry in &mut self.entries {
             let Some(behind) = &mut entry.behind else {
                 continue;
@@ -504,9 +512,10 @@ impl Direct {
                 continue;
             }
             behind.timed = true;
-            let deadline = *now.get_or_insert_with(Instant::now) + self.timeout;
-            entry.deadline = deadline;
-            self.sooner = Some(self.sooner.map_or(deadline, |at| at.min(deadline)));
+            entry.deadline = *started.get_or_insert_with(|| Instant::now() + self.timeout);
+        }
+        if let Some(deadline) = started {
+            self.note_deadline(deadline);
         }
     }
 
@@ -610,7 +619,7 @@ impl Direct {
         if matches!(&entry.reading, Reading::Release(release) if release.trails) {
             let bound = Instant::now() + self.nodes.connect_timeout(node);
             entry.deadline = bound;
-            self.sooner = Some(self.sooner.map_or(bound, |at| at.min(bound)));
+            self.note_deadline(bound);
         } else {
             self.entries.swap_remove(at);
         }

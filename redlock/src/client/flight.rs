@@ -367,33 +367,51 @@ impl Flight {
             Some(previous) => {
                 // A release behind a lock request unanswered on the client's own connection
                 // is written behind it there; anything else waits in its lane, parked.
-                let (transmit, done) =
-                    if transmit.command.is_release() && previous.followable_on().is_some() {
-                        let behind = Some(Arc::clone(&previous));
-                        match self
-                            .requests
-                            .side
-                            .send(transmit, pass.now, deadline, done, behind)
-                        {
-                            Ok(()) => return,
-                            Err((transmit, done, None)) => (transmit, done),
-                            Err(declined) => {
-                                let request = self.request(pass, declined, Some(previous));
-                                self.requests.push(request);
-                                return;
-                            }
-                        }
-                    } else {
-                        (transmit, done)
-                    };
-                self.requests
-                    .side
-                    .park(transmit, previous, done, pass, deadline);
+                let follows = transmit.command.is_release() && previous.followable_on().is_some();
+                let waits = if follows {
+                    self.write_behind(transmit, done, &previous, pass, deadline)
+                } else {
+                    Some((transmit, done))
+                };
+                if let Some((transmit, done)) = waits {
+                    self.requests
+                        .side
+                        .park(transmit, previous, done, pass, deadline);
+                }
                 return;
             }
         };
         let request = self.request(pass, declined, previous);
         self.requests.push(request);
+    }
+
+    /// Writes `transmit`, a release, behind `previous`, a lock request still unanswered on
+    /// the client's own connection (see [`Gate::followable_on`]). `None` once it has gone:
+    /// behind it, or as a request future when the core answered it with anything but
+    /// "send". Else the command and its gate come back, to wait in the lane (the connection
+    /// is no longer the lock request's, or is broken).
+    fn write_behind(
+        &mut self,
+        transmit: Transmit,
+        done: OpensOnDrop,
+        previous: &Arc<Gate>,
+        pass: Pass,
+        deadline: Instant,
+    ) -> Option<(Transmit, OpensOnDrop)> {
+        let behind = Some(Arc::clone(previous));
+        match self
+            .requests
+            .side
+            .send(transmit, pass.now, deadline, done, behind)
+        {
+            Ok(()) => None,
+            Err((transmit, done, None)) => Some((transmit, done)),
+            Err(declined) => {
+                let request = self.request(pass, declined, Some(Arc::clone(previous)));
+                self.requests.push(request);
+                None
+            }
+        }
     }
 
     /// The request future of `declined`, sent at `pass` once `previous` has finished.

@@ -115,18 +115,9 @@ pub(crate) fn pack(out: &mut Vec<u8>, args: &[&[&[u8]]]) {
         len += 1 + digits(arg) + 2 + arg + 2;
     }
     out.reserve(len);
-    out.push(b'*');
-    push_decimal(out, args.len());
-    out.extend_from_slice(b"\r\n");
+    push_array(out, args.len());
     for parts in args {
-        let arg: usize = parts.iter().map(|part| part.len()).sum();
-        out.push(b'$');
-        push_decimal(out, arg);
-        out.extend_from_slice(b"\r\n");
-        for part in *parts {
-            out.extend_from_slice(part);
-        }
-        out.extend_from_slice(b"\r\n");
+        push_bulk(out, parts);
     }
 }
 
@@ -134,13 +125,18 @@ pub(crate) fn pack(out: &mut Vec<u8>, args: &[&[&[u8]]]) {
 /// [`pack`] packs them: for a call whose first arguments never change, packed once.
 pub(crate) fn head(count: usize, first: &[&[u8]]) -> Vec<u8> {
     let mut out = Vec::new();
-    out.push(b'*');
-    push_decimal(&mut out, count);
-    out.extend_from_slice(b"\r\n");
+    push_array(&mut out, count);
     for arg in first {
         push_bulk(&mut out, &[arg]);
     }
     out
+}
+
+/// Writes the header of an array of `count` bulk strings (a command of `count` arguments).
+fn push_array(out: &mut Vec<u8>, count: usize) {
+    out.push(b'*');
+    push_decimal(out, count);
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Writes one argument, given in `parts` (written one after the other), as a bulk string.
