@@ -6,6 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use common::key_events::KeyEvents;
 use common::*;
 use redlock::Error;
 
@@ -361,5 +362,71 @@ async fn a_set_waits_in_its_lane_behind_an_unanswered_release_and_is_never_sent(
         "the SET that gave up in its lane was sent after all"
     );
     second.release().await;
+    assert_no_lock_keys(&fleet).await;
+}
+
+/// A release must never overtake the `SET` it cleans up, even when a command of another
+/// operation queued between them in their lane gives up before it is sent.
+///
+/// Handles of one client with different TTLs have different per-node timeouts (derived from
+/// the TTL: 50 ms for 30 s, 5 ms for 100 ms), and share the resource's lanes. On node 4,
+/// whose requests are held on their way: the first lease's release; the second lease's
+/// `SET`, waiting behind it; the hasty handle's `SET` behind that, then its round's cleanup
+/// release; then the second lease's release. The hasty `SET` gives up after 5 ms, unsent.
+/// Had its lane opened at once, the hasty release and then the second lease's release would
+/// be written before the second lease's `SET`, which node 4 would run last: a released
+/// lease's key left on node 4 until its TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_never_overtakes_its_set_when_a_command_between_them_gives_up_unsent() {
+    let fleet = fleet(5);
+    let proxy = redlock_tests::proxy::FaultProxy::start(fleet.addr(4))
+        .await
+        .unwrap();
+    let mut urls = fleet.urls();
+    urls[4] = proxy.url();
+    // No per-node timeout set: each handle's is derived from its TTL.
+    let redlock = fresh(redlock::Redlock::builder().nodes(urls))
+        .ttl(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    redlock.connect().await;
+    let hasty = redlock.with_ttl(Duration::from_millis(100)).unwrap();
+    let events = KeyEvents::watch(&fleet, &format!("{PREFIX}overtaken"), "Kg$").await;
+    let first = redlock.try_acquire("overtaken").await.unwrap();
+    let handle = proxy.handle();
+    handle.set_cut(redlock_tests::proxy::Direction::ToServer, true);
+    first.release_at_quorum().await;
+    let started = Instant::now();
+    let second = redlock.try_acquire("overtaken").await.unwrap();
+    let refused = hasty.try_acquire("overtaken").await.unwrap_err();
+    assert!(matches!(refused, Error::Taken { .. }), "{refused:?}");
+    second.release_at_quorum().await;
+    // By now the hasty SET has given up (5 ms), and so has its cleanup release, written but
+    // unanswered (5 ms more); the second lease's SET (50 ms) has not.
+    tokio::time::sleep_until((started + Duration::from_millis(28)).into()).await;
+    handle.heal();
+    redlock.settle().await;
+    let node4: Vec<String> = events
+        .until(Duration::from_secs(2), |nodes| {
+            let sets = nodes[4].iter().filter(|(_, event)| event == "set").count();
+            sets >= 2 && nodes[4].last().is_some_and(|(_, event)| event == "del")
+        })
+        .await
+        .swap_remove(4)
+        .into_iter()
+        .map(|(_, event)| event)
+        .collect();
+    // The second lease's SET reached node 4 (else this run tells nothing of the order)...
+    assert!(
+        node4.iter().filter(|event| *event == "set").count() == 2,
+        "the second lease's SET never reached node 4 (a slow run?): {node4:?}"
+    );
+    // ... and its release came after it.
+    assert_eq!(
+        node4.last().map(String::as_str),
+        Some("del"),
+        "node 4's events: {node4:?}; keys: {}",
+        describe_keys(&fleet)
+    );
     assert_no_lock_keys(&fleet).await;
 }

@@ -300,7 +300,7 @@ impl Direct {
                     // A lock request needs neither its command nor its connection again.
                     OneCall::Lock(answer) => {
                         if on.keeps_order() && !went_straight {
-                            done.0.mark_followable(connection);
+                            done.gate().mark_followable(connection);
                         }
                         Reading::Lock(answer)
                     }

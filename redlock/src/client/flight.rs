@@ -350,7 +350,7 @@ impl Flight {
         let index = transmit.node.index();
         // A previous command that has already finished needs no waiting (the common case).
         let (gate, previous) = self.lanes.push(index);
-        let done = OpensOnDrop(gate);
+        let done = OpensOnDrop::new(gate, previous.as_ref());
         // Only a lock request or a release can go direct: anything else is not moved
         // through the attempt.
         let deadline = pass.sent_at + self.timeout;

@@ -23,8 +23,8 @@ use super::lock;
 use super::registry::WeakMap;
 use redlock_core::{ConnectionId, Target};
 
-/// Opens when a command of a lane has finished (or was dropped unfinished), and wakes the
-/// command waiting for it.
+/// Opens when a command of a lane has finished (or was dropped unfinished) and every command
+/// before it in the lane has too, and wakes the command waiting for it.
 ///
 /// One waker is enough: [`Lanes::push`] hands each gate to exactly one successor, the next
 /// command of the lane. (A `Notify` here cost its lock on every command, waited for or not.)
@@ -34,6 +34,11 @@ pub(crate) struct Gate {
     opened: AtomicWaker,
     /// The connection a release may follow its command on (`0`: none; else its id + 1).
     followable: AtomicU64,
+    /// The gate of the next command, if that one ended before this one's did (it gave up
+    /// while waiting for it): it opens with this one (see [`OpensOnDrop`]).
+    then: Mutex<Option<Arc<Self>>>,
+    /// Whether `then` has been given a gate.
+    chained: AtomicBool,
 }
 
 impl Gate {
@@ -81,15 +86,76 @@ impl Gate {
     pub(crate) async fn wait(&self) {
         std::future::poll_fn(|cx| self.poll_open(cx)).await;
     }
+
+    /// Opens the gate, then every gate that was to open with it.
+    fn open(&self) {
+        let mut then = self.open_alone();
+        while let Some(gate) = then {
+            then = gate.open_alone();
+        }
+    }
+
+    /// Opens the gate; returns the gate that was to open with it, if any.
+    fn open_alone(&self) -> Option<Arc<Self>> {
+        // Sequentially consistent, as `open_with`'s store of `chained` and load of `open`:
+        // of the two loads, at least one sees the other side's store, so a gate chained as
+        // this one opens is opened by one side or the other (the lock lets only one take
+        // it). Opening a gate nothing was chained to, the routine case, takes no lock.
+        self.open.store(true, Ordering::SeqCst);
+        self.opened.wake();
+        if self.chained.load(Ordering::SeqCst) {
+            lock(&self.then).take()
+        } else {
+            None
+        }
+    }
+
+    /// Opens `next` when this gate opens, or now if it has.
+    fn open_with(&self, next: Arc<Self>) {
+        *lock(&self.then) = Some(next);
+        self.chained.store(true, Ordering::SeqCst);
+        if self.open.load(Ordering::SeqCst)
+            && let Some(next) = lock(&self.then).take()
+        {
+            next.open();
+        }
+    }
 }
 
-/// Opens its gate when dropped: when the command finishes, times out or is cancelled.
-pub(crate) struct OpensOnDrop(pub(crate) Arc<Gate>);
+/// Opens its gate when dropped: when the command finishes, times out or is cancelled, but
+/// never before the gate of the lane's previous command.
+///
+/// A command that gives up while it waits in its lane (a lock request cut by its round's
+/// deadline, or dropped) ends before the command it waited for. Were its gate to open then,
+/// the next command would be written before that earlier one: a release before the `SET` it
+/// cleans up, which the node would then run after it, leaving the key until its TTL.
+pub(crate) struct OpensOnDrop {
+    gate: Arc<Gate>,
+    /// The gate of the lane's previous command, while it may still be closed.
+    after: Option<Arc<Gate>>,
+}
+
+impl OpensOnDrop {
+    /// The opener of `gate`, whose command follows `previous` in its lane.
+    pub(crate) fn new(gate: Arc<Gate>, previous: Option<&Arc<Gate>>) -> Self {
+        Self {
+            gate,
+            after: previous.filter(|previous| !previous.is_open()).cloned(),
+        }
+    }
+
+    /// The gate it opens.
+    pub(crate) fn gate(&self) -> &Arc<Gate> {
+        &self.gate
+    }
+}
 
 impl Drop for OpensOnDrop {
     fn drop(&mut self) {
-        self.0.open.store(true, Ordering::Release);
-        self.0.opened.wake();
+        match self.after.take() {
+            Some(previous) => previous.open_with(Arc::clone(&self.gate)),
+            None => self.gate.open(),
+        }
     }
 }
 
@@ -175,7 +241,7 @@ mod tests {
         let gate = Arc::new(Gate::default());
         let mut waiting = Box::pin(gate.wait());
         assert!((&mut waiting).now_or_never().is_none());
-        let opener = OpensOnDrop(Arc::clone(&gate));
+        let opener = OpensOnDrop::new(Arc::clone(&gate), None);
         tokio::spawn(async move { drop(opener) });
         tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
             .await
@@ -193,13 +259,13 @@ mod tests {
         let (second, previous) = lanes.push(1);
         assert!(Arc::ptr_eq(previous.as_ref().unwrap(), &first));
         assert!(!Arc::ptr_eq(&second, &first));
-        drop((OpensOnDrop(first), previous));
+        drop((OpensOnDrop::new(first, None), previous));
         // Ended, but still held (a command that waited for it has not let go): a new gate.
         let held = Arc::clone(&second);
-        drop(OpensOnDrop(second));
+        drop(OpensOnDrop::new(second, None));
         let (third, previous) = lanes.push(1);
         assert!(previous.is_none() && !Arc::ptr_eq(&third, &held));
-        drop((held, OpensOnDrop(third)));
+        drop((held, OpensOnDrop::new(third, None)));
         // Ended and held by nobody: the same gate again, closed.
         let before = Arc::as_ptr(&lock(&lanes.0)[1].clone().unwrap());
         let (fourth, previous) = lanes.push(1);
@@ -207,6 +273,51 @@ mod tests {
         assert_eq!(Arc::as_ptr(&fourth), before);
         // Another node's lane is apart.
         assert!(lanes.push(0).1.is_none());
+    }
+
+    #[test]
+    fn a_command_that_gives_up_before_the_one_it_waits_for_opens_the_lane_only_after_it() {
+        let lanes = LaneRegistry::new(1).of(&target("a"));
+        let (gate, _) = lanes.push(0);
+        let first = OpensOnDrop::new(gate, None);
+        // Two commands wait behind the first, and give up (are cut) before it ends.
+        let (gate, previous) = lanes.push(0);
+        let second = OpensOnDrop::new(gate, previous.as_ref());
+        let (gate, previous) = lanes.push(0);
+        let third = OpensOnDrop::new(gate, previous.as_ref());
+        let (fourth, previous) = lanes.push(0);
+        let behind_third = previous.unwrap();
+        drop((third, second));
+        assert!(
+            !behind_third.is_open(),
+            "the fourth may not go before the first"
+        );
+        drop(first);
+        assert!(behind_third.is_open(), "opened with the first");
+        // Ended after the command before it: its gate opens at once, and the lane is free.
+        drop(OpensOnDrop::new(fourth, Some(&behind_third)));
+        assert!(lanes.push(0).1.is_none());
+    }
+
+    #[test]
+    fn a_gate_chained_while_the_one_before_opens_opens_all_the_same() {
+        // The two ends race on two threads: whichever way they meet, the second's gate opens.
+        for _ in 0..2_000 {
+            let lanes = LaneRegistry::new(1).of(&target("a"));
+            let (gate, _) = lanes.push(0);
+            let first = OpensOnDrop::new(gate, None);
+            let (gate, previous) = lanes.push(0);
+            let second = OpensOnDrop::new(gate, previous.as_ref());
+            let behind_second = lanes.push(0).1.unwrap();
+            let ends = [
+                std::thread::spawn(move || drop(first)),
+                std::thread::spawn(move || drop(second)),
+            ];
+            for end in ends {
+                end.join().unwrap();
+            }
+            assert!(behind_second.is_open());
+        }
     }
 
     #[test]
