@@ -2,9 +2,10 @@
 //!
 //! Wall-clock rates on two shared cores swing by a third between runs; the CPU a process
 //! spends per operation barely moves. So each contender runs blocks of the same number of
-//! acquire + release (each task on its own resource, N = 5 real redis-server nodes), and
-//! each block is priced twice: the client process's user + system time (`getrusage`,
-//! every thread of the runtime), and the nodes' (the sum of the five `INFO cpu` deltas),
+//! acquire + release (each task on its own resource, N = 5 real redis-server nodes, or
+//! `CPU_NODES`), and each block is priced twice: the client process's user + system time
+//! (`getrusage`, every thread of the runtime), and the nodes' (the sum of their `INFO cpu`
+//! deltas),
 //! with each command's calls and microseconds from `INFO commandstats`. The client's heap
 //! allocations per operation are counted too (a counting global allocator): unlike CPU
 //! time, they do not move with the machine's load. The contenders take turns block by
@@ -26,6 +27,7 @@
 //! ```text
 //! cargo bench -p redlock-benches --bench cpu
 //! CPU_REPS=3 CPU_TASKS=64 CPU_ONLY=ours,floor_all cargo bench -p redlock-benches --bench cpu
+//! CPU_NODES=3 CPU_REPS=1 CPU_TASKS=1 CPU_ONLY=ours cargo bench -p redlock-benches --bench cpu
 //! ```
 
 mod support;
@@ -93,7 +95,9 @@ fn main() {
         },
     );
 
-    let fleet = support::fleet(5);
+    // `CPU_NODES=3` beside the default: what changes with the number of nodes is what each
+    // request costs (allocations per request, say), the rest is the operation's.
+    let fleet = support::fleet(env_or("CPU_NODES", 5));
     let urls = fleet.urls();
     let runtime = support::multi_thread();
     let ours = runtime.block_on(async { support::ours(&urls) });
@@ -240,7 +244,7 @@ fn main() {
             }
         }
     }
-    report::write(&results, OPS);
+    report::write(&results, OPS, fleet.len());
 }
 
 /// Runs `block` between two readings of the client's and the nodes' CPU. The block's

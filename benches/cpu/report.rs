@@ -37,11 +37,15 @@ fn per_op(block: &Block, ops: usize) -> (f64, f64, f64) {
 }
 
 /// Prints the results and writes them to `target/criterion/cpu/cpu.json`.
-pub(crate) fn write(results: &BTreeMap<usize, BTreeMap<String, Vec<Block>>>, ops: usize) {
+pub(crate) fn write(
+    results: &BTreeMap<usize, BTreeMap<String, Vec<Block>>>,
+    ops: usize,
+    nodes: usize,
+) {
     let mut out = serde_json::Map::new();
     for (tasks, contenders) in results {
         let reps = contenders.values().map(Vec::len).min().unwrap_or(0);
-        println!("\n{tasks} task(s), N = 5, {reps} repetitions of {ops} acquire + release:");
+        println!("\n{tasks} task(s), N = {nodes}, {reps} repetitions of {ops} acquire + release:");
         println!(
             "{:<24} {:>22} {:>9} {:>9} {:>9} {:>22} {:>9} {:>9} {:>9}",
             "contender",

@@ -117,7 +117,8 @@ impl Acquire {
             locked: None,
             state: State::Finished,
             reads: None,
-            transmits: VecDeque::new(),
+            // A round's commands, one per node, without growing.
+            transmits: VecDeque::with_capacity(config.nodes()),
             outcome: None,
         };
         acquire.start_round(token, now);
@@ -193,7 +194,7 @@ impl Acquire {
     fn start_round(&mut self, token: Token, now: Timestamp) {
         self.attempt = self.attempt.saturating_add(1);
         self.token = token;
-        self.round = QuorumRound::new(&self.config, Vote::Acquired, now);
+        self.round.restart(&self.config, Vote::Acquired, now);
         self.locked = None;
         self.state = State::Locking;
         for index in 0..self.config.nodes() {
@@ -278,7 +279,8 @@ impl Acquire {
     /// whether it answered before the verdict, and a model checker counts them once.
     fn forget_round(&mut self) {
         self.locked = None;
-        self.round = QuorumRound::new(&self.config, Vote::Acquired, Timestamp::ZERO);
+        self.round
+            .restart(&self.config, Vote::Acquired, Timestamp::ZERO);
     }
 
     fn decide(&mut self, now: Timestamp) {

@@ -318,6 +318,22 @@ impl QuorumRound {
         }
     }
 
+    /// Starts the round again at `now`, as [`QuorumRound::new`] would make it, in the room it
+    /// has (a retry, or the first round of a machine that made its round to have one).
+    pub(crate) fn restart(&mut self, config: &LockConfig, vote: Vote, now: Timestamp) {
+        self.started_at = now;
+        self.timeout_at = now.saturating_add(config.node_timeout());
+        self.valid_until = validity_deadline(now, config.ttl(), config.drift());
+        self.quorum = config.quorum();
+        self.vote = vote;
+        self.eligible = None;
+        self.statuses.clear();
+        self.statuses.resize(config.nodes(), NodeStatus::Pending);
+        self.yes = 0;
+        self.no = 0;
+        self.expired = false;
+    }
+
     /// Counts votes for only from the nodes marked `true` (the others count against).
     pub(crate) fn only_from(mut self, eligible: Vec<bool>) -> Self {
         self.eligible = Some(eligible);
@@ -442,6 +458,17 @@ mod tests {
 
     fn round(nodes: usize) -> QuorumRound {
         QuorumRound::new(&LockConfig::new(nodes), Vote::Acquired, Timestamp::ZERO)
+    }
+
+    #[test]
+    fn a_round_started_again_is_the_round_made_new() {
+        let config = LockConfig::new(3);
+        let mut again = round(3).only_from(vec![true, false, true]);
+        again.record(NodeId::new(0), Ok(Reply::Acquired));
+        again.record(NodeId::new(1), Err(NodeFailure::TimedOut));
+        let now = Timestamp::ZERO.saturating_add(Duration::from_millis(7));
+        again.restart(&config, Vote::Extended, now);
+        assert_eq!(again, QuorumRound::new(&config, Vote::Extended, now));
     }
 
     #[test]

@@ -159,7 +159,39 @@ impl Drop for OpensOnDrop {
     }
 }
 
-type Slots = Mutex<Vec<Option<Arc<Gate>>>>;
+type Slots = Mutex<Vec<Lane>>;
+
+/// How many gates of earlier commands a lane keeps to use again.
+///
+/// A routine acquire + release whose slower nodes answer after its decision leaves, on each
+/// of those nodes, the `SET` still unanswered as the release is queued behind it, and the
+/// release unanswered as the next `SET` is: each new command finds the last gate held, and
+/// the one before it held by that command (which waits for it). Two spares cover that
+/// rotation.
+const SPARES: usize = 2;
+
+/// One node's lane of a resource: the gate of its last command, and gates of earlier
+/// commands, kept to be used again once their commands have ended and nothing holds them.
+#[derive(Clone, Default)]
+struct Lane {
+    last: Option<Arc<Gate>>,
+    spares: [Option<Arc<Gate>>; SPARES],
+}
+
+/// Closes `gate` again for a new command, if its own command has ended and nothing else holds
+/// it; whether it did.
+fn renewed(gate: &mut Arc<Gate>) -> bool {
+    if !gate.is_open() {
+        return false;
+    }
+    match Arc::get_mut(gate) {
+        Some(ended) => {
+            *ended = Gate::default();
+            true
+        }
+        None => false,
+    }
+}
 
 /// For each node, a gate that opens when the resource's last command to that node finished.
 ///
@@ -182,23 +214,31 @@ impl Lanes {
     /// Installs a new gate as node `index`'s last command: returns it, and the gate of the
     /// command it follows unless that one has ended.
     ///
-    /// The last gate is used again when its command has ended and nothing else holds it
-    /// (the routine case): a lane then costs no allocation per command.
+    /// The last gate is used again when its command has ended and nothing else holds it (the
+    /// routine case), else a spare that has (see [`SPARES`]): a lane then costs no
+    /// allocation per command, stragglers included.
     pub(crate) fn push(&self, index: usize) -> (Arc<Gate>, Option<Arc<Gate>>) {
         let mut lanes = lock(&self.0);
         if lanes.len() <= index {
-            lanes.resize(index + 1, None);
+            lanes.resize(index + 1, Lane::default());
         }
-        let last = &mut lanes[index];
-        if let Some(gate) = last
-            && gate.is_open()
-            && let Some(ended) = Arc::get_mut(gate)
+        let lane = &mut lanes[index];
+        if let Some(gate) = &mut lane.last
+            && renewed(gate)
         {
-            *ended = Gate::default();
             return (Arc::clone(gate), None);
         }
-        let gate = Arc::new(Gate::default());
-        let previous = last.replace(Arc::clone(&gate));
+        let gate = lane
+            .spares
+            .iter_mut()
+            .find_map(|spare| spare.take_if(renewed))
+            .unwrap_or_default();
+        let previous = lane.last.replace(Arc::clone(&gate));
+        if let Some(previous) = &previous {
+            // Kept in a free place, else in place of a spare still held.
+            let place = lane.spares.iter().position(Option::is_none).unwrap_or(0);
+            lane.spares[place] = Some(Arc::clone(previous));
+        }
         (gate, previous.filter(|previous| !previous.is_open()))
     }
 }
@@ -222,7 +262,7 @@ impl LaneRegistry {
         let nodes = self.nodes;
         Lanes(
             self.lanes
-                .get_or_insert_with(target, || Mutex::new(vec![None; nodes])),
+                .get_or_insert_with(target, || Mutex::new(vec![Lane::default(); nodes])),
         )
     }
 }
@@ -255,22 +295,30 @@ mod tests {
         let lanes = LaneRegistry::new(2).of(&target("a"));
         let (first, previous) = lanes.push(1);
         assert!(previous.is_none());
+        let first_at = Arc::as_ptr(&first);
         // Not ended: the next command follows it, with a gate of its own.
         let (second, previous) = lanes.push(1);
         assert!(Arc::ptr_eq(previous.as_ref().unwrap(), &first));
         assert!(!Arc::ptr_eq(&second, &first));
         drop((OpensOnDrop::new(first, None), previous));
-        // Ended, but still held (a command that waited for it has not let go): a new gate.
+        // The last one ended, but is still held (a command that waited for it has not let
+        // go): the first one's gate, ended and held by nobody, is used again.
         let held = Arc::clone(&second);
         drop(OpensOnDrop::new(second, None));
         let (third, previous) = lanes.push(1);
-        assert!(previous.is_none() && !Arc::ptr_eq(&third, &held));
-        drop((held, OpensOnDrop::new(third, None)));
-        // Ended and held by nobody: the same gate again, closed.
-        let before = Arc::as_ptr(&lock(&lanes.0)[1].clone().unwrap());
+        assert!(previous.is_none() && !third.is_open());
+        assert_eq!(Arc::as_ptr(&third), first_at);
+        // Not ended, and no spare free: a new gate.
         let (fourth, previous) = lanes.push(1);
-        assert!(previous.is_none() && !fourth.is_open());
-        assert_eq!(Arc::as_ptr(&fourth), before);
+        assert!(Arc::ptr_eq(previous.as_ref().unwrap(), &third));
+        assert!(!Arc::ptr_eq(&fourth, &held) && Arc::as_ptr(&fourth) != first_at);
+        drop((held, previous, OpensOnDrop::new(third, None)));
+        drop(OpensOnDrop::new(fourth, None));
+        // Ended and held by nobody: the same gate again, closed.
+        let before = Arc::as_ptr(&lock(&lanes.0)[1].last.clone().unwrap());
+        let (fifth, previous) = lanes.push(1);
+        assert!(previous.is_none() && !fifth.is_open());
+        assert_eq!(Arc::as_ptr(&fifth), before);
         // Another node's lane is apart.
         assert!(lanes.push(0).1.is_none());
     }
@@ -330,6 +378,6 @@ mod tests {
         drop((first, second));
         // Nothing alive: a fresh set of lanes, no gate left from before.
         let again = registry.of(&target("a"));
-        assert!(lock(&again.0).iter().all(Option::is_none));
+        assert!(lock(&again.0).iter().all(|lane| lane.last.is_none()));
     }
 }
