@@ -405,8 +405,10 @@ async fn a_release_never_overtakes_its_set_when_a_command_between_them_gives_up_
         let refused = hasty.try_acquire(&resource).await.unwrap_err();
         assert!(matches!(refused, Error::Taken { .. }), "{refused:?}");
         second.release_at_quorum().await;
-        // By now the hasty SET has given up (5 ms), and so has its cleanup release, written
-        // but unanswered (5 ms more); the second lease's SET (50 ms) has not.
+        // By now the hasty SET has given up (5 ms) while it waited behind the second lease's
+        // SET, which has not (50 ms). Had the hasty SET's gate opened then, its cleanup
+        // release would have been written, and given up unanswered 5 ms later, and the
+        // second lease's release written right after it.
         tokio::time::sleep_until((started + Duration::from_millis(28)).into()).await;
         handle.heal();
         redlock.settle().await;

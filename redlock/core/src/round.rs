@@ -462,10 +462,12 @@ mod tests {
 
     #[test]
     fn a_round_started_again_is_the_round_made_new() {
+        // Three nodes where there were five, a quorum of two where it was three.
         let config = LockConfig::new(3);
-        let mut again = round(3).only_from(vec![true, false, true]);
+        let mut again = round(5).only_from(vec![true, false, true, true, true]);
         again.record(NodeId::new(0), Ok(Reply::Acquired));
         again.record(NodeId::new(1), Err(NodeFailure::TimedOut));
+        again.expire();
         let now = Timestamp::ZERO.saturating_add(Duration::from_millis(7));
         again.restart(&config, Vote::Extended, now);
         assert_eq!(again, QuorumRound::new(&config, Vote::Extended, now));

@@ -22,7 +22,8 @@
 //!
 //! What the lanes, the core and the queue guarantee holds unchanged. The lane's gate is
 //! installed before the command is queued and opens when the request ends (answered, cut by
-//! its deadline, or dropped with its operation's requests), as a request future's does. The
+//! its deadline, or dropped with its operation's requests) and the command before it has,
+//! as a request future's does. The
 //! admission is the core's, at the pass's reading of the clock, as for a request future that
 //! waits for nothing. A command once queued is always written: a request cut by its deadline
 //! is one the node left unanswered, as the core is told. A straight call is handed to

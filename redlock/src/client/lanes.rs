@@ -35,7 +35,8 @@ pub(crate) struct Gate {
     /// The connection a release may follow its command on (`0`: none; else its id + 1).
     followable: AtomicU64,
     /// The gate of the next command, if that one ended before this one's did (it gave up
-    /// while waiting for it): it opens with this one (see [`OpensOnDrop`]).
+    /// while waiting for it, or it is a release written behind this lock request whose
+    /// answer was read first): it opens with this one (see [`OpensOnDrop`]).
     then: Mutex<Option<Arc<Self>>>,
     /// Whether `then` has been given a gate.
     chained: AtomicBool,
@@ -112,12 +113,20 @@ impl Gate {
 
     /// Opens `next` when this gate opens, or now if it has.
     fn open_with(&self, next: Arc<Self>) {
-        *lock(&self.then) = Some(next);
-        self.chained.store(true, Ordering::SeqCst);
-        if self.open.load(Ordering::SeqCst)
-            && let Some(next) = lock(&self.then).take()
         {
-            next.open();
+            let mut then = lock(&self.then);
+            // One successor per gate (`Lanes::push`): an earlier one replaced here would
+            // never open.
+            debug_assert!(then.is_none(), "a gate chained to twice");
+            *then = Some(next);
+        }
+        self.chained.store(true, Ordering::SeqCst);
+        if self.open.load(Ordering::SeqCst) {
+            // Taken, then opened with the lock let go.
+            let next = lock(&self.then).take();
+            if let Some(next) = next {
+                next.open();
+            }
         }
     }
 }
@@ -128,7 +137,13 @@ impl Gate {
 /// A command that gives up while it waits in its lane (a lock request cut by its round's
 /// deadline, or dropped) ends before the command it waited for. Were its gate to open then,
 /// the next command would be written before that earlier one: a release before the `SET` it
-/// cleans up, which the node would then run after it, leaving the key until its TTL.
+/// cleans up, which the node would then run after it, leaving the key until its TTL. (A
+/// release written behind its lock request on one connection may also be read as answered
+/// first: its gate then opens with the lock request's, a moment later.)
+///
+/// The price of that order: a command whose operation is kept but no longer polled (its
+/// deadline is applied only when it is polled) holds up the lane behind it until it is
+/// dropped, commands that give up included.
 pub(crate) struct OpensOnDrop {
     gate: Arc<Gate>,
     /// The gate of the lane's previous command, while it may still be closed.
@@ -153,15 +168,18 @@ impl OpensOnDrop {
 impl Drop for OpensOnDrop {
     fn drop(&mut self) {
         match self.after.take() {
-            Some(previous) => previous.open_with(Arc::clone(&self.gate)),
-            None => self.gate.open(),
+            // Still closed: this gate opens with it (if it opens meanwhile, `open_with` sees
+            // that).
+            Some(previous) if !previous.is_open() => previous.open_with(Arc::clone(&self.gate)),
+            _ => self.gate.open(),
         }
     }
 }
 
 type Slots = Mutex<Vec<Lane>>;
 
-/// How many gates of earlier commands a lane keeps to use again.
+/// How many gates of earlier commands a lane keeps to use again (not always the ones just
+/// before the last: when both are still held, the first place is taken over).
 ///
 /// A routine acquire + release whose slower nodes answer after its decision leaves, on each
 /// of those nodes, the `SET` still unanswered as the release is queued behind it, and the
