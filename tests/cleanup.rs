@@ -40,7 +40,8 @@ async fn a_failed_try_acquire_returns_at_its_decision_and_the_next_round_queues_
     // Node 4 behind a proxy that holds its replies back: it executes our SET at once, and the
     // round's cleanup release written behind it on the same connection, but answers late,
     // so the next round's SET to it waits for the release's answer in its lane.
-    let (fleet, proxy, redlock) = fleet_with_node_4_behind_a_proxy(Duration::from_secs(2)).await;
+    let (fleet, proxy, redlock) =
+        fleet_with_node_4_behind_a_proxy(Some(Duration::from_secs(2))).await;
     fleet
         .occupy(&[0, 1, 2], "redlock:busy", FOREIGN_TTL)
         .unwrap();
@@ -251,9 +252,10 @@ async fn a_release_by_hash_cut_by_its_deadline_finishes_inside_settle() {
 }
 
 /// A fleet of five whose node 4 is behind a proxy, and a client over it with a long TTL
-/// and `node_timeout`; the client has connected to every node.
+/// and `node_timeout` (`None`: each handle's derived from its TTL); the client has connected
+/// to every node.
 async fn fleet_with_node_4_behind_a_proxy(
-    node_timeout: Duration,
+    node_timeout: Option<Duration>,
 ) -> (
     redlock_tests::RedisFleet,
     redlock_tests::proxy::FaultProxy,
@@ -265,18 +267,19 @@ async fn fleet_with_node_4_behind_a_proxy(
         .unwrap();
     let mut urls = fleet.urls();
     urls[4] = proxy.url();
-    let redlock = fresh(redlock::Redlock::builder().nodes(urls))
-        .node_timeout(node_timeout)
-        .ttl(Duration::from_secs(30))
-        .build()
-        .unwrap();
+    let mut builder = fresh(redlock::Redlock::builder().nodes(urls)).ttl(Duration::from_secs(30));
+    if let Some(node_timeout) = node_timeout {
+        builder = builder.node_timeout(node_timeout);
+    }
+    let redlock = builder.build().unwrap();
     redlock.connect().await;
     (fleet, proxy, redlock)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_is_written_behind_its_unanswered_set_without_waiting_for_the_answer() {
-    let (fleet, proxy, redlock) = fleet_with_node_4_behind_a_proxy(Duration::from_secs(2)).await;
+    let (fleet, proxy, redlock) =
+        fleet_with_node_4_behind_a_proxy(Some(Duration::from_secs(2))).await;
     // Node 4 runs what it is sent, and its answers are held.
     proxy
         .handle()
@@ -306,7 +309,8 @@ async fn a_release_is_written_behind_its_unanswered_set_without_waiting_for_the_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_written_behind_its_set_goes_again_when_their_connection_is_lost() {
-    let (fleet, proxy, redlock) = fleet_with_node_4_behind_a_proxy(Duration::from_secs(2)).await;
+    let (fleet, proxy, redlock) =
+        fleet_with_node_4_behind_a_proxy(Some(Duration::from_secs(2))).await;
     let handle = proxy.handle();
     handle.set_cut(redlock_tests::proxy::Direction::ToClient, true);
     let lease = redlock.try_acquire("lost").await.unwrap();
@@ -338,7 +342,7 @@ async fn a_release_written_behind_its_set_goes_again_when_their_connection_is_lo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_set_waits_in_its_lane_behind_an_unanswered_release_and_is_never_sent() {
     let (fleet, proxy, redlock) =
-        fleet_with_node_4_behind_a_proxy(Duration::from_millis(300)).await;
+        fleet_with_node_4_behind_a_proxy(Some(Duration::from_millis(300))).await;
     let handle = proxy.handle();
     // Node 4 runs what it is sent; its answers are held.
     handle.set_cut(redlock_tests::proxy::Direction::ToClient, true);
@@ -378,18 +382,8 @@ async fn a_set_waits_in_its_lane_behind_an_unanswered_release_and_is_never_sent(
 /// lease's key left on node 4 until its TTL.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_never_overtakes_its_set_when_a_command_between_them_gives_up_unsent() {
-    let fleet = fleet(5);
-    let proxy = redlock_tests::proxy::FaultProxy::start(fleet.addr(4))
-        .await
-        .unwrap();
-    let mut urls = fleet.urls();
-    urls[4] = proxy.url();
     // No per-node timeout set: each handle's is derived from its TTL.
-    let redlock = fresh(redlock::Redlock::builder().nodes(urls))
-        .ttl(Duration::from_secs(30))
-        .build()
-        .unwrap();
-    redlock.connect().await;
+    let (fleet, proxy, redlock) = fleet_with_node_4_behind_a_proxy(None).await;
     let hasty = redlock.with_ttl(Duration::from_millis(100)).unwrap();
     let handle = proxy.handle();
     // A run slowed past the second lease's 50 ms (its SET then gives up too, and tells
