@@ -129,6 +129,24 @@ async fn sixteen_tasks_never_share_the_critical_section() {
     assert_no_lock_keys(&fleet).await;
 }
 
+/// A dropped lease's release joins the resource's lanes when the lease is dropped, not when
+/// its background task first runs: the next round of the same task waits behind it on every
+/// node, as after any release. Queued only once its task ran (on a current-thread runtime,
+/// after the caller's next await), the release was overtaken by the next `SET`s, which found
+/// the dropped lease's key on every node.
+#[tokio::test(flavor = "current_thread")]
+async fn a_round_right_after_a_dropped_lease_waits_for_its_release() {
+    let fleet = fleet(3);
+    let redlock = builder(&fleet).build().unwrap();
+    let lease = redlock.acquire("dropped-then-again").await.unwrap();
+    drop(lease);
+    let again = redlock.try_acquire("dropped-then-again").await;
+    assert!(again.is_ok(), "{again:?}");
+    again.unwrap().release().await;
+    redlock.settle().await;
+    assert_no_lock_keys(&fleet).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_lease_is_released_in_the_background() {
     let fleet = fleet(3);

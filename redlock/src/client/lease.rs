@@ -9,7 +9,7 @@ use super::Redlock;
 use super::drive::drive;
 use super::lanes::Lanes;
 use crate::error::{Error, NodeReport};
-use redlock_core::{ExtendFailure, ExtendOutcome, Held, ReleaseReport, Target, Token};
+use redlock_core::{ExtendFailure, ExtendOutcome, Held, Machine, ReleaseReport, Target, Token};
 
 /// A lease on one resource, held on a quorum of nodes until [`valid_until`](Lease::valid_until).
 ///
@@ -275,40 +275,83 @@ pub(crate) async fn release(
     lost: bool,
     until: Until,
 ) -> ReleaseReport {
-    let clock = redlock.clock();
-    let now = clock.now();
-    redlock
-        .telemetry()
-        .released(granted_at.elapsed(), lost || !held.is_valid(now));
-    // Named in logs only: described (an allocation) only when a subscriber listens.
-    let span = tracing::debug_span!("release", resource = %held.target().describe());
-    let report = async {
+    Releasing::start(redlock, held, lanes, granted_at, lost, until)
+        .finish(redlock, held)
+        .await
+}
+
+/// A release whose first commands are queued in the lanes: what a release does before it
+/// first waits, done where it is started (a dropped lease's release is so queued before
+/// the dropping task's next command on the resource, not when its own task first runs).
+struct Releasing {
+    machine: redlock_core::Release,
+    flight: super::flight::Flight,
+    now: redlock_core::Timestamp,
+    span: tracing::Span,
+}
+
+impl Releasing {
+    /// Records the release and queues its commands (see [`release`]).
+    fn start(
+        redlock: &Redlock,
+        held: &Held,
+        lanes: Lanes,
+        granted_at: Instant,
+        lost: bool,
+        until: Until,
+    ) -> Self {
+        let now = redlock.clock().now();
+        redlock
+            .telemetry()
+            .released(granted_at.elapsed(), lost || !held.is_valid(now));
+        // Named in logs only: described (an allocation) only when a subscriber listens.
+        let span = tracing::debug_span!("release", resource = %held.target().describe());
         let mut machine = held.release(redlock.config(), now);
         if until == Until::AllNodes {
             machine = machine.waiting_for_all();
         }
         let mut flight = redlock.flight(redlock.config(), lanes);
-        let report = drive(&mut machine, &mut flight, clock)
-            .await
-            .unwrap_or_default();
-        flight.linger().await;
+        span.in_scope(|| flight.send_all(|| machine.poll_transmit()));
+        Self {
+            machine,
+            flight,
+            now,
+            span,
+        }
+    }
+
+    /// Drives the release to its report.
+    async fn finish(self, redlock: &Redlock, held: &Held) -> ReleaseReport {
+        let Self {
+            mut machine,
+            mut flight,
+            now,
+            span,
+        } = self;
+        let clock = redlock.clock();
+        let report = async {
+            let report = drive(&mut machine, &mut flight, clock)
+                .await
+                .unwrap_or_default();
+            flight.linger().await;
+            report
+        }
+        .instrument(span)
+        .await;
+        // This client's waiters need not wait for the nodes' notifications (unless the
+        // release yields to another process's waiter).
+        redlock
+            .waiting()
+            .released(held.target(), held.token(), &report, now, clock.now());
+        tracing::debug!(
+            resource = %held.target().describe(),
+            released = report.released(),
+            not_held = report.not_held(),
+            in_flight = report.in_flight(),
+            "lease released"
+        );
         report
     }
-    .instrument(span)
-    .await;
-    // This client's waiters need not wait for the nodes' notifications (unless the
-    // release yields to another process's waiter).
-    redlock
-        .waiting()
-        .released(held.target(), held.token(), &report, now, clock.now());
-    tracing::debug!(
-        resource = %held.target().describe(),
-        released = report.released(),
-        not_held = report.not_held(),
-        in_flight = report.in_flight(),
-        "lease released"
-    );
-    report
 }
 
 impl Drop for Lease {
@@ -334,11 +377,18 @@ impl Drop for Lease {
         );
         let redlock = self.redlock.clone();
         let held = self.held.clone();
-        let lanes = self.lanes.clone();
-        let granted_at = self.granted_at;
+        // Queued now, so that the next command of this task on the resource waits behind it.
+        let releasing = Releasing::start(
+            &redlock,
+            &held,
+            self.lanes.clone(),
+            self.granted_at,
+            false,
+            Until::Quorum,
+        );
         let background = redlock.background().clone();
         background.spawn(&runtime, async move {
-            release(&redlock, &held, lanes, granted_at, false, Until::Quorum).await;
+            releasing.finish(&redlock, &held).await;
         });
     }
 }
