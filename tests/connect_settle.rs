@@ -128,3 +128,48 @@ async fn durations_too_long_to_add_do_not_overflow() {
     }
     assert_no_lock_keys(&fleet).await;
 }
+
+/// A kept lease whose work stopped, released in the background (`with_lock` cut by a
+/// timeout, `release_in_background`): `settle` waits for that release, as its docs say, so
+/// a process that exits right after it leaves no key. The keeper's release runs in its own
+/// task, which has not run yet when `settle` is called; uncounted, `settle` returned at once
+/// and the runtime's end took the release with it (the keys stayed until their TTL).
+#[test]
+fn settle_waits_for_the_release_of_a_kept_lease_whose_work_stopped() {
+    let fleet = fleet(3);
+    for (case, stop) in ["cut", "in-background"].into_iter().enumerate() {
+        let urls = fleet.urls();
+        // The "process": its own runtime, dropped when the job is done.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let redlock = fresh(Redlock::builder())
+                .nodes(urls)
+                .ttl(Duration::from_secs(10))
+                .build()
+                .unwrap();
+            let resource = format!("kept-{stop}");
+            if case == 0 {
+                let work = |_| std::future::pending::<()>();
+                let cut = tokio::time::timeout(
+                    Duration::from_millis(100),
+                    redlock.with_lock(&resource, work),
+                )
+                .await;
+                assert!(cut.is_err(), "the work never ends");
+            } else {
+                let lease = redlock.acquire(&resource).await.unwrap();
+                // Nothing else in the background: `settle` has only the release to wait for.
+                redlock.settle().await;
+                lease
+                    .keep_alive(redlock::KeepAlive::default())
+                    .release_in_background();
+            }
+            redlock.settle().await;
+        });
+        drop(runtime);
+        assert_eq!(lock_keys(&fleet), 0, "{stop}: {}", describe_keys(&fleet));
+    }
+}

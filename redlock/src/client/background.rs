@@ -12,18 +12,19 @@ use tracing::Instrument;
 
 /// The client's work still running in the background (stragglers of finished operations,
 /// releases of dropped leases), counted so that a process can wait for it before it exits.
-#[derive(Clone, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Background(Arc<BackgroundState>);
 
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct BackgroundState {
     running: AtomicUsize,
     idle: Notify,
 }
 
-/// Counts one background task as finished when dropped: when it completes, and also when
-/// the runtime shuts down and drops it unfinished.
-struct Running(Background);
+/// Counts one piece of background work as finished when dropped: when it completes, and
+/// also when the runtime shuts down and drops it unfinished.
+#[derive(Debug)]
+pub(crate) struct Running(Background);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -35,14 +36,20 @@ impl Drop for Running {
 }
 
 impl Background {
+    /// Counts a piece of background work that runs elsewhere (the keeper's release, in the
+    /// keeper's own task) from now until the returned guard is dropped.
+    pub(crate) fn hold(&self) -> Running {
+        self.0.running.fetch_add(1, Ordering::AcqRel);
+        Running(self.clone())
+    }
+
     /// Runs `work` on `runtime`, counted until it finishes.
     pub(crate) fn spawn(
         &self,
         runtime: &tokio::runtime::Handle,
         work: impl Future<Output = ()> + Send + 'static,
     ) {
-        self.0.running.fetch_add(1, Ordering::AcqRel);
-        let running = Running(self.clone());
+        let running = self.hold();
         // In the span of the operation that started the work, so that a slow node's
         // failure, logged once the operation has returned, is still attributed to it.
         runtime.spawn(

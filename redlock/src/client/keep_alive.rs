@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
 
 use super::Lease;
+use super::background::{Background, Running};
 use super::clock::Clock;
 use super::lease::{Until, release};
 use redlock_core::{
@@ -187,14 +188,19 @@ impl LeaseSignal {
 pub struct KeptLease {
     signal: LeaseSignal,
     stop: Option<oneshot::Sender<Stop>>,
+    /// The client's background work, which a release the work's end asks for joins.
+    background: Background,
 }
 
 /// What the handle tells the keeper task when it lets the lease go.
 #[derive(Debug)]
 enum Stop {
     /// The work has stopped: release now, returning at a quorum or at every node's answer
-    /// (nobody waits for the report when the sender's receiver is gone).
-    Confirmed(oneshot::Sender<ReleaseReport>, Until),
+    /// (nobody waits for the report when the sender's receiver is gone). The release is
+    /// counted as the client's background work from the moment it is asked for (the keeper
+    /// task may not have run yet when [`settle`](crate::Redlock::settle) looks) until it
+    /// has ended.
+    Confirmed(oneshot::Sender<ReleaseReport>, Until, Running),
     /// The work may outlive the lease: stop extending, release at the release deadline.
     Unconfirmed(oneshot::Sender<ReleaseReport>),
 }
@@ -233,7 +239,8 @@ impl KeptLease {
     /// had already released the lease (it was lost and its release deadline passed), the
     /// report is that release's.
     pub async fn release(self) -> ReleaseReport {
-        self.stop(|reply| Stop::Confirmed(reply, Until::AllNodes))
+        let counted = self.background.hold();
+        self.stop(|reply| Stop::Confirmed(reply, Until::AllNodes, counted))
             .await
     }
 
@@ -242,7 +249,8 @@ impl KeptLease {
     /// the background, and a process that exits right after it must
     /// [`settle`](crate::Redlock::settle) first or leave keys to their TTL.
     pub async fn release_at_quorum(self) -> ReleaseReport {
-        self.stop(|reply| Stop::Confirmed(reply, Until::Quorum))
+        let counted = self.background.hold();
+        self.stop(|reply| Stop::Confirmed(reply, Until::Quorum, counted))
             .await
     }
 
@@ -252,7 +260,8 @@ impl KeptLease {
     pub fn release_in_background(mut self) {
         let (reply, _report) = oneshot::channel();
         if let Some(stop) = self.stop.take() {
-            let _ = stop.send(Stop::Confirmed(reply, Until::AllNodes));
+            let counted = self.background.hold();
+            let _ = stop.send(Stop::Confirmed(reply, Until::AllNodes, counted));
         }
     }
 
@@ -346,10 +355,12 @@ impl Lease {
             clock: *redlock.clock(),
             state: rx,
         };
+        let background = redlock.background().clone();
         tokio::spawn(keep(redlock, keeper, lanes, granted_at, tx, stopped));
         KeptLease {
             signal,
             stop: Some(stop),
+            background,
         }
     }
 }
@@ -370,6 +381,8 @@ async fn keep(
     let mut flight = redlock.flight(redlock.config(), lanes.clone());
     let mut stop = Some(stop);
     let mut reply = None;
+    // Held until the release has ended, when the work's end asked for it.
+    let mut release_counted = None;
     let mut until = Until::AllNodes;
     while !keeper.is_released() {
         flight.send_all(|| keeper.poll_transmit());
@@ -390,8 +403,9 @@ async fn keep(
                         reply = Some(sender);
                         keeper.stop_unconfirmed(now);
                     }
-                    Ok(Stop::Confirmed(sender, asked)) => {
+                    Ok(Stop::Confirmed(sender, asked, counted)) => {
                         reply = Some(sender);
+                        release_counted = Some(counted);
                         until = asked;
                         keeper.work_stopped(now);
                     }
@@ -416,13 +430,14 @@ async fn keep(
         // Released at the release deadline: the handle's release (if it ever comes) gets this
         // report.
         (None, Some(stop)) => stop.await.ok().map(|request| match request {
-            Stop::Confirmed(reply, _) | Stop::Unconfirmed(reply) => reply,
+            Stop::Confirmed(reply, ..) | Stop::Unconfirmed(reply) => reply,
         }),
         (None, None) => None,
     };
     if let Some(reply) = reply {
         let _ = reply.send(report);
     }
+    drop(release_counted);
 }
 
 fn publish(
