@@ -329,7 +329,9 @@ impl Releasing {
             span,
         } = self;
         let clock = redlock.clock();
-        let report = async {
+        // The flight is dropped inside the span: what it hands to the background (the
+        // requests still in flight) is logged as the release's.
+        let report = async move {
             let report = drive(&mut machine, &mut flight, clock)
                 .await
                 .unwrap_or_default();
