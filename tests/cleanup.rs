@@ -339,6 +339,27 @@ async fn a_release_written_behind_its_set_goes_again_when_their_connection_is_lo
     assert_no_lock_keys(&fleet).await;
 }
 
+/// A release lost with its connection before it was answered goes again on a new one (a
+/// release runs again safely: it deletes only its own token's key), as one written behind
+/// its `SET` does: the node may not have run it, and the key would stay until its TTL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_lost_with_its_connection_goes_again_on_a_new_one() {
+    let (fleet, proxy, redlock) =
+        fleet_with_node_4_behind_a_proxy(Some(Duration::from_secs(2))).await;
+    let handle = proxy.handle();
+    let lease = redlock.try_acquire("reset").await.unwrap();
+    // Every SET answered: the release to node 4 is a request of its own, behind nothing.
+    redlock.settle().await;
+    assert_eq!(fleet.keys_with_prefix(4, PREFIX).unwrap().len(), 1);
+    // The release to node 4 is held on its way; then its connection is reset.
+    handle.set_cut(redlock_tests::proxy::Direction::ToServer, true);
+    lease.release_at_quorum().await;
+    handle.reset_connections();
+    handle.heal();
+    redlock.settle().await;
+    assert_no_lock_keys(&fleet).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_set_waits_in_its_lane_behind_an_unanswered_release_and_is_never_sent() {
     let (fleet, proxy, redlock) =

@@ -16,9 +16,9 @@
 //! a release behind a lock request still unanswered on the client's own connection is
 //! written behind it there at once (see `Gate::followable_on`): its deadline runs once the
 //! lock request has ended, and if the connection is lost before it is answered, it goes
-//! again as a request future, as it would have gone from its lane. Anything else (a
-//! connection to open or identify, a probe, a command of several calls) stays a request
-//! future, as before.
+//! again as a request future, as it would have gone from its lane. Any direct release lost
+//! with its connection so goes again, on a new one. Anything else (a connection to open or
+//! identify, a probe, a command of several calls) stays a request future, as before.
 //!
 //! What the lanes, the core and the queue guarantee holds unchanged. The lane's gate is
 //! installed before the command is queued and opens when the request ends (answered, cut by
@@ -171,10 +171,10 @@ pub(crate) struct Direct {
     /// Commands that wait in their lanes (see [`Parked`]).
     parked: Vec<Parked>,
     /// Commands to go on as request futures (see [`Direct::resend`]), each with its lane's
-    /// previous command and the pass that sent it: a parked command declined once its lane
-    /// was free, and a release written behind a lock request whose connection was lost
-    /// before the release was answered.
-    resends: Vec<(Declined, Arc<Gate>, Pass)>,
+    /// previous command, if it must wait for one, and the pass that sent it: a parked
+    /// command declined once its lane was free, and a release whose connection was lost
+    /// before it was answered (behind the lock request it was written after, if any).
+    resends: Vec<(Declined, Option<Arc<Gate>>, Pass)>,
     /// Made with the first direct request: an operation without one allocates nothing here.
     inbox: Option<Arc<Inbox>>,
     entries: Vec<Entry>,
@@ -493,7 +493,7 @@ impl Direct {
                 None => (pass.now, Instant::now() + self.timeout),
             };
             if let Err(declined) = self.send(transmit, now, deadline, done, None) {
-                self.resends.push((declined, previous, pass));
+                self.resends.push((declined, Some(previous), pass));
             }
         }
         None
@@ -522,11 +522,11 @@ impl Direct {
 
     /// The next command to go on as a request future on `expiry` (made if need be): a
     /// parked command that could not be queued once its lane was free (its connection must
-    /// be opened or identified, or the core asked for a probe), or a release written
-    /// behind a lock request on a connection that was lost before it was answered. The
-    /// latter goes as a release that waits in its lane: once the lock request has ended, on
-    /// whatever connection the node has then, so that a key the lock request may have set
-    /// is still deleted.
+    /// be opened or identified, or the core asked for a probe), or a release whose
+    /// connection was lost before it was answered. The latter goes again on whatever
+    /// connection the node has then, so that the key is still deleted; written behind a
+    /// lock request, it waits for that one to end first, as a release waiting in its lane
+    /// would have.
     pub(crate) fn resend(
         &mut self,
         expiry: &mut Option<Arc<Expiry>>,
@@ -540,7 +540,7 @@ impl Direct {
             self.timeout,
             pass,
             declined,
-            Some(previous),
+            previous,
         ))
     }
 
@@ -574,11 +574,12 @@ impl Direct {
         };
         if let Err(failure) = &result {
             self.nodes.failed(entry.node, entry.connection, failure);
-            // Written behind a lock request, on a connection lost before it was answered:
-            // the lock request may have set its key, and the release goes again, as one
-            // that waited in its lane for the lock request would have gone after it failed.
-            // (A release runs again safely: it deletes only its own token's key.)
-            if let (Some(behind), Some(release)) = (entry.behind, release)
+            // A release on a connection lost before it was answered: the node may not have
+            // run it, and it goes again, on a new connection. Written behind a lock request,
+            // it goes once that one has ended (the lock request may have set its key), as
+            // one that waited in its lane would have gone after it failed. (A release runs
+            // again safely: it deletes only its own token's key.)
+            if let Some(release) = release
                 && wire::connection_lost(failure)
             {
                 let transmit = Transmit {
@@ -590,8 +591,8 @@ impl Direct {
                     sent_at: Instant::now(),
                     now: self.nodes.clock().now(),
                 };
-                self.resends
-                    .push(((transmit, done, None), behind.previous, pass));
+                let previous = entry.behind.map(|behind| behind.previous);
+                self.resends.push(((transmit, done, None), previous, pass));
                 return None;
             }
         }
