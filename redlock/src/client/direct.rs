@@ -23,14 +23,14 @@
 //! What the lanes, the core and the queue guarantee holds unchanged. The lane's gate is
 //! installed before the command is queued and opens when the request ends (answered, cut by
 //! its deadline, or dropped with its operation's requests) and the command before it has,
-//! as a request future's does. The
-//! admission is the core's, at the pass's reading of the clock, as for a request future that
-//! waits for nothing. A command once queued is always written: a request cut by its deadline
-//! is one the node left unanswered, as the core is told. A straight call is handed to
-//! redis-rs at its first poll, which drops it unsent if the call is gone before it reached
-//! the socket (a node that stalls its connection): a lock request so dropped set nothing,
-//! and a straight release cut by its deadline is kept, its call going on, until the node
-//! answers or its connect timeout has passed since the cut (as a release by hash, below).
+//! as a request future's does. The admission is the core's, at the pass's reading of the
+//! clock, as for a request future that waits for nothing. A command once queued is always
+//! written: a request cut by its deadline is one the node left unanswered, as the core is
+//! told. A straight call is handed to redis-rs at its first poll, which drops it unsent if
+//! the call is gone before it reached the socket (a node that stalls its connection): a
+//! lock request so dropped set nothing, and a straight release cut by its deadline is kept,
+//! its call going on, until the node answers or its connect timeout has passed since the
+//! cut (as a release by hash, below).
 //!
 //! A release by the script's hash needs two things more, which its request future gives it
 //! otherwise (`wire.rs`, `Nodes::execute`). An answer `NOSCRIPT` (the node's script cache was

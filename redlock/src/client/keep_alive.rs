@@ -16,7 +16,7 @@ use tokio::sync::{oneshot, watch};
 use super::Lease;
 use super::background::{Background, Running};
 use super::clock::Clock;
-use super::lease::{Until, release};
+use super::lease::{Releasing, Until};
 use redlock_core::{
     Held, Keeper, KeeperEvent, Machine, ReleaseReport, ReleaseWhen, Timestamp, Token,
 };
@@ -424,7 +424,9 @@ async fn keep(
     drop(flight);
     let lost = keeper.is_lost();
     let held: Held = keeper.into_held();
-    let report = release(&redlock, &held, lanes, granted_at, lost, until).await;
+    let report = Releasing::start(&redlock, &held, lanes, granted_at, lost, until)
+        .finish(&redlock, &held)
+        .await;
     let reply = match (reply, stop) {
         (Some(reply), _) => Some(reply),
         // Released at the release deadline: the handle's release (if it ever comes) gets this

@@ -227,14 +227,16 @@ impl Lease {
 
     async fn release_until(mut self, until: Until) -> ReleaseReport {
         self.released = true;
-        release(
+        let lanes = self.lanes.clone();
+        Releasing::start(
             &self.redlock,
             &self.held,
-            self.lanes.clone(),
+            lanes,
             self.granted_at,
             false,
             until,
         )
+        .finish(&self.redlock, &self.held)
         .await
     }
 }
@@ -265,25 +267,12 @@ pub(crate) fn extend_error(redlock: &Redlock, resource: String, failure: ExtendF
     }
 }
 
-/// Releases `held`, ordered after the lease's earlier commands, and records it: as an
-/// expiration when its validity had ended, or when `lost` (a keep-alive gave it up).
-pub(crate) async fn release(
-    redlock: &Redlock,
-    held: &Held,
-    lanes: Lanes,
-    granted_at: Instant,
-    lost: bool,
-    until: Until,
-) -> ReleaseReport {
-    Releasing::start(redlock, held, lanes, granted_at, lost, until)
-        .finish(redlock, held)
-        .await
-}
-
-/// A release whose first commands are queued in the lanes: what a release does before it
-/// first waits, done where it is started (a dropped lease's release is so queued before
-/// the dropping task's next command on the resource, not when its own task first runs).
-struct Releasing {
+/// The release of `held`, ordered after the lease's earlier commands: started
+/// ([`Releasing::start`]: recorded, its first commands queued in the lanes, where it is
+/// started, so that a dropped lease's release is queued before the dropping task's next
+/// command on the resource, not when its own task first runs), then driven to its report
+/// ([`Releasing::finish`]).
+pub(crate) struct Releasing {
     machine: redlock_core::Release,
     flight: super::flight::Flight,
     now: redlock_core::Timestamp,
@@ -291,8 +280,9 @@ struct Releasing {
 }
 
 impl Releasing {
-    /// Records the release and queues its commands (see [`release`]).
-    fn start(
+    /// Records the release, as an expiration when its validity had ended or when `lost` (a
+    /// keep-alive gave it up), and queues its commands.
+    pub(crate) fn start(
         redlock: &Redlock,
         held: &Held,
         lanes: Lanes,
@@ -321,7 +311,7 @@ impl Releasing {
     }
 
     /// Drives the release to its report.
-    async fn finish(self, redlock: &Redlock, held: &Held) -> ReleaseReport {
+    pub(crate) async fn finish(self, redlock: &Redlock, held: &Held) -> ReleaseReport {
         let Self {
             mut machine,
             mut flight,
