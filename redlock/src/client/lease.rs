@@ -319,17 +319,18 @@ impl Releasing {
             span,
         } = self;
         let clock = redlock.clock();
-        // The flight is dropped inside the span: what it hands to the background (the
-        // requests still in flight) is logged as the release's.
-        let report = async move {
+        let report = async {
             let report = drive(&mut machine, &mut flight, clock)
                 .await
                 .unwrap_or_default();
             flight.linger().await;
             report
         }
-        .instrument(span)
+        .instrument(span.clone())
         .await;
+        // Dropped inside the span: what the flight hands to the background (the requests
+        // still in flight) is logged as the release's.
+        span.in_scope(|| drop(flight));
         // This client's waiters need not wait for the nodes' notifications (unless the
         // release yields to another process's waiter).
         redlock
