@@ -63,18 +63,28 @@ pub(crate) fn reply_len(buf: &[u8]) -> Result<Option<usize>, RedisError> {
     Ok(Some(at))
 }
 
+/// How deep a value may be nested (the reply itself at depth 1): redis-rs' parser refuses
+/// deeper ones, and so, by leaving them to it, does [`parse_common`], which reads an array's
+/// elements by recursion: without a bound, a peer that sends arrays in arrays overflows the
+/// reader's stack (an abort, not an error).
+const MAX_DEPTH: usize = 100;
+
 /// The value of `reply`, one whole reply as [`reply_len`] delimits it, as redis-rs' parser
 /// reads it.
 pub(crate) fn parse(reply: &[u8]) -> RedisResult<Value> {
-    match parse_common(reply) {
+    match parse_common(reply, 1) {
         Some((value, len)) if len == reply.len() => Ok(value),
         _ => redis::parse_redis_value(reply),
     }
 }
 
-/// The value at the start of `reply` and its length, if it is of the kinds read here (see
-/// the module's comment); `None` for any other, which redis-rs' parser reads.
-fn parse_common(reply: &[u8]) -> Option<(Value, usize)> {
+/// The value at the start of `reply`, at nesting depth `depth`, and its length, if it is of
+/// the kinds read here (see the module's comment) and nested no deeper than [`MAX_DEPTH`];
+/// `None` for any other, which redis-rs' parser reads (or refuses).
+fn parse_common(reply: &[u8], depth: usize) -> Option<(Value, usize)> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
     let line = line_at(reply, 0)?;
     let header = reply.get(1..line)?;
     let after = line + 2;
@@ -94,7 +104,7 @@ fn parse_common(reply: &[u8]) -> Option<(Value, usize)> {
             let mut items = Vec::with_capacity(count.min(64));
             let mut at = after;
             for _ in 0..count {
-                let (item, len) = parse_common(reply.get(at..)?)?;
+                let (item, len) = parse_common(reply.get(at..)?, depth + 1)?;
                 items.push(item);
                 at += len;
             }
@@ -224,6 +234,31 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
+    fn a_reply_nested_past_the_parsers_depth_is_an_error_not_a_crash() {
+        // Arrays in arrays, 200,000 deep: a peer that is not Redis can send it. Read by
+        // recursion without a bound, it overflowed the reader's stack and aborted the
+        // process.
+        let mut reply = b"*1\r\n".repeat(200_000);
+        reply.extend_from_slice(b":1\r\n");
+        assert_eq!(reply_len(&reply).unwrap(), Some(reply.len()));
+        let err = parse(&reply).unwrap_err();
+        assert!(err.to_string().contains("recursion depth"), "{err}");
+        // As deep as redis-rs' parser reads (the integer at depth 100), it is read; a level
+        // more is refused.
+        let mut reply = b"*1\r\n".repeat(MAX_DEPTH);
+        reply.extend_from_slice(b":1\r\n");
+        assert!(parse(&reply).is_err());
+        let mut value = parse(&reply[4..]).unwrap();
+        for _ in 1..MAX_DEPTH {
+            let Value::Array(mut items) = value else {
+                panic!("{value:?}")
+            };
+            value = items.pop().unwrap();
+        }
+        assert_eq!(value, Value::Int(1));
+    }
+
+    #[test]
     fn each_type_of_reply_ends_where_it_ends() {
         let replies: [&[u8]; 12] = [
             b"+OK\r\n",
@@ -262,7 +297,7 @@ mod tests {
             b",1.5\r\n",
             b"#t\r\n",
         ] {
-            assert!(parse_common(reply).is_none(), "{reply:?}");
+            assert!(parse_common(reply, 1).is_none(), "{reply:?}");
             assert_eq!(
                 parse(reply).unwrap(),
                 redis::parse_redis_value(reply).unwrap()
@@ -357,7 +392,7 @@ mod tests {
         #[test]
         fn a_reply_reads_as_redis_rs_reads_it(reply in encoded()) {
             prop_assert_eq!(parse(&reply).unwrap(), redis::parse_redis_value(&reply).unwrap());
-            prop_assert!(parse_common(&reply).is_some());
+            prop_assert!(parse_common(&reply, 1).is_some());
         }
     }
 }
