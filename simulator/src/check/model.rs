@@ -82,7 +82,8 @@ pub enum Action {
         link: Link,
     },
     /// The messages on a link may arrive after the next tick (a fault): without it, every
-    /// message arrives before true time moves on.
+    /// message arrives before true time moves on. Named with [`Link::ToClient`], the next
+    /// command on the link to the node is performed now and its reply is the one delayed.
     Delay {
         /// The client.
         client: u8,
@@ -411,6 +412,15 @@ impl Model {
                         node: n8,
                         link,
                     });
+                    let reply_late = client.links[n].late & Link::ToClient.bit() != 0;
+                    if link == Link::ToNode && state.nodes[n].up && !reply_late {
+                        // Performed now, its reply late.
+                        out.push(Action::Delay {
+                            client: c8,
+                            node: n8,
+                            link: Link::ToClient,
+                        });
+                    }
                 }
                 if budget && spec.drop && droppable(msg) {
                     out.push(drop(at(link)));
@@ -516,10 +526,12 @@ impl Model {
                     if link == Link::ToNode {
                         // The reply reaches a running client in the same step: what could
                         // happen between is independent of it (another node's step, another
-                        // client's), or a fault of its own (a lost or delayed command).
+                        // client's), or a fault of its own (a lost or delayed command, a
+                        // delayed reply). Behind a reply still on its way (a paused client's,
+                        // a delayed one), it waits its turn: a connection keeps its order.
                         if let Some(reply) = self.to_node(nodes, clients, c, n, &mut env.happened) {
                             let client = clients[c].make_mut();
-                            if client.paused {
+                            if client.paused || !client.links[n].from_node.is_empty() {
                                 client.links[n].make_mut().from_node.push_back(reply);
                             } else {
                                 client.receive(n, reply, &mut env);
@@ -531,6 +543,20 @@ impl Model {
                             client.receive(n, msg, &mut env);
                         }
                     }
+                }
+                Action::Delay {
+                    client,
+                    node,
+                    link: Link::ToClient,
+                } => {
+                    // The command is performed; its reply may arrive after the next tick.
+                    let (c, n) = (usize::from(client), usize::from(node));
+                    if let Some(reply) = self.to_node(nodes, clients, c, n, &mut env.happened) {
+                        let link = clients[c].make_mut().links[n].make_mut();
+                        link.from_node.push_back(reply);
+                        link.late |= Link::ToClient.bit();
+                    }
+                    *faults_used += 1;
                 }
                 Action::Delay { client, node, link } => {
                     let client = clients[usize::from(client)].make_mut();

@@ -218,6 +218,12 @@ impl Numbering {
             Action::Drop { client, node, link } => {
                 (DROP, per_link(client, node) * 3 + link_index(link))
             }
+            // A delayed reply (a rare fault) has no index, so that two clients at three
+            // nodes keep the delays of commands and notifications within 64.
+            Action::Delay {
+                link: Link::ToClient,
+                ..
+            } => return None,
             Action::Delay { client, node, link } => (
                 DELAY,
                 per_link(client, node) * 2 + usize::from(link == Link::Notice),
@@ -334,7 +340,13 @@ fn footprint(model: &Model, state: &CheckState, action: Action) -> Option<Footpr
             let (clients, release) = performs(client, node);
             (clients, one(node), false, release)
         }
+        // Performed, with the reply lost or delayed.
         Action::Drop {
+            client,
+            node,
+            link: Link::ToClient,
+        }
+        | Action::Delay {
             client,
             node,
             link: Link::ToClient,
