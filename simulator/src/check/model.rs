@@ -745,9 +745,21 @@ impl Model {
             working.is_some() && node.keys.holder(&self.keys.key, end_of_tick) == working
         };
         let live_before = outlives_tick(node);
-        // Whether a waiter's mark is there for a release to announce: the release deletes it.
+        // What the property asks, read from the node before the release deletes them: whether
+        // some waiter's mark is there.
+        let now_ms = node.now_ms(&self.spec);
         let marked = self.spec.waiter_marks != WaiterMarks::Off
-            && node.keys.announces(&cmd, node.now_ms(&self.spec));
+            && matches!(&cmd, NodeOp::ReleaseIfOwner { wait_key, .. }
+                if node.keys.marked(wait_key, now_ms));
+        // What the release script does, which the property judges: it publishes by the
+        // store's rule (tied to the shipped script's by tests/store_differential.rs), asked
+        // before it runs; without marks, every release publishes; with the fault that leaves
+        // the release silent, none does.
+        let script_publishes = match self.spec.waiter_marks {
+            WaiterMarks::Off => true,
+            WaiterMarks::On => node.keys.announces(&cmd, now_ms),
+            WaiterMarks::Unannounced => false,
+        };
         let reply = node.execute(n, &cmd, &self.spec);
         if live_before && !outlives_tick(node) {
             happened.released_live_key = true;
@@ -757,17 +769,10 @@ impl Model {
             NodeReply::Core(Reply::Released | Reply::ReleasedOthersWaiting),
         ) = (&cmd, &reply)
         {
-            // Without marks, every release publishes; with them, only where a waiter's mark
-            // was (and never, for the fault that leaves the release silent).
-            let publishes = match self.spec.waiter_marks {
-                WaiterMarks::Off => true,
-                WaiterMarks::On => marked,
-                WaiterMarks::Unannounced => false,
-            };
-            if marked && !publishes {
+            if marked && !script_publishes {
                 happened.waiter_untold = true;
             }
-            if publishes {
+            if script_publishes {
                 // Only a client waiting for the lease is subscribed to its channel.
                 for client in clients.iter_mut().filter(|c| c.is_acquiring()) {
                     client.make_mut().links[n]
