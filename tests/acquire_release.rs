@@ -422,3 +422,101 @@ async fn a_node_url_with_a_user_and_a_database() {
     let err = wrong.acquire("in-database-3").await.unwrap_err();
     assert!(matches!(err, Error::Denied { attempts: 1, .. }), "{err:?}");
 }
+
+/// Nodes in Redis Cluster mode, each owning every hash slot (a one-shard cluster, which
+/// docs/operations.md allows as one Redlock node). The release and mark scripts name the
+/// lock key and its waiting marks' key, and a cluster member refuses a script whose keys
+/// lie in two slots (`CROSSSLOT`) even when it owns both: with the marks' key made of the
+/// lock key and a suffix, every release failed and left its keys until their TTL, and the
+/// marks failed too. The marks' key now has the lock key as its hash tag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn releases_and_marks_run_on_cluster_members() {
+    let options = FleetOptions {
+        extra_args: [
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+        ]
+        .map(String::from)
+        .to_vec(),
+        ..FleetOptions::default()
+    };
+    let fleet = fleet_with(3, options);
+    for i in 0..3 {
+        let mut connection = fleet.connect(i).unwrap();
+        let _: () = redis::cmd("CLUSTER")
+            .arg("ADDSLOTS")
+            .arg((0..16_384).collect::<Vec<u16>>())
+            .query(&mut connection)
+            .unwrap();
+    }
+    let ready = eventually(Duration::from_secs(10), || async {
+        (0..3).all(|i| {
+            let info: String = redis::cmd("CLUSTER")
+                .arg("INFO")
+                .query(&mut fleet.connect(i).unwrap())
+                .unwrap();
+            info.contains("cluster_state:ok")
+        })
+    })
+    .await;
+    assert!(ready, "the nodes did not take their slots");
+    // The node's own hashing agrees: one slot for the lock key and its marks' key.
+    let key = redlock::core::LockKey::new(PREFIX, "report").unwrap();
+    let slot = |name: &str| -> u16 {
+        redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(name)
+            .query(&mut fleet.connect(0).unwrap())
+            .unwrap()
+    };
+    assert_eq!(slot(&key.wait_key()), slot(key.as_str()));
+
+    let holder = builder(&fleet).build().unwrap();
+    let lease = holder.try_acquire("report").await.unwrap();
+    let report = lease.release().await;
+    assert_eq!(report.released(), 3, "{report:?}");
+    assert_eq!(fleet.count_keys(PREFIX).unwrap(), 0);
+
+    // A waiter marks the nodes and is woken by the release's notification, long before its
+    // retry timer.
+    let waiter = builder(&fleet)
+        .retry_delay(Duration::from_secs(60))
+        .retry_jitter(Duration::ZERO)
+        .node_timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let lease = holder.acquire("report").await.unwrap();
+    let task = tokio::spawn(async move {
+        let lease = waiter
+            .acquire_timeout("report", Duration::from_secs(120))
+            .await
+            .unwrap();
+        lease.release().await.released()
+    });
+    // Marked where its lost round found the holder: a quorum at least.
+    let marks = || -> Vec<u64> {
+        (0..3)
+            .map(|i| {
+                redis::cmd("HLEN")
+                    .arg(key.wait_key())
+                    .query(&mut fleet.connect(i).unwrap())
+                    .unwrap()
+            })
+            .collect()
+    };
+    let marked = eventually(Duration::from_secs(10), || async {
+        marks().iter().sum::<u64>() >= 2
+    })
+    .await;
+    assert!(marked, "marks: {:?}", marks());
+    assert_eq!(lease.release().await.released(), 3);
+    let released = tokio::time::timeout(Duration::from_secs(30), task)
+        .await
+        .expect("woken by the release, not by its retry timer")
+        .unwrap();
+    assert_eq!(released, 3);
+    holder.settle().await;
+    assert_eq!(fleet.count_keys(PREFIX).unwrap(), 0);
+}

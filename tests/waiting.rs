@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use redlock::Redlock;
+use redlock::core::LockKey;
 use redlock_tests::RedisFleet;
 
 /// A retry timer far longer than any of these tests: a waiter granted within it was woken
@@ -530,10 +531,11 @@ fn publishes(fleet: &RedisFleet) -> Vec<u64> {
 
 /// Waiting marks on `key` (fields of its mark hash), on every node.
 fn marks(fleet: &RedisFleet, key: &str) -> Vec<u64> {
+    let key = LockKey::new("", key).unwrap();
     (0..fleet.len())
         .map(|i| {
             redis::cmd("HLEN")
-                .arg(format!("{key}\0wait"))
+                .arg(key.wait_key())
                 .query(&mut fleet.connect(i).unwrap())
                 .unwrap()
         })

@@ -245,7 +245,7 @@ async fn probe(url: &str, limits: &Limits, connection: &mut MultiplexedConnectio
         probe.commands = direct_probe(connection, direct.as_str()).await;
     }
     if let Some(channel) = key(&format!("{scratch}-wait")) {
-        probe.waiting = wait_probe(url, connection, channel.as_str()).await;
+        probe.waiting = wait_probe(url, connection, &channel).await;
     }
     // What refused releases left, the fence counter and the wait probe's mark hash (neither
     // has a TTL; the hash stays if `HDEL` was refused), go now.
@@ -362,8 +362,9 @@ fn permission_refused<T>(result: Result<T, String>) -> Option<String> {
 async fn wait_probe(
     url: &str,
     connection: &mut MultiplexedConnection,
-    key: &str,
+    lock_key: &LockKey,
 ) -> Vec<(String, Option<String>)> {
+    let (key, marks) = (lock_key.as_str(), lock_key.wait_key());
     let mut refusals = Vec::with_capacity(WAIT_COMMANDS.len());
     for name in WAIT_COMMANDS {
         let outcome = match name {
@@ -379,14 +380,14 @@ async fn wait_probe(
                     }
                     // A waiter's mark, on the key's mark hash (removed by the `HDEL`).
                     "HSET" => {
-                        command.arg(format!("{key}\0wait")).arg("doctor").arg("1");
+                        command.arg(&marks).arg("doctor").arg("1");
                     }
                     "HDEL" => {
-                        command.arg(format!("{key}\0wait")).arg("doctor");
+                        command.arg(&marks).arg("doctor");
                     }
                     // The release script's read of whose the marks are.
                     "HKEYS" => {
-                        command.arg(format!("{key}\0wait"));
+                        command.arg(&marks);
                     }
                     _ => {}
                 }

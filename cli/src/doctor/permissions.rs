@@ -20,7 +20,7 @@
 //! `HKEYS` of the marks (whose they are: another process's waiter bounds this client's
 //! hand-offs to its own; also through `redis.pcall`), and the `PING` that probes a node after
 //! a timeout. The collector sends each of [`WAIT_COMMANDS`] directly (the
-//! marks on the key's mark hash, `<key>\0wait`); a refusal there only slows waiters down
+//! marks on the key's mark hash, `LockKey::wait_key`); a refusal there only slows waiters down
 //! (they fall back on their retry timers), so it is judged apart.
 
 use std::fmt;

@@ -28,7 +28,11 @@ pub const MAX_PREFIX_LEN: usize = 256;
 #[derive(Clone)]
 pub struct LockKey {
     key: Text,
-    prefix_len: usize,
+    /// At most [`MAX_PREFIX_LEN`].
+    prefix_len: u16,
+    /// Whether the key holds a brace (its waiting marks' key then names no hash tag of its
+    /// own: [`LockKey::wait_key`]), found once when it is made rather than at each release.
+    braces: bool,
 }
 
 /// A key's text: shared by its clones, or borrowed for the program's life.
@@ -55,7 +59,7 @@ impl std::hash::Hash for LockKey {
     /// count, as it does not for equality.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         self.as_str().hash(state);
-        self.prefix_len.hash(state);
+        usize::from(self.prefix_len).hash(state);
     }
 }
 
@@ -85,6 +89,17 @@ fn check(prefix: &str, resource: &str) -> Result<(), ResourceError> {
     Ok(())
 }
 
+/// The length of a prefix that [`check`] accepted.
+fn prefix_len(prefix: &str) -> u16 {
+    const _: () = assert!(MAX_PREFIX_LEN <= u16::MAX as usize);
+    u16::try_from(prefix.len()).unwrap_or(u16::MAX)
+}
+
+/// Whether `key` holds a `{` or a `}`.
+fn has_braces(key: &str) -> bool {
+    key.bytes().any(|b| b == b'{' || b == b'}')
+}
+
 impl LockKey {
     /// The key for `resource` under `prefix`.
     ///
@@ -98,8 +113,9 @@ impl LockKey {
         key.push_str(prefix);
         key.push_str(resource);
         Ok(Self {
+            braces: has_braces(&key),
             key: Text::Shared(key.into()),
-            prefix_len: prefix.len(),
+            prefix_len: prefix_len(prefix),
         })
     }
 
@@ -129,7 +145,8 @@ impl LockKey {
         check(prefix, resource)?;
         Ok(Self {
             key: Text::Static(key),
-            prefix_len: prefix.len(),
+            prefix_len: prefix_len(prefix),
+            braces: has_braces(key),
         })
     }
 
@@ -143,7 +160,7 @@ impl LockKey {
 
     /// The resource name, without the prefix.
     pub fn resource(&self) -> &str {
-        &self.as_str()[self.prefix_len..]
+        &self.as_str()[usize::from(self.prefix_len)..]
     }
 
     /// The key of the resource's fence counter: the lock key followed by a NUL byte and
@@ -159,30 +176,54 @@ impl LockKey {
         format!("{}\0fence", self.as_str())
     }
 
-    /// The key of the resource's waiting marks: the lock key followed by a NUL byte and
-    /// `wait`. A hash with one field per waiter that asked to be told of the key's release
-    /// ([`Command::MarkWaiting`](super::Command::MarkWaiting)); the release scripts delete it
-    /// with the lock key and publish only if it was there. Like the fence key, no lock key
-    /// can ever equal it.
+    /// The key of the resource's waiting marks: a hash with one field per waiter that asked
+    /// to be told of the key's release ([`Command::MarkWaiting`](super::Command::MarkWaiting));
+    /// the release scripts delete it with the lock key and publish only if it was there.
+    ///
+    /// It begins with the lock key and a NUL byte (so that no lock key can equal it, as none
+    /// can equal a fence key, and a key pattern that grants the lock key, such as
+    /// `~redlock:*`, grants it too), then `wait`, and, when the lock key has no braces, the
+    /// lock key again in braces: the release and mark scripts name both keys, and a Redis
+    /// Cluster member refuses a script whose keys are in two hash slots (`CROSSSLOT`), even
+    /// when it owns every slot. In braces, the lock key is the marks' key's hash tag, which
+    /// hashes to the lock key's own slot. A lock key with a hash tag (`{report}:daily`) gives
+    /// it to the marks' key as it is; one with braces and no hash tag cannot share its slot
+    /// with another key this way.
     ///
     /// ```
     /// use redlock_core::LockKey;
     /// let key = LockKey::new("redlock:", "report").unwrap();
-    /// assert_eq!(key.wait_key(), "redlock:report\0wait");
+    /// assert_eq!(key.wait_key(), "redlock:report\0wait{redlock:report}");
+    /// let tagged = LockKey::new("redlock:", "{report}:daily").unwrap();
+    /// assert_eq!(tagged.wait_key(), "redlock:{report}:daily\0wait");
     /// ```
     pub fn wait_key(&self) -> String {
         // Pushed rather than `format!`ed: every release sends it, and the formatting
         // machinery cost about 800 instructions per call where this costs an allocation.
-        let key = self.as_str();
-        let mut wait = String::with_capacity(key.len() + Self::WAIT_SUFFIX.len());
-        wait.push_str(key);
-        wait.push_str(Self::WAIT_SUFFIX);
+        let parts = self.wait_key_parts();
+        let mut wait = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+        for part in parts {
+            wait.push_str(part);
+        }
         wait
     }
 
-    /// What follows the lock key in its waiting marks' key ([`LockKey::wait_key`]), for a
-    /// driver that writes the two one after the other rather than make the key.
-    pub const WAIT_SUFFIX: &'static str = "\0wait";
+    /// [`Self::wait_key`] in four parts written one after the other (the last two empty
+    /// for a lock key with braces), for a driver that writes them rather than make the key.
+    ///
+    /// ```
+    /// use redlock_core::LockKey;
+    /// let key = LockKey::new("redlock:", "report").unwrap();
+    /// assert_eq!(key.wait_key_parts().concat(), key.wait_key());
+    /// ```
+    pub fn wait_key_parts(&self) -> [&str; 4] {
+        let key = self.as_str();
+        if self.braces {
+            [key, "\0wait", "", ""]
+        } else {
+            [key, "\0wait{", key, "}"]
+        }
+    }
 }
 
 impl fmt::Debug for LockKey {
@@ -338,6 +379,62 @@ pub enum ResourceError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// CRC16 (XMODEM), as Redis Cluster hashes keys.
+    fn crc16(data: &[u8]) -> u16 {
+        data.iter().fold(0u16, |crc, &byte| {
+            (0..8).fold(crc ^ (u16::from(byte) << 8), |crc, _| {
+                if crc & 0x8000 != 0 {
+                    (crc << 1) ^ 0x1021
+                } else {
+                    crc << 1
+                }
+            })
+        })
+    }
+
+    /// A key's hash tag, as Redis reads it (`keyHashSlot` in Redis' `cluster.c`): the text
+    /// between its first `{` and the first `}` after it, when not empty.
+    fn hash_tag(key: &str) -> Option<&[u8]> {
+        let bytes = key.as_bytes();
+        let open = bytes.iter().position(|&b| b == b'{')?;
+        let len = bytes[open + 1..].iter().position(|&b| b == b'}')?;
+        (len > 0).then(|| &bytes[open + 1..open + 1 + len])
+    }
+
+    /// Redis Cluster's hash slot of a key: CRC16 of its hash tag, or of the whole key
+    /// without one, modulo 16,384.
+    fn hash_slot(key: &str) -> u16 {
+        crc16(hash_tag(key).unwrap_or(key.as_bytes())) & 16_383
+    }
+
+    #[test]
+    fn the_slot_function_is_redis_ones() {
+        // Redis' cluster specification: CRC16 of "123456789" is 0x31C3, and its examples of
+        // hash tags.
+        assert_eq!(crc16(b"123456789"), 0x31C3);
+        assert_eq!(hash_slot("{user1000}.following"), hash_slot("user1000"));
+        assert_eq!(hash_slot("foo{}{bar}"), crc16(b"foo{}{bar}") & 16_383);
+        assert_eq!(hash_slot("foo{{bar}}zap"), hash_slot("{bar"));
+        assert_eq!(hash_slot("foo{bar}{zap}"), hash_slot("bar"));
+    }
+
+    proptest::proptest! {
+        /// A lock key and its waiting marks' key share a hash slot, so that the release and
+        /// mark scripts run on a Redis Cluster member, unless the lock key has braces and no
+        /// hash tag; the marks' key begins with the lock key and a NUL byte.
+        #[test]
+        fn the_waiting_marks_share_the_lock_keys_slot(resource in "[a-z{}:]{1,12}") {
+            let key = LockKey::new("redlock:", &resource).unwrap();
+            let shared = hash_slot(&key.wait_key()) == hash_slot(key.as_str());
+            let braces = key.as_str().contains(['{', '}']);
+            let untaggable = hash_tag(key.as_str()).is_none() && braces;
+            proptest::prop_assert!(shared || untaggable, "{:?}", key.wait_key());
+            let starts = format!("{}\0", key.as_str());
+            proptest::prop_assert!(key.wait_key().starts_with(&starts));
+            proptest::prop_assert_eq!(key.wait_key_parts().concat(), key.wait_key());
+        }
+    }
 
     #[test]
     fn one_resource_is_the_single_target_many_makes_of_it() {

@@ -199,8 +199,7 @@ pub(crate) fn pack_one_call(command: &Command, by_hash: bool, out: &mut Vec<u8>)
         }
         Command::ReleaseIfOwner { key, token } => {
             let hex = token.to_hex();
-            let key = key.as_str().as_bytes();
-            let suffix = LockKey::WAIT_SUFFIX.as_bytes();
+            let [key, wait, tag, close] = key.wait_key_parts().map(str::as_bytes);
             if !by_hash {
                 let body = scripts::RELEASE.source().as_bytes();
                 let args: [&[&[u8]]; 6] = [
@@ -208,7 +207,7 @@ pub(crate) fn pack_one_call(command: &Command, by_hash: bool, out: &mut Vec<u8>)
                     &[body],
                     &[b"2"],
                     &[key],
-                    &[key, suffix],
+                    &[key, wait, tag, close],
                     &[&hex],
                 ];
                 resp::pack(out, &args);
@@ -219,10 +218,11 @@ pub(crate) fn pack_one_call(command: &Command, by_hash: bool, out: &mut Vec<u8>)
                 let hash = scripts::RELEASE.hash().as_bytes();
                 resp::head(6, &[b"EVALSHA", hash, b"2"])
             });
-            out.reserve(head.len() + 2 * key.len() + suffix.len() + hex.len() + 72);
+            let marks = wait.len() + tag.len() + close.len();
+            out.reserve(head.len() + 2 * key.len() + marks + hex.len() + 72);
             out.extend_from_slice(head);
             resp::push_bulk(out, &[key]);
-            resp::push_bulk(out, &[key, suffix]);
+            resp::push_bulk(out, &[key, wait, tag, close]);
             resp::push_bulk(out, &[&hex]);
         }
         _ => unreachable!("not one call: {command:?}"),

@@ -528,7 +528,7 @@ pub(super) fn model_keys() -> (LockKey, Keys) {
     let keys = Keys {
         key: Name::Static(KEY),
         fence_key: Name::Static("redlock:model\0fence"),
-        wait_key: Name::Static("redlock:model\0wait"),
+        wait_key: Name::Static("redlock:model\0wait{redlock:model}"),
     };
     debug_assert_eq!(*keys.fence_key, key.fence_key());
     debug_assert_eq!(*keys.wait_key, key.wait_key());
