@@ -131,6 +131,49 @@ async fn a_waiter_wakes_on_a_release_by_its_own_client() {
     assert_no_lock_keys(&fleet).await;
 }
 
+/// A release whose caller stops waiting for its report (a `release()` future dropped after
+/// its first poll: a timeout, a `select!`) still tells this client's next waiter in line,
+/// which waits for its own client's release rather than for the nodes' notifications (its
+/// round is queued behind the release in the lanes). Before, the word was given only once
+/// the report was in, and the waiter slept its retry delay (60 s here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_dropped_unfinished_still_lets_this_clients_next_waiter_go() {
+    use futures::FutureExt;
+    let fleet = fleet(3);
+    let redlock = waiter(fleet.urls());
+    let first = redlock.acquire("report").await.unwrap();
+    // The second loses its round to the first and stands in line; the third, finding the
+    // line, stands behind it.
+    let (handed, second) = tokio::sync::oneshot::channel();
+    let waiting = redlock.clone();
+    tokio::spawn(async move {
+        let lease = waiting.acquire_timeout("report", LONG * 2).await.unwrap();
+        let _ = handed.send(lease);
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let waiting = redlock.clone();
+    let third = tokio::spawn(async move {
+        let lease = waiting.acquire_timeout("report", LONG * 2).await.unwrap();
+        lease.release().await;
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.release().await;
+    let second = tokio::time::timeout(Duration::from_secs(10), second)
+        .await
+        .expect("the second is told of the first's release")
+        .unwrap();
+    assert!(
+        second.release().now_or_never().is_none(),
+        "answered at once"
+    );
+    tokio::time::timeout(Duration::from_secs(10), third)
+        .await
+        .expect("told of the release, not woken by its retry timer")
+        .unwrap();
+    redlock.settle().await;
+    assert_no_lock_keys(&fleet).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_notification_still_ends_in_a_grant_by_the_retry_timer() {
     let fleet = fleet(5);

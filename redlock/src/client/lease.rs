@@ -241,6 +241,34 @@ impl Lease {
     }
 }
 
+/// Tells this client's waiters of a release whose report nobody waits for any more (its
+/// future dropped unfinished: a caller's timeout, a `select!`). Its commands are queued, and
+/// go on in the background; the next in line, whose round is queued behind them in the
+/// lanes, would otherwise wait for its fallback, the retry delay. Without a report, the
+/// release counts as one that no other process waited for.
+struct TellsWaiters<'a> {
+    redlock: &'a Redlock,
+    held: &'a Held,
+    sent_at: redlock_core::Timestamp,
+    unfinished: bool,
+}
+
+impl Drop for TellsWaiters<'_> {
+    fn drop(&mut self) {
+        if self.unfinished {
+            let now = self.redlock.clock().now();
+            let report = ReleaseReport::default();
+            (self.redlock.waiting()).released(
+                self.held.target(),
+                self.held.token(),
+                &report,
+                self.sent_at,
+                now,
+            );
+        }
+    }
+}
+
 /// When a release returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Until {
@@ -319,6 +347,12 @@ impl Releasing {
             span,
         } = self;
         let clock = redlock.clock();
+        let mut tells = TellsWaiters {
+            redlock,
+            held,
+            sent_at: now,
+            unfinished: true,
+        };
         let report = async {
             let report = drive(&mut machine, &mut flight, clock)
                 .await
@@ -333,6 +367,7 @@ impl Releasing {
         span.in_scope(|| drop(flight));
         // This client's waiters need not wait for the nodes' notifications (unless the
         // release yields to another process's waiter).
+        tells.unfinished = false;
         redlock
             .waiting()
             .released(held.target(), held.token(), &report, now, clock.now());
