@@ -496,21 +496,11 @@ async fn releases_and_marks_run_on_cluster_members() {
         lease.release().await.released()
     });
     // Marked where its lost round found the holder: a quorum at least.
-    let marks = || -> Vec<u64> {
-        (0..3)
-            .map(|i| {
-                redis::cmd("HLEN")
-                    .arg(key.wait_key())
-                    .query(&mut fleet.connect(i).unwrap())
-                    .unwrap()
-            })
-            .collect()
-    };
     let marked = eventually(Duration::from_secs(10), || async {
-        marks().iter().sum::<u64>() >= 2
+        wait_marks(&fleet, key.as_str()).iter().sum::<u64>() >= 2
     })
     .await;
-    assert!(marked, "marks: {:?}", marks());
+    assert!(marked, "marks: {:?}", wait_marks(&fleet, key.as_str()));
     assert_eq!(lease.release().await.released(), 3);
     let released = tokio::time::timeout(Duration::from_secs(30), task)
         .await

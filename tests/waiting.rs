@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use redlock::Redlock;
-use redlock::core::LockKey;
 use redlock_tests::RedisFleet;
 
 /// A retry timer far longer than any of these tests: a waiter granted within it was woken
@@ -572,19 +571,6 @@ fn publishes(fleet: &RedisFleet) -> Vec<u64> {
         .collect()
 }
 
-/// Waiting marks on `key` (fields of its mark hash), on every node.
-fn marks(fleet: &RedisFleet, key: &str) -> Vec<u64> {
-    let key = LockKey::new("", key).unwrap();
-    (0..fleet.len())
-        .map(|i| {
-            redis::cmd("HLEN")
-                .arg(key.wait_key())
-                .query(&mut fleet.connect(i).unwrap())
-                .unwrap()
-        })
-        .collect()
-}
-
 /// The release scripts publish only where a waiter marked the key: an uncontended
 /// acquire and release costs the nodes no `PUBLISH` (before the marks: one per node per
 /// release, whoever listened).
@@ -615,11 +601,11 @@ async fn a_release_someone_waits_for_publishes_once_per_node_and_wakes_the_waite
     let task = tokio::spawn(async move { waiting.acquire_timeout("report", LONG * 2).await });
     until_subscribed(&fleet, "redlock:report").await;
     let marked = eventually(Duration::from_secs(5), || async {
-        marks(&fleet, "redlock:report").iter().sum::<u64>() >= 2
+        wait_marks(&fleet, "redlock:report").iter().sum::<u64>() >= 2
     })
     .await;
-    assert!(marked, "marks: {:?}", marks(&fleet, "redlock:report"));
-    let marked = marks(&fleet, "redlock:report");
+    assert!(marked, "marks: {:?}", wait_marks(&fleet, "redlock:report"));
+    let marked = wait_marks(&fleet, "redlock:report");
     let released = Instant::now();
     lease.release().await;
     let granted = tokio::time::timeout(LONG / 2, task)
@@ -635,13 +621,13 @@ async fn a_release_someone_waits_for_publishes_once_per_node_and_wakes_the_waite
     assert_eq!(publishes(&fleet), marked, "one PUBLISH on each marked node");
     // Granted, the waiter removes its marks; its own release then tells nobody.
     let unmarked = eventually(Duration::from_secs(5), || async {
-        marks(&fleet, "redlock:report") == [0, 0, 0]
+        wait_marks(&fleet, "redlock:report") == [0, 0, 0]
     })
     .await;
     assert!(
         unmarked,
         "marks left: {:?}",
-        marks(&fleet, "redlock:report")
+        wait_marks(&fleet, "redlock:report")
     );
     granted.release().await;
     assert_eq!(publishes(&fleet), marked);

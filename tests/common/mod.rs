@@ -133,6 +133,20 @@ pub fn describe_keys(fleet: &RedisFleet) -> String {
         .join("; ")
 }
 
+/// Waiting marks on the lock key `key` (fields of its marks' hash), on every node.
+pub fn wait_marks(fleet: &RedisFleet, key: &str) -> Vec<u64> {
+    let key = redlock::core::LockKey::new("", key).expect("a lock key");
+    (0..fleet.len())
+        .map(|i| {
+            let mut connection = fleet.connect(i).expect("connect to the node");
+            redis::cmd("HLEN")
+                .arg(key.wait_key())
+                .query(&mut connection)
+                .expect("HLEN of the marks")
+        })
+        .collect()
+}
+
 /// How many times `node` ran any of `commands` (lower case, e.g. `["eval", "evalsha"]`), from
 /// one read of its `INFO commandstats`.
 pub fn calls(fleet: &RedisFleet, node: usize, commands: &[&str]) -> u64 {
