@@ -258,7 +258,7 @@ impl Drop for TellsWaiters<'_> {
         if self.unfinished {
             let now = self.redlock.clock().now();
             let report = ReleaseReport::default();
-            (self.redlock.waiting()).released(
+            self.redlock.waiting().released(
                 self.held.target(),
                 self.held.token(),
                 &report,

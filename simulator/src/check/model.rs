@@ -487,6 +487,43 @@ impl Model {
         }
     }
 
+    /// The next message on `link` of `client`'s connection to `node` arrives. A command's
+    /// reply reaches a running client in the same step: what could happen between is
+    /// independent of it (another node's step, another client's), or a fault of its own (a
+    /// lost or delayed command, a delayed reply: `reply_late`, which holds the reply past
+    /// the next tick). Behind a reply still on its way (a paused client's, a delayed one),
+    /// it waits its turn: a connection keeps its order.
+    fn deliver(
+        &self,
+        nodes: &mut [SharedNode],
+        clients: &mut [SharedClient],
+        (c, n): (usize, usize),
+        link: Link,
+        reply_late: bool,
+        env: &mut Env<'_>,
+    ) {
+        if link != Link::ToNode {
+            let client = clients[c].make_mut();
+            if let Some(msg) = link.queue_mut(client, n).pop_front() {
+                client.receive(n, msg, env);
+            }
+            return;
+        }
+        let Some(reply) = self.to_node(nodes, clients, c, n, &mut env.happened) else {
+            return;
+        };
+        let client = clients[c].make_mut();
+        if reply_late || client.paused || !client.links[n].from_node.is_empty() {
+            let link = client.links[n].make_mut();
+            link.from_node.push_back(reply);
+            if reply_late {
+                link.late |= Link::ToClient.bit();
+            }
+        } else {
+            client.receive(n, reply, env);
+        }
+    }
+
     /// The state after `action`, unjudged, and what the step did that the properties ask
     /// about. The successor shares with `state` every node and client the step does not
     /// write ([`Shared::make_mut`] copies the others).
@@ -523,39 +560,15 @@ impl Model {
                 Action::StopWork(c) => clients[usize::from(c)].make_mut().stop_work(&mut env),
                 Action::Deliver { client, node, link } => {
                     let (c, n) = (usize::from(client), usize::from(node));
-                    if link == Link::ToNode {
-                        // The reply reaches a running client in the same step: what could
-                        // happen between is independent of it (another node's step, another
-                        // client's), or a fault of its own (a lost or delayed command, a
-                        // delayed reply). Behind a reply still on its way (a paused client's,
-                        // a delayed one), it waits its turn: a connection keeps its order.
-                        if let Some(reply) = self.to_node(nodes, clients, c, n, &mut env.happened) {
-                            let client = clients[c].make_mut();
-                            if client.paused || !client.links[n].from_node.is_empty() {
-                                client.links[n].make_mut().from_node.push_back(reply);
-                            } else {
-                                client.receive(n, reply, &mut env);
-                            }
-                        }
-                    } else {
-                        let client = clients[c].make_mut();
-                        if let Some(msg) = link.queue_mut(client, n).pop_front() {
-                            client.receive(n, msg, &mut env);
-                        }
-                    }
+                    self.deliver(nodes, clients, (c, n), link, false, &mut env);
                 }
                 Action::Delay {
                     client,
                     node,
                     link: Link::ToClient,
                 } => {
-                    // The command is performed; its reply may arrive after the next tick.
                     let (c, n) = (usize::from(client), usize::from(node));
-                    if let Some(reply) = self.to_node(nodes, clients, c, n, &mut env.happened) {
-                        let link = clients[c].make_mut().links[n].make_mut();
-                        link.from_node.push_back(reply);
-                        link.late |= Link::ToClient.bit();
-                    }
+                    self.deliver(nodes, clients, (c, n), Link::ToNode, true, &mut env);
                     *faults_used += 1;
                 }
                 Action::Delay { client, node, link } => {
