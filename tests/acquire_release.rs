@@ -386,6 +386,19 @@ async fn a_node_url_with_a_user_and_a_database() {
         .build()
         .unwrap();
     let lease = redlock.acquire("in-database-3").await.unwrap();
+    // Granted at a quorum: the third node's `SET` may still be on its way.
+    let everywhere = eventually(Duration::from_secs(5), || async {
+        (0..3).all(|i| {
+            let mut admin = fleet.connect(i).unwrap();
+            redis::cmd("SELECT").arg(3).query::<()>(&mut admin).unwrap();
+            redis::cmd("DBSIZE").query::<u64>(&mut admin).unwrap() == 1
+        })
+    })
+    .await;
+    assert!(
+        everywhere,
+        "the lease's key is not in database 3 of every node"
+    );
     for i in 0..3 {
         let mut admin = fleet.connect(i).unwrap();
         let in_db0: Vec<String> = redis::cmd("KEYS").arg("*").query(&mut admin).unwrap();
