@@ -253,18 +253,26 @@ struct TellsWaiters<'a> {
     unfinished: bool,
 }
 
+impl TellsWaiters<'_> {
+    /// This client's waiters need not wait for the nodes' notifications (unless the
+    /// release yields to another process's waiter, as `report` says).
+    fn tell(&mut self, report: &ReleaseReport) {
+        self.unfinished = false;
+        let now = self.redlock.clock().now();
+        self.redlock.waiting().released(
+            self.held.target(),
+            self.held.token(),
+            report,
+            self.sent_at,
+            now,
+        );
+    }
+}
+
 impl Drop for TellsWaiters<'_> {
     fn drop(&mut self) {
         if self.unfinished {
-            let now = self.redlock.clock().now();
-            let report = ReleaseReport::default();
-            self.redlock.waiting().released(
-                self.held.target(),
-                self.held.token(),
-                &report,
-                self.sent_at,
-                now,
-            );
+            self.tell(&ReleaseReport::default());
         }
     }
 }
@@ -365,12 +373,7 @@ impl Releasing {
         // Dropped inside the span: what the flight hands to the background (the requests
         // still in flight) is logged as the release's.
         span.in_scope(|| drop(flight));
-        // This client's waiters need not wait for the nodes' notifications (unless the
-        // release yields to another process's waiter).
-        tells.unfinished = false;
-        redlock
-            .waiting()
-            .released(held.target(), held.token(), &report, now, clock.now());
+        tells.tell(&report);
         tracing::debug!(
             resource = %held.target().describe(),
             released = report.released(),
