@@ -141,7 +141,7 @@ fn forbid_new_privileges() -> Result<(), Failure> {
 fn become_subreaper() {
     if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
         // Not fatal: orphans are then reaped by the first process, if it does.
-        eprintln!("redlock: warning: cannot adopt the command's orphans ({e})");
+        say!("redlock: warning: cannot adopt the command's orphans ({e})");
     }
 }
 
@@ -187,7 +187,7 @@ impl Child {
             return;
         }
         let what = signal.map_or_else(|| "a signal".to_owned(), |signal| signal.to_string());
-        eprintln!(
+        say!(
             "redlock: the kernel refused {what} to the command's process group (EPERM): a \
              member changed its user (as a setuid program or sudo does), is out of reach, and \
              may run on after the lease ends"
@@ -219,7 +219,7 @@ impl Child {
                 }
             }
             Err(Errno::EPERM) => self.refused(Some(signal)),
-            Err(e) => eprintln!("redlock: cannot send {signal} to the command: {e}"),
+            Err(e) => say!("redlock: cannot send {signal} to the command: {e}"),
         }
     }
 

@@ -3,6 +3,11 @@
 //!
 //! `docs/cli.md` documents the commands, the configuration sources and the exit codes.
 
+// Every write goes through `say.rs`: a failed write must never end `redlock`.
+#![deny(clippy::print_stderr, clippy::print_stdout)]
+
+#[macro_use]
+mod say;
 mod args;
 mod child;
 mod config_file;
@@ -44,7 +49,7 @@ fn main() -> ExitCode {
             // than clap's 2, so that every configuration problem has the same code.
             let _ = e.print();
             if let Some(hint) = command_hint(&e) {
-                eprintln!("{hint}");
+                say!("{hint}");
             }
             return ExitCode::from(if e.use_stderr() { USAGE } else { 0 });
         }
@@ -93,11 +98,11 @@ fn command_hint(error: &clap::Error) -> Option<String> {
         return None;
     }
     // The user's own line with `--` put before the command, each word quoted when the
-    // shell would need it.
-    let words: Vec<String> = std::env::args()
+    // shell would need it; no hint when a word is not UTF-8, which the hint could not spell.
+    let words: Vec<String> = std::env::args_os()
         .skip(1)
-        .map(|word| shell_word(&word))
-        .collect();
+        .map(|word| word.into_string().ok().map(|word| shell_word(&word)))
+        .collect::<Option<_>>()?;
     // Clap names the first word it could not place; a word right after an option may be
     // that option's value, so a match elsewhere is preferred.
     let wanted = shell_word(&unexpected);
@@ -131,7 +136,7 @@ fn shell_word(word: &str) -> String {
 fn fail(failure: &Failure) -> ExitCode {
     if !failure.message.is_empty() {
         let width = wrap::width(std::io::stderr());
-        eprintln!(
+        say!(
             "{}",
             wrap::fill(&format!("redlock: {failure}"), width, "  ")
         );

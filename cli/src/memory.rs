@@ -128,7 +128,7 @@ fn default_path(lookup: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
 }
 
 fn warn(path: &Path, what: &str, error: &std::io::Error) {
-    eprintln!(
+    say!(
         "redlock: warning: cannot {what} the servers met ({}: {error}); a server replaced \
          behind a node's name between runs may go unnoticed (--servers-file)",
         path.display()

@@ -366,13 +366,13 @@ fn judge(
 
 /// Prints why the run ends on stderr, and keeps it for the report.
 fn say(report: &mut RunReport, message: String) {
-    eprintln!("redlock: {message}");
+    say!("redlock: {message}");
     report.message = Some(message);
 }
 
 /// Prints a warning on stderr, and keeps it for the report.
 fn warn(report: &mut RunReport, warning: String) {
-    eprintln!("redlock: warning: {warning}");
+    say!("redlock: warning: {warning}");
     report.warnings.push(warning);
 }
 
@@ -450,7 +450,7 @@ async fn acquire(
         match redlock.try_acquire(resource).await {
             Ok(lease) => return Ok(lease),
             Err(error) if !error.is_retryable() => return Err((error, 0)),
-            Err(error) if !quiet => eprintln!("redlock: {}", waiting_for(&error, resource, wait)),
+            Err(error) if !quiet => say!("redlock: {}", waiting_for(&error, resource, wait)),
             Err(_) => {}
         }
         let waiting = redlock.acquire_timeout(resource, wait.saturating_sub(started.elapsed()));
@@ -465,7 +465,7 @@ async fn acquire(
                     outcome = &mut waiting => break outcome,
                     _ = tick.tick() => {
                         let waited = Duration::from_secs(started.elapsed().as_secs());
-                        eprint!("\r\x1b[2Kredlock: waited {} of {}", show(waited), show(wait));
+                        say_part!("\r\x1b[2Kredlock: waited {} of {}", show(waited), show(wait));
                     }
                 }
             }
@@ -508,7 +508,7 @@ struct ElapsedLine;
 
 impl Drop for ElapsedLine {
     fn drop(&mut self) {
-        eprint!("\r\x1b[2K");
+        say_part!("\r\x1b[2K");
     }
 }
 
@@ -717,21 +717,23 @@ fn act(
                     show(kill_at.saturating_duration_since(now))
                 )
             };
-            eprintln!(
-                "redlock: the lease on `{}` {}: sending SIGTERM to the command, {kill}",
+            // The signal first: a write to stderr may block on a full pipe, and the
+            // command must not run on while it does.
+            child.signal(Signal::SIGTERM);
+            say!(
+                "redlock: the lease on `{}` {}: sent SIGTERM to the command, {kill}",
                 signal.resource(),
                 describe(&cause, plan)
             );
-            child.signal(Signal::SIGTERM);
         }
         SupervisorAction::Kill => {
+            child.signal(Signal::SIGKILL);
             if say_kill {
-                eprintln!(
-                    "redlock: the command did not stop before the lease's end: sending SIGKILL \
+                say!(
+                    "redlock: the command did not stop before the lease's end: sent SIGKILL \
                      to its process group"
                 );
             }
-            child.signal(Signal::SIGKILL);
         }
         _ => {}
     }

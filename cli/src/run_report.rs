@@ -207,7 +207,7 @@ impl ReportFile {
         // One write, no fsync: readers see the whole document once redlock has exited, and a
         // PATH that is a pipe or a terminal (`/dev/fd/3`) cannot be synced.
         if let Err(e) = self.file.write_all(text.as_bytes()) {
-            eprintln!(
+            say!(
                 "redlock: warning: --json: cannot write the report to {}: {e}",
                 self.path.display()
             );

@@ -313,7 +313,7 @@ impl Settings {
         let redlock = self.build(remembered)?;
         if let Ok(warnings) = redlock.config().validate() {
             for warning in warnings {
-                eprintln!("redlock: warning: {warning}");
+                say!("redlock: warning: {warning}");
             }
         }
         Ok(redlock)

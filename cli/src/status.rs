@@ -60,9 +60,9 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, Failure> {
         holder: &holder,
     };
     if args.json {
-        println!("{}", view.json(&settings, &redlock));
+        out!("{}", view.json(&settings, &redlock));
     } else {
-        print!("{}", view.table());
+        out_part!("{}", view.table());
     }
     Ok(view.exit_code())
 }

@@ -46,7 +46,7 @@ fn paused_nodes_end_the_lease_the_command_gets_sigterm_and_redlock_exits_74() {
     assert!(
         done.stderr
             .contains("the lease on `import` was not extended in time")
-            && done.stderr.contains("sending SIGTERM"),
+            && done.stderr.contains("sent SIGTERM"),
         "{}",
         done.text()
     );
@@ -101,7 +101,7 @@ fn a_command_that_ignores_sigterm_is_killed_with_its_children_before_the_keys_ex
     resume_majority(&mut fleet);
 
     assert_eq!(done.code, Some(74), "{}", done.text());
-    assert!(done.stderr.contains("sending SIGKILL"), "{}", done.text());
+    assert!(done.stderr.contains("sent SIGKILL"), "{}", done.text());
     let (ticks, child) = ticks(&files.lines);
     let last = *ticks.last().unwrap();
     // The validity ends a drift allowance (4 s × 1 % + 2 ms) before the keys expire, at the
@@ -157,6 +157,40 @@ fn a_background_job_left_by_a_finished_command_is_killed_before_the_release() {
     assert_eq!(done.code, Some(0), "{}", done.text());
     let child = child_pid(&files.lines);
     assert!(!alive(child), "the background job outlived the lease");
+}
+
+/// `redlock run … 2>&1 | logger` whose reader has gone: every write to stderr fails with
+/// EPIPE (Rust ignores SIGPIPE). With `-q` the first write is the lease's loss, and a write
+/// that failed must not end `redlock` before the command is stopped: it would leave the
+/// command running with no lease while another host takes it.
+#[test]
+fn a_closed_stderr_does_not_leave_the_command_running_past_its_lease() {
+    let mut fleet = fleet(3);
+    let files = Files::new();
+    // Its output goes elsewhere: a command left running would otherwise hold `redlock`'s
+    // stdout open, and the test would wait for it rather than see it.
+    let script = "echo \"child $$\" >> \"$LINES\"; exec sleep 60 >/dev/null 2>&1";
+    let mut command = run_sh(&fleet, &["-q", "--resource", "pg", "--ttl", "2s"], script);
+    files.env(&mut command);
+    let (reader, writer) = nix::unistd::pipe().unwrap();
+    drop(reader);
+    command.stderr(std::process::Stdio::from(writer));
+    let running = Running::start(&mut command);
+    assert!(eventually(HANG, || !lines(&files.lines).is_empty()));
+    let child = child_pid(&files.lines);
+    for node in [0, 1] {
+        fleet.pause(node).unwrap();
+    }
+    let done = running.finish();
+    let survived = alive(child);
+    if survived {
+        let _ = nix::sys::signal::kill(child, Signal::SIGKILL);
+    }
+    for node in [0, 1] {
+        fleet.resume(node).unwrap();
+    }
+    assert!(!survived, "the command outlived the lease: {}", done.text());
+    assert_eq!(done.code, Some(74), "{}", done.text());
 }
 
 /// The pid a script wrote as `child <pid>`.

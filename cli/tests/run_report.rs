@@ -151,7 +151,7 @@ fn a_lease_lost_while_the_command_ran_reports_why() {
     assert!(signal == 15 || signal == 9, "{json}");
     assert!(
         done.stderr
-            .contains("sending SIGTERM to the command, SIGKILL at once"),
+            .contains("sent SIGTERM to the command, SIGKILL at once"),
         "{}",
         done.text()
     );

@@ -277,3 +277,19 @@ fn a_command_without_the_double_dash_gets_the_line_to_write() {
         "{error}"
     );
 }
+
+/// A word that is not UTF-8 (a file name, say) in the line that needs `--`: a usage error
+/// with no hint, since a hint cannot spell it; `redlock` panicked reading its arguments.
+#[test]
+fn a_word_that_is_not_utf8_without_the_double_dash_is_a_usage_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let word = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    let out = common::redlock()
+        .args(["run", "-r", "job"])
+        .arg(word)
+        .output()
+        .unwrap();
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "{error}");
+    assert!(!error.contains("panicked"), "{error}");
+}

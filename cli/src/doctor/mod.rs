@@ -103,9 +103,9 @@ pub(crate) async fn doctor(args: DoctorArgs) -> Result<u8, Failure> {
     let observations = collect::collect(&targets, &limits).await;
     let report = rules::judge(&limits, &observations, &warnings);
     if args.json {
-        println!("{}", report::json::render(&report));
+        out!("{}", report::json::render(&report));
     } else {
-        print!(
+        out_part!(
             "{}",
             report::table::render(&report, crate::wrap::width(std::io::stdout()))
         );
