@@ -8,8 +8,11 @@ use std::io;
 use nix::sys::signal::Signal;
 use tokio::signal::unix::{SignalKind, signal};
 
-/// The signals that would otherwise end `redlock` (`SIGINT` from a terminal's Ctrl-C,
-/// `SIGTERM` from a service manager or `kill`, `SIGHUP` from a closed terminal, `SIGQUIT`).
+/// The signals that would otherwise end `redlock` and that a process is commonly sent
+/// (`SIGINT` from a terminal's Ctrl-C, `SIGTERM` from a service manager or `kill`, `SIGHUP`
+/// from a closed terminal, `SIGQUIT`, `SIGUSR1` and `SIGUSR2` for a log rotation or a
+/// reload, `SIGALRM`): an ended `redlock` would leave the command running unguarded.
+/// (`SIGPIPE` is ignored by Rust's runtime; `SIGKILL` and `SIGSTOP` cannot be caught.)
 #[derive(Debug)]
 pub(crate) struct Incoming {
     streams: Vec<(Signal, tokio::signal::unix::Signal)>,
@@ -27,6 +30,9 @@ impl Incoming {
             (Signal::SIGTERM, SignalKind::terminate()),
             (Signal::SIGHUP, SignalKind::hangup()),
             (Signal::SIGQUIT, SignalKind::quit()),
+            (Signal::SIGUSR1, SignalKind::user_defined1()),
+            (Signal::SIGUSR2, SignalKind::user_defined2()),
+            (Signal::SIGALRM, SignalKind::alarm()),
         ];
         let mut streams = Vec::with_capacity(kinds.len());
         for (name, kind) in kinds {

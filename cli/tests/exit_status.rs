@@ -60,6 +60,35 @@ fn a_signal_to_redlock_reaches_the_command_which_decides_the_status() {
     assert_free(&fleet, "redlock:job");
 }
 
+/// `SIGUSR1` (a log rotation, say) ends a process by default: `redlock` ended by it left
+/// the command running unguarded. It goes on to the command like the others, and the
+/// lease is kept until the command exits.
+#[test]
+fn a_user_signal_reaches_the_command_and_redlock_stays() {
+    let fleet = fleet(3);
+    let files = Files::new();
+    let script = format!(
+        "trap 'echo USR1 >> \"$LINES\"' USR1; echo started >> \"$LINES\"; {WAIT_FOR_GO}; \
+         exit 6"
+    );
+    let mut command = run_sh(&fleet, &["--resource", "job"], &script);
+    files.env(&mut command);
+    let mut running = Running::start(&mut command);
+    assert!(eventually(HANG, || lines(&files.lines) == ["started"]));
+
+    running.signal(Signal::SIGUSR1);
+    assert!(eventually(HANG, || lines(&files.lines) == ["started", "USR1"]));
+    assert!(!running.exited(), "redlock ended on SIGUSR1");
+    assert!(
+        lock_keys(&fleet, "redlock:job").len() >= 2,
+        "the lease is held"
+    );
+    files.go();
+    let done = running.finish();
+    assert_eq!(done.code, Some(6), "{}", done.text());
+    assert_free(&fleet, "redlock:job");
+}
+
 #[test]
 fn a_signal_while_waiting_stops_without_running_the_command() {
     let fleet = fleet(3);
