@@ -204,6 +204,60 @@ fn bad_check_files_name_the_line_and_field() {
             "expect.may_stay_unreached",
             6,
         ),
+        // A fault kind with no budget to spend on it explored nothing, silently.
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\n[faults]\ncrash = true\n[expect]\noutcome = \"violation\"\n",
+            "faults.crash",
+            5,
+        ),
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\n[faults]\nbudget = 1\n[expect]\noutcome = \"violation\"\n",
+            "faults.budget",
+            5,
+        ),
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\n[faults]\nbudget = 1\ndrop = true\ndurability = \"none\"\n[expect]\noutcome = \"violation\"\n",
+            "faults.durability",
+            7,
+        ),
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\n[faults]\nbudget = 1\ndrop = true\nclock_jump_ticks = 9\n[expect]\noutcome = \"violation\"\n",
+            "faults.clock_jump_ticks",
+            7,
+        ),
+        // Settings of the keep-alive without it, or beside a manual extension, did nothing.
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\n[client]\nstop = \"never\"\n[expect]\noutcome = \"violation\"\n",
+            "client.stop",
+            5,
+        ),
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\n[client]\nloss_order = \"release-first\"\n[expect]\noutcome = \"violation\"\n",
+            "client.loss_order",
+            5,
+        ),
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\nkeep_alive = true\nextend_after_ticks = 1\n[expect]\noutcome = \"violation\"\n",
+            "model.extend_after_ticks",
+            5,
+        ),
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\nkeep_alive = true\n[client]\nloss_order = \"drop-releases\"\n[expect]\noutcome = \"violation\"\n",
+            "client.loss_order",
+            6,
+        ),
+        // Past the counters a client keeps (tokens drawn, operations) in one tick.
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\niterations = 70000\n[expect]\noutcome = \"violation\"\n",
+            "model.iterations",
+            4,
+        ),
+        // The lock's own validation, pointed at the field it names.
+        (
+            "name = \"x\"\n[model]\nhorizon_ticks = 3\nnode_timeout_ticks = 1\n[expect]\noutcome = \"violation\"\n",
+            "model.node_timeout_ticks",
+            4,
+        ),
     ];
     for (text, field, line) in cases {
         let error = check::parse(text, "bad.toml").unwrap_err();

@@ -14,10 +14,10 @@ use redlock_core::{DriftFactor, LockConfig, RestartPolicy, RetryPolicy};
 use toml::Spanned;
 
 use super::property::Property;
-use super::raw::{RawCheck, RawClient, RawClocks, RawExpect, RawModel, ReleaseDeadline};
-use super::spec::{CheckSpec, WorkStop};
-use crate::scenario::ScenarioError;
+use super::raw::{RawCheck, RawClient, RawClocks, RawExpect, RawFaults, RawModel, ReleaseDeadline};
+use super::spec::{CheckSpec, PauseKind, WorkStop};
 use crate::scenario::error::Locator;
+use crate::scenario::{LossOrder, ScenarioError};
 
 /// Parses a check file's text; `file` names it in errors.
 ///
@@ -32,6 +32,12 @@ pub fn parse(text: &str, file: &str) -> Result<CheckSpec, ScenarioError> {
 
 /// The largest model the explorer takes: its state packs node and client numbers in bytes.
 const MAX_PROCESSES: usize = 8;
+
+/// The most leases a client takes one after another. A client numbers its tokens and
+/// operations in 16 bits, and with no retries a lost round ends its lease at once, so that
+/// every iteration may come within one tick: 100 of them keep those counts far from the
+/// bound at every horizon.
+const MAX_ITERATIONS: u32 = 100;
 
 /// The longest stop a check explores, in ticks (past a TTL or two, a longer stop changes
 /// nothing: the keep-alive releases at its deadline).
@@ -62,14 +68,9 @@ impl RawCheck {
         let (client_slow_ticks, node_fast_ticks) = self.clocks.within_ttl(at, bounds.ttl_ticks)?;
         let (always, may_stay_unreached) = self.expect.properties(at)?;
         let timing = self.client.timing_of_work(at, bounds.horizon_ticks)?;
+        self.faults.consistent(at, bounds.horizon_ticks)?;
+        self.client.consistent(at, &self.model)?;
         let f = &self.faults;
-        if f.clock_jump_ticks > bounds.horizon_ticks {
-            return Err(at.error(
-                0,
-                "faults.clock_jump_ticks",
-                "must be at most model.horizon_ticks",
-            ));
-        }
         Ok(CheckSpec {
             name: self.name,
             nodes: bounds.nodes,
@@ -80,27 +81,38 @@ impl RawCheck {
             work_ticks: bounds.work_ticks,
             iterations: bounds.iterations,
             keep_alive: self.model.keep_alive,
-            extend_after_ticks: self.model.extend_after_ticks,
+            extend_after_ticks: self.model.extend_after_ticks.map(Spanned::into_inner),
             config,
             restart,
             client_slow_ticks,
             node_fast_ticks,
-            fault_budget: f.budget,
-            crash: f.crash,
-            durability: f.durability,
-            restart_delay_ticks: f.restart_delay_ticks,
-            pause: f.pause,
-            drop: f.drop,
-            delay: f.delay,
-            clock_jump_ticks: f.clock_jump_ticks,
+            fault_budget: *f.budget.get_ref(),
+            crash: *f.crash.get_ref(),
+            durability: f
+                .durability
+                .as_ref()
+                .map_or_else(Default::default, |d| *d.get_ref()),
+            restart_delay_ticks: f.restart_delay_ticks.as_ref().map_or(0, |t| *t.get_ref()),
+            pause: *f.pause.get_ref(),
+            drop: *f.drop.get_ref(),
+            delay: *f.delay.get_ref(),
+            clock_jump_ticks: *f.clock_jump_ticks.get_ref(),
             timing: self.client.timing,
             release: self.client.release,
             extend: self.client.extend,
-            loss_order: self.client.loss_order,
+            loss_order: self
+                .client
+                .loss_order
+                .as_ref()
+                .map_or_else(Default::default, |l| *l.get_ref()),
             start_within_ticks: timing.start_within_ticks,
             stop_ticks: timing.stop_ticks,
             work_stop: timing.work_stop,
-            keeper_without_drift: self.client.release_deadline == ReleaseDeadline::WithoutDrift,
+            keeper_without_drift: self
+                .client
+                .release_deadline
+                .as_ref()
+                .is_some_and(|d| *d.get_ref() == ReleaseDeadline::WithoutDrift),
             waiter_marks: self.model.waiter_marks,
             may_stay_unreached,
             always,
@@ -157,6 +169,13 @@ impl RawModel {
         }
         let work_ticks = positive(at, &self.work_ticks, "model.work_ticks")?;
         let iterations = positive(at, &self.iterations, "model.iterations")?;
+        if iterations > MAX_ITERATIONS {
+            return Err(at.at(
+                &self.iterations,
+                "model.iterations",
+                format!("must be at most {MAX_ITERATIONS}"),
+            ));
+        }
         let tick_ms = *self.tick_ms.get_ref();
         if !(1..=60_000).contains(&tick_ms) {
             return Err(at.at(&self.tick_ms, "model.tick_ms", "must be from 1 to 60000"));
@@ -216,9 +235,24 @@ impl RawModel {
                 "model.max_hold_ticks",
             )?));
         }
-        config
-            .validate()
-            .map_err(|e| at.error(0, format!("model ({})", e.field()), e.reason().to_owned()))?;
+        config.validate().map_err(|e| {
+            // The file's own field for what the lock names, where the file sets it.
+            let (field, value) = match e.field() {
+                "nodes" => ("model.nodes", Some(self.nodes.span())),
+                "ttl" => ("model.ttl_ticks", Some(self.ttl_ticks.span())),
+                "node_timeout" => (
+                    "model.node_timeout_ticks",
+                    self.node_timeout_ticks.as_ref().map(Spanned::span),
+                ),
+                "max_hold" => (
+                    "model.max_hold_ticks",
+                    self.max_hold_ticks.as_ref().map(Spanned::span),
+                ),
+                _ => ("model", None),
+            };
+            let reason = format!("{} (the lock's {})", e.reason(), e.field());
+            at.error(value.map_or(0, |span| span.start), field, reason)
+        })?;
         let restart = if self.quarantine {
             RestartPolicy::default_for(ttl)
         } else {
@@ -339,6 +373,120 @@ impl RawClient {
             stop_ticks,
             work_stop,
         })
+    }
+}
+
+/// What a setting takes: a field set without it would change nothing, silently.
+fn takes<T>(at: &Locator<'_>, value: &Spanned<T>, field: &str, needs: &str) -> ScenarioError {
+    at.at(value, field, format!("takes {needs}, or changes nothing"))
+}
+
+impl RawFaults {
+    /// Kinds of fault and a budget to spend on them, each only with the other; the details
+    /// of a crash only with crashes.
+    fn consistent(&self, at: &Locator<'_>, horizon_ticks: u32) -> Result<(), ScenarioError> {
+        let kinds = [
+            (self.crash.span(), "faults.crash", *self.crash.get_ref()),
+            (
+                self.pause.span(),
+                "faults.pause",
+                *self.pause.get_ref() != PauseKind::None,
+            ),
+            (self.drop.span(), "faults.drop", *self.drop.get_ref()),
+            (self.delay.span(), "faults.delay", *self.delay.get_ref()),
+            (
+                self.clock_jump_ticks.span(),
+                "faults.clock_jump_ticks",
+                *self.clock_jump_ticks.get_ref() > 0,
+            ),
+        ];
+        let on = kinds.iter().find(|(_, _, on)| *on);
+        match (on, *self.budget.get_ref()) {
+            (Some((span, field, _)), 0) => {
+                return Err(at.error(
+                    span.start,
+                    *field,
+                    "takes faults.budget of at least 1: with none, no fault is explored",
+                ));
+            }
+            (None, budget) if budget > 0 => {
+                return Err(at.at(
+                    &self.budget,
+                    "faults.budget",
+                    "no fault is on to spend it (faults.crash, pause, drop, delay or \
+                     clock_jump_ticks)",
+                ));
+            }
+            _ => {}
+        }
+        if *self.clock_jump_ticks.get_ref() > horizon_ticks {
+            return Err(at.at(
+                &self.clock_jump_ticks,
+                "faults.clock_jump_ticks",
+                "must be at most model.horizon_ticks",
+            ));
+        }
+        if !*self.crash.get_ref() {
+            if let Some(durability) = &self.durability {
+                return Err(takes(
+                    at,
+                    durability,
+                    "faults.durability",
+                    "faults.crash = true",
+                ));
+            }
+            if let Some(delay) = &self.restart_delay_ticks {
+                return Err(takes(
+                    at,
+                    delay,
+                    "faults.restart_delay_ticks",
+                    "faults.crash = true",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl RawClient {
+    /// The keep-alive's settings only with the keep-alive, and none the checker cannot act.
+    fn consistent(&self, at: &Locator<'_>, model: &RawModel) -> Result<(), ScenarioError> {
+        if let Some(order) = &self.loss_order
+            && *order.get_ref() == LossOrder::DropReleases
+        {
+            return Err(at.at(
+                order,
+                "client.loss_order",
+                "the checker has no dropped handle: drop-releases is the simulator's (a \
+                 scenario's drop-handle step)",
+            ));
+        }
+        if model.keep_alive {
+            if let Some(extend) = &model.extend_after_ticks {
+                return Err(at.at(
+                    extend,
+                    "model.extend_after_ticks",
+                    "a kept-alive lease is not extended by hand (remove one of them)",
+                ));
+            }
+            return Ok(());
+        }
+        let keep_alive = "model.keep_alive = true";
+        if let Some(stop) = &self.stop {
+            return Err(takes(at, stop, "client.stop", keep_alive));
+        }
+        if let Some(ticks) = &self.stop_ticks {
+            return Err(takes(at, ticks, "client.stop_ticks", keep_alive));
+        }
+        if let Some(deadline) = &self.release_deadline {
+            return Err(takes(at, deadline, "client.release_deadline", keep_alive));
+        }
+        if let Some(order) = &self.loss_order
+            && *order.get_ref() != LossOrder::StopFirst
+        {
+            return Err(takes(at, order, "client.loss_order", keep_alive));
+        }
+        Ok(())
     }
 }
 

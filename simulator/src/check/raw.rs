@@ -47,7 +47,7 @@ pub(super) struct RawModel {
     pub(super) iterations: Spanned<u32>,
     #[serde(default)]
     pub(super) keep_alive: bool,
-    pub(super) extend_after_ticks: Option<u32>,
+    pub(super) extend_after_ticks: Option<Spanned<u32>>,
     pub(super) max_hold_ticks: Option<Spanned<u32>>,
     #[serde(default = "default_drift")]
     pub(super) drift_factor: Spanned<f64>,
@@ -86,25 +86,44 @@ fn no_ticks() -> Spanned<u32> {
     Spanned::new(0..0, 0)
 }
 
-#[derive(Default, Deserialize)]
+/// Each field is spanned: an error about how they go together points at the one to change.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFaults {
-    #[serde(default)]
-    pub(super) budget: u32,
-    #[serde(default)]
-    pub(super) crash: bool,
-    #[serde(default)]
-    pub(super) durability: Durability,
-    #[serde(default)]
-    pub(super) restart_delay_ticks: u32,
-    #[serde(default)]
-    pub(super) pause: PauseKind,
-    #[serde(default)]
-    pub(super) drop: bool,
-    #[serde(default)]
-    pub(super) delay: bool,
-    #[serde(default)]
-    pub(super) clock_jump_ticks: u32,
+    #[serde(default = "unspanned")]
+    pub(super) budget: Spanned<u32>,
+    #[serde(default = "unspanned")]
+    pub(super) crash: Spanned<bool>,
+    pub(super) durability: Option<Spanned<Durability>>,
+    pub(super) restart_delay_ticks: Option<Spanned<u32>>,
+    #[serde(default = "unspanned")]
+    pub(super) pause: Spanned<PauseKind>,
+    #[serde(default = "unspanned")]
+    pub(super) drop: Spanned<bool>,
+    #[serde(default = "unspanned")]
+    pub(super) delay: Spanned<bool>,
+    #[serde(default = "unspanned")]
+    pub(super) clock_jump_ticks: Spanned<u32>,
+}
+
+impl Default for RawFaults {
+    fn default() -> Self {
+        Self {
+            budget: unspanned(),
+            crash: unspanned(),
+            durability: None,
+            restart_delay_ticks: None,
+            pause: unspanned(),
+            drop: unspanned(),
+            delay: unspanned(),
+            clock_jump_ticks: unspanned(),
+        }
+    }
+}
+
+/// A field the file leaves out: its default, at no place in the file.
+fn unspanned<T: Default>() -> Spanned<T> {
+    Spanned::new(0..0, T::default())
 }
 
 #[derive(Default, Deserialize)]
@@ -116,13 +135,11 @@ pub(super) struct RawClient {
     pub(super) release: ReleaseImpl,
     #[serde(default)]
     pub(super) extend: ExtendImpl,
-    #[serde(default)]
-    pub(super) loss_order: LossOrder,
+    pub(super) loss_order: Option<Spanned<LossOrder>>,
     pub(super) start_within_ticks: Option<Spanned<u32>>,
     pub(super) stop_ticks: Option<Spanned<u32>>,
     pub(super) stop: Option<Spanned<WorkStop>>,
-    #[serde(default)]
-    pub(super) release_deadline: ReleaseDeadline,
+    pub(super) release_deadline: Option<Spanned<ReleaseDeadline>>,
 }
 
 /// How the keep-alive counts its release deadline.
