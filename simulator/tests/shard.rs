@@ -180,6 +180,41 @@ fn a_shard_is_stable_when_scenarios_are_added() {
     assert_eq!(alone, seeds(&all));
 }
 
+/// Two halves of two different sweeps, one of them without background noise: each shard
+/// is the other's complement, and they merged into one table without a word.
+#[test]
+fn shards_of_a_sweep_with_noise_and_one_without_do_not_merge() {
+    let dir = temp_dir("noise");
+    let sweep = [
+        "sweep",
+        "scenarios/rl-02-pause-15s.toml",
+        "--param",
+        "client-pause",
+        "--values",
+        "0,20000",
+        "--seeds",
+        "4",
+    ];
+    let halves = [("1/2", "noisy.jsonl", false), ("2/2", "quiet.jsonl", true)];
+    for (shard, file, quiet) in halves {
+        let jsonl = dir.join(file);
+        let mut args = sweep.to_vec();
+        args.extend(["--shard", shard, "--jsonl", path(&jsonl)]);
+        if quiet {
+            args.push("--no-noise");
+        }
+        let out = sim(&args);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let out = sim(&[
+        "merge",
+        path(&dir.join("noisy.jsonl")),
+        path(&dir.join("quiet.jsonl")),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("noise"), "{}", text(&out));
+}
+
 #[test]
 fn bad_shards_and_bad_lines_are_named_without_a_panic() {
     for (shard, says) in [

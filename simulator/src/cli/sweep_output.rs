@@ -88,6 +88,7 @@ pub(crate) fn write_jsonl(
                     .unwrap_or_default(),
                 seeds: spec.seeds,
                 first_seed: spec.first_seed,
+                noise: spec.noise,
                 run: run.clone(),
             })
         })

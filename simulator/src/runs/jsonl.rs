@@ -77,6 +77,9 @@ pub struct SweepLine {
     pub seeds: u64,
     /// The first seed.
     pub first_seed: u64,
+    /// Whether the runs had background noise (`--no-noise` turns it off): shards of a sweep
+    /// with noise and of one without are two sweeps.
+    pub noise: bool,
     /// The outcome.
     #[serde(flatten)]
     pub run: SweepRun,

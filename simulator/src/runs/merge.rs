@@ -197,6 +197,7 @@ fn merge_sweep(sweeps: Vec<(String, SweepLine)>) -> Result<Merged, MergeError> {
             (first_at, &first.first_seed),
             (at, &line.first_seed),
         )?;
+        same("noise", (first_at, &first.noise), (at, &line.noise))?;
         let offset = line.run.seed.wrapping_sub(line.first_seed);
         let Some(slot) = values
             .get_mut(line.value_index)
