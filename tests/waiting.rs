@@ -218,6 +218,57 @@ async fn a_lost_notification_still_ends_in_a_grant_by_the_retry_timer() {
     assert_no_lock_keys(&fleet).await;
 }
 
+/// Connections node `node` has accepted so far, read over `inspector`.
+fn connections_received(inspector: &mut redis::Connection) -> u64 {
+    let info: String = redis::cmd("INFO").arg("stats").query(inspector).unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("total_connections_received:"))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap()
+}
+
+/// A node that drops the subscription connection as soon as it is made (here `CLIENT KILL
+/// TYPE pubsub` every 20 ms; a proxy that takes no `SUBSCRIBE` or an output buffer limit
+/// does the same): the client reconnects with a back-off, not as fast as the node drops
+/// it. It reconnected at once after every break that followed a handshake, about once per
+/// kill, for as long as anyone waited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_dropped_as_soon_as_made_is_reopened_with_a_back_off() {
+    let fleet = fleet(3);
+    let holder = builder(&fleet).build().unwrap();
+    let waiting = waiter(fleet.urls());
+    let lease = holder.acquire("import").await.unwrap();
+    let task = tokio::spawn(async move {
+        let lease = waiting.acquire_timeout("import", LONG).await.unwrap();
+        lease.release().await;
+    });
+    until_subscribed(&fleet, "redlock:import").await;
+
+    let mut inspector = fleet.connect(0).unwrap();
+    let before = connections_received(&mut inspector);
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        let _: u64 = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("pubsub")
+            .query(&mut inspector)
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let reconnections = connections_received(&mut inspector) - before;
+    // The back-off's waits (100, 200, 400 and 800 ms) allow about five in two seconds.
+    assert!(
+        reconnections <= 8,
+        "{reconnections} reconnections in 2 s, about one per kill"
+    );
+
+    // Once the node lets it be, the subscription is back and the waiter is woken.
+    until_subscribed(&fleet, "redlock:import").await;
+    lease.release().await;
+    tokio::time::timeout(LONG / 2, task).await.unwrap().unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_sleeps_until_the_holders_keys_expire_not_longer() {
     let fleet = fleet(5);

@@ -32,6 +32,10 @@ use redlock_core::{NodeFailure, NodeId};
 /// The first wait before reconnecting a broken subscription, doubled up to the last.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(5));
 
+/// How long a subscription connection must have stayed up for its break to be reconnected
+/// at once, with the back-off started again; one that broke sooner waits the back-off.
+const HEALTHY: Duration = BACKOFF.1;
+
 /// The subscription connections of one client.
 pub(crate) struct Notifications {
     nodes: Arc<[Subscriber]>,
@@ -246,7 +250,20 @@ struct Task {
 impl Task {
     async fn run(self, mut changes: mpsc::UnboundedReceiver<Change>) {
         let mut backoff = BACKOFF.0;
+        // Whether to connect without waiting: the first time, and after a connection that
+        // stayed up (see `HEALTHY`). A node that accepts a connection and drops it at once
+        // (a proxy that takes no `SUBSCRIBE`, `CLIENT KILL TYPE pubsub`, an output buffer
+        // limit) is otherwise reconnected to in a loop as fast as it drops them.
+        let mut at_once = true;
         loop {
+            if !at_once {
+                // Changes meanwhile are read when connected, from the shared state.
+                if !self.pause(&mut changes, backoff).await {
+                    return;
+                }
+                backoff = (backoff * 2).min(BACKOFF.1);
+            }
+            at_once = false;
             let connected =
                 tokio::time::timeout(self.connect_timeout, self.client.get_async_pubsub()).await;
             let pubsub = match connected {
@@ -256,15 +273,10 @@ impl Task {
                         r.err().map_or(NodeFailure::TimedOut, classify)
                     });
                     tracing::debug!(node = %self.address, error = %failure, "no release notifications from the node for now");
-                    // Changes meanwhile are read when connected, from the shared state.
-                    if !self.pause(&mut changes, backoff).await {
-                        return;
-                    }
-                    backoff = (backoff * 2).min(BACKOFF.1);
                     continue;
                 }
             };
-            backoff = BACKOFF.0;
+            let opened = tokio::time::Instant::now();
             let (mut sink, mut stream) = pubsub.split();
             let Some(wanted) = self.wanted() else {
                 return;
@@ -308,6 +320,10 @@ impl Task {
             }
             // Nothing is subscribed until the next connection subscribes again.
             self.forget();
+            if opened.elapsed() >= HEALTHY {
+                backoff = BACKOFF.0;
+                at_once = true;
+            }
         }
     }
 
