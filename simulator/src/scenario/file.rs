@@ -42,9 +42,13 @@ impl RawScenario {
     /// file prints: the lock, the client names, the nodes, the network, the notifications,
     /// the clients, the expectations.
     fn into_scenario(self, at: &Locator<'_>) -> Result<Scenario, ScenarioError> {
-        let nodes = self.lock.nodes;
+        let nodes = *self.lock.nodes.get_ref();
         if nodes == 0 || nodes > 64 {
-            return Err(at.error(0, "lock.nodes", format!("{nodes} nodes; use 1 to 64")));
+            return Err(at.at(
+                &self.lock.nodes,
+                "lock.nodes",
+                format!("{nodes} nodes; use 1 to 64"),
+            ));
         }
         let base = self.lock.to_config(at)?;
         let client_names = client_names(&self.clients, at)?;
@@ -92,7 +96,7 @@ impl RawScenario {
 impl RawLock {
     /// The `[lock]` table as the configuration every client starts from.
     fn to_config(&self, at: &Locator<'_>) -> Result<LockConfig, ScenarioError> {
-        let mut config = LockConfig::new(self.nodes).with_retry(RetryPolicy::new(
+        let mut config = LockConfig::new(*self.nodes.get_ref()).with_retry(RetryPolicy::new(
             self.retries,
             self.retry_delay_ms
                 .map_or(Duration::from_millis(50), |m| Duration::from_nanos(m.0)),
@@ -112,18 +116,41 @@ impl RawLock {
             })?;
             config = config.with_drift_factor(drift);
         }
-        if let Some(timeout) = self.node_timeout_ms {
-            config = config.with_node_timeout(Duration::from_nanos(timeout.0));
+        if let Some(timeout) = &self.node_timeout_ms {
+            config = config.with_node_timeout(Duration::from_nanos(timeout.get_ref().0));
         }
-        if let Some(max_hold) = self.max_hold_ms {
-            config = config.with_max_hold(Duration::from_nanos(max_hold.0));
+        if let Some(max_hold) = &self.max_hold_ms {
+            config = config.with_max_hold(Duration::from_nanos(max_hold.get_ref().0));
         }
-        // The simulator runs the configurations the client accepts: the same validation.
+        // The simulator runs the configurations the client accepts: the same validation,
+        // its error pointed at the key the file sets (at the first line when the file
+        // leaves it to its default).
         config.validate().map_err(|e| {
-            let offset = self.ttl_ms.as_ref().map_or(0, |t| t.span().start);
-            at.error(offset, format!("lock.{}", e.field()), e.reason())
+            let span = match e.field() {
+                "nodes" => Some(self.nodes.span()),
+                "ttl" => self.ttl_ms.as_ref().map(Spanned::span),
+                "node_timeout" => self.node_timeout_ms.as_ref().map(Spanned::span),
+                "max_hold" => self.max_hold_ms.as_ref().map(Spanned::span),
+                _ => None,
+            };
+            let key = file_key(e.field());
+            at.error(
+                span.map_or(0, |s| s.start),
+                format!("lock.{key}"),
+                e.reason(),
+            )
         })?;
         Ok(config)
+    }
+}
+
+/// The file's key for a lock setting the configuration's validation names.
+fn file_key(field: &str) -> &str {
+    match field {
+        "ttl" => "ttl_ms",
+        "node_timeout" => "node_timeout_ms",
+        "max_hold" => "max_hold_ms",
+        other => other,
     }
 }
 
@@ -610,9 +637,10 @@ impl RawClient {
         if let Some(timeout) = self.node_timeout_ms {
             config = config.with_node_timeout(Duration::from_nanos(timeout.0));
         }
-        config
-            .validate()
-            .map_err(|e| at.at(&self.name, format!("{field}.{}", e.field()), e.reason()))?;
+        config.validate().map_err(|e| {
+            let key = file_key(e.field());
+            at.at(&self.name, format!("{field}.{key}"), e.reason())
+        })?;
         Ok(config)
     }
 
@@ -815,7 +843,11 @@ steps = ["write"]
         let e = error(&format!(
             "{MINIMAL}\n[lock]\nttl_ms = 100\nnode_timeout_ms = 50\n"
         ));
-        assert_eq!(e.field(), Some("lock.node_timeout"), "{e}");
+        assert_eq!(e.field(), Some("lock.node_timeout_ms"), "{e}");
+        // The key the file sets, not the TTL's line.
+        assert_eq!(e.line(), Some(14), "{e}");
+        let e = error(&format!("{MINIMAL}\n[lock]\nnodes = 0\n"));
+        assert_eq!((e.field(), e.line()), (Some("lock.nodes"), Some(13)), "{e}");
 
         let e = error("name = \"x\"\n[expect\n");
         assert_eq!(e.line(), Some(2), "{e}");

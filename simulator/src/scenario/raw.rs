@@ -166,23 +166,23 @@ pub(super) struct RawExpect {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawLock {
     #[serde(default = "RawLock::default_nodes")]
-    pub(super) nodes: usize,
+    pub(super) nodes: Spanned<usize>,
     #[serde(default = "RawLock::default_resource")]
     pub(super) resource: String,
     pub(super) ttl_ms: Option<Spanned<Millis>>,
     pub(super) drift_factor: Option<Spanned<f64>>,
-    pub(super) node_timeout_ms: Option<Millis>,
+    pub(super) node_timeout_ms: Option<Spanned<Millis>>,
     #[serde(default)]
     pub(super) retries: u32,
     pub(super) retry_delay_ms: Option<Millis>,
     pub(super) retry_jitter_ms: Option<Millis>,
-    pub(super) max_hold_ms: Option<Millis>,
+    pub(super) max_hold_ms: Option<Spanned<Millis>>,
     pub(super) restart_quarantine_ms: Option<Quarantine>,
 }
 
 impl RawLock {
-    fn default_nodes() -> usize {
-        5
+    fn default_nodes() -> Spanned<usize> {
+        Spanned::new(0..0, 5)
     }
     fn default_resource() -> String {
         "resource".into()
