@@ -269,7 +269,8 @@ async fn a_cancelled_extension_leaves_nothing_waiting_forever() {
     assert_no_lock_keys(&fleet).await;
 }
 
-/// The release deadline (`V + d`) follows every extension: a lease extended twice has a
+/// The release deadline (`V + 3d`: the last start plus the TTL, and twice the drift
+/// allowance for slow node clocks) follows every extension: a lease extended twice has a
 /// release deadline after its current validity, not the first grant's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_release_deadline_follows_every_extension() {

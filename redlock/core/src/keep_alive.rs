@@ -36,14 +36,19 @@
 //!    keeper say [`KeeperEvent::Release`];
 //! 3. if the driver cannot confirm the stop, the keeper says `Release` on its own at the
 //!    *release deadline*: the start of the last extension attempt plus the TTL, whether
-//!    that attempt succeeded or not (`V + d`, `d` the drift allowance, after a success).
-//!    Every key an attempt wrote expires within one one-way latency of that instant: an
-//!    attempt whose replies did not come in time (a pause, a slow network) may still have
-//!    extended the keys, and a release before they expire would hand the resource to the
-//!    next holder while the work, not confirmed stopped, may still run under them. A key
-//!    written later still (a command delayed in the network past its attempt's start by
-//!    more than a latency) may live on, and the release deletes it; work that still runs
-//!    then is a holder acting after its validity, which only fencing tokens catch.
+//!    that attempt succeeded or not (`V + d` after a success, `d` the drift allowance),
+//!    plus twice the drift allowance. The TTL runs on the node's clock, which may be slow:
+//!    a node clock running at `1 − f` of true time keeps a key `TTL / (1 − f)`, and twice
+//!    the allowance covers that for any drift factor `f` up to ½ (`keep-alive-never-stops-node-slow.toml`
+//!    in the model checker; with the TTL alone, a node clock slow within the factor kept a
+//!    key that the release then deleted). Every key an attempt wrote expires by then, up to
+//!    the one-way latency of the command that wrote it: an attempt whose replies did not
+//!    come in time (a pause, a slow network) may still have extended the keys, and a
+//!    release before they expire would hand the resource to the next holder while the
+//!    work, not confirmed stopped, may still run under them. A key written later still (a
+//!    command delayed in the network past its attempt's start by more than a latency) may
+//!    live on, and the release deletes it; work that still runs then is a holder acting
+//!    after its validity, which only fencing tokens catch.
 //!
 //! The same rule ends a lease that was not lost: the driver reports the work stopped (it
 //! returned, or its owner asked for the release), and the release follows. A driver whose
@@ -219,9 +224,10 @@ pub enum KeeperEvent {
 pub enum ReleaseWhen {
     /// The driver reported the work stopped.
     WorkStopped,
-    /// The stop was never confirmed and the release deadline (the end of validity plus the
-    /// drift allowance: the last successful round's start plus the TTL) has passed: the
-    /// holder's validity is long over, and the keys that round wrote have expired.
+    /// The stop was never confirmed and the release deadline (the last successful round's
+    /// start plus the TTL, plus twice the drift allowance for node clocks that run slow)
+    /// has passed: the holder's validity is long over, and the keys that round wrote have
+    /// expired.
     KeysExpired,
 }
 
@@ -359,14 +365,17 @@ impl Keeper {
 
     /// When the keeper lets the lease be released without the work's stop confirmed: the last
     /// extension attempt's start plus the TTL, succeeded or not (after a success, the end of
-    /// validity plus the drift allowance; see the module documentation). It moves with
-    /// every attempt.
+    /// validity plus the drift allowance), plus twice the drift allowance for a node clock
+    /// that runs slow (see the module documentation). It moves with every attempt.
     pub fn release_deadline(&self) -> Timestamp {
         let last_success = self.held.valid_until().saturating_add(self.config.drift());
         // An attempt that did not succeed may still have extended keys on the nodes.
-        self.unconfirmed_attempt.map_or(last_success, |start| {
+        let written_for_a_ttl_from = self.unconfirmed_attempt.map_or(last_success, |start| {
             last_success.max(start.saturating_add(self.config.ttl()))
-        })
+        });
+        // A TTL on a node clock at `1 − f` of true time lasts `TTL / (1 − f)`, at most
+        // `TTL (1 + 2f)` for `f` up to ½.
+        written_for_a_ttl_from.saturating_add(self.config.drift().saturating_mul(2))
     }
 
     /// The driver confirms that the work under the lease has stopped (its future dropped or
@@ -747,7 +756,11 @@ mod tests {
         // No attempt was answered, yet each may have extended the keys: the last one's
         // start plus the TTL is when they may expire, after the grant's validity.
         let last = *starts.last().unwrap();
-        assert_eq!(keeper.release_deadline(), last.saturating_add(config.ttl()));
+        let slow_nodes = config.drift().saturating_mul(2);
+        assert_eq!(
+            keeper.release_deadline(),
+            last.saturating_add(config.ttl()).saturating_add(slow_nodes)
+        );
         assert!(
             keeper.release_deadline() > keeper.held().valid_until().saturating_add(config.drift())
         );
@@ -834,7 +847,9 @@ mod tests {
         keeper.handle_timeout(lost);
         assert!(matches!(keeper.poll_outcome(), Some(KeeperEvent::Lost(_))));
         keeper.stop_unconfirmed(lost);
-        let keys_may_live_until = attempt.saturating_add(config.ttl());
+        let keys_may_live_until = attempt
+            .saturating_add(config.ttl())
+            .saturating_add(config.drift().saturating_mul(2));
         assert_eq!(keeper.release_deadline(), keys_may_live_until);
         keeper.handle_timeout(keys_may_live_until.saturating_sub(ms(1)));
         assert_eq!(keeper.poll_outcome(), None);
@@ -890,9 +905,14 @@ mod tests {
                 Some(KeeperEvent::Extended(_))
             ));
             assert_eq!(keeper.held().extensions(), round);
+            // The validity's end plus the allowance is the round's start plus the TTL; twice
+            // the allowance more covers slow node clocks.
             assert_eq!(
                 keeper.release_deadline(),
-                keeper.held().valid_until().saturating_add(config.drift())
+                keeper
+                    .held()
+                    .valid_until()
+                    .saturating_add(config.drift().saturating_mul(3))
             );
             assert!(keeper.release_deadline() > first);
         }

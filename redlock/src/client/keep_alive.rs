@@ -7,7 +7,8 @@
 //! decides, and tells it when the work has stopped, or that the handle was dropped. A lease
 //! is never released by the keeper task while the work may still run: the release waits for
 //! the handle's [`KeptLease::release`] (the work has stopped) or for the release deadline
-//! (the last extension attempt's start plus the TTL, see [`LeaseSignal::release_deadline`]).
+//! (the last extension attempt's start plus the TTL and twice the drift allowance, see
+//! [`LeaseSignal::release_deadline`]).
 
 use std::time::{Duration, Instant};
 
@@ -94,9 +95,10 @@ impl LeaseSignal {
     /// When the lease is released even if nobody confirms that the work has stopped: the
     /// last extension attempt's start plus the TTL, on the client's clock, whether that
     /// attempt succeeded (then it is the end of validity plus the drift allowance) or its
-    /// replies never came (its commands may still have extended the keys). It moves with
-    /// every attempt. The holder's validity has long ended then; the keys an attempt wrote
-    /// expire within a one-way latency of it (a command held in the network for longer may
+    /// replies never came (its commands may still have extended the keys), plus twice the
+    /// drift allowance, for node clocks that run slow. It moves with every attempt. The
+    /// holder's validity has long ended then; the keys an attempt wrote expire by then, up
+    /// to a one-way latency, on nodes whose clocks run slow by no more than the drift factor (a command held in the network for longer may
     /// set a key that lives on, and the release deletes it). Before that, a lost lease is
     /// only released once [`KeptLease::release`] says the work stopped.
     pub fn release_deadline(&self) -> Timestamp {

@@ -389,7 +389,8 @@ impl Redlock {
     /// and should watch the [`LeaseSignal`] (`is_valid`, `lost().await`) itself. The lease
     /// is released once `work` returns; after a loss, if `work` is still running at the
     /// [release deadline](LeaseSignal::release_deadline) (the last extension attempt's start
-    /// plus the TTL, answered or not, when its validity is long over), it is released then.
+    /// plus the TTL, answered or not, and twice the drift allowance, when its validity is
+    /// long over), it is released then.
     ///
     /// # Errors
     ///

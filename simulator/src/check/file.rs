@@ -65,7 +65,7 @@ impl RawCheck {
     fn into_spec(self, at: &Locator<'_>) -> Result<CheckSpec, ScenarioError> {
         let bounds = self.model.bounds(at)?;
         let (config, restart) = self.model.lock(at, &bounds)?;
-        let (client_slow_ticks, node_fast_ticks) = self.clocks.within_ttl(at, bounds.ttl_ticks)?;
+        let clocks = self.clocks.within_ttl(at, bounds.ttl_ticks)?;
         let (always, may_stay_unreached) = self.expect.properties(at)?;
         let timing = self.client.timing_of_work(at, bounds.horizon_ticks)?;
         self.faults.consistent(at, bounds.horizon_ticks)?;
@@ -84,8 +84,9 @@ impl RawCheck {
             extend_after_ticks: self.model.extend_after_ticks.map(Spanned::into_inner),
             config,
             restart,
-            client_slow_ticks,
-            node_fast_ticks,
+            client_slow_ticks: clocks.client_slow_ticks,
+            node_fast_ticks: clocks.node_fast_ticks,
+            node_slow_ticks: clocks.node_slow_ticks,
             fault_budget: *f.budget.get_ref(),
             crash: *f.crash.get_ref(),
             durability: f
@@ -262,9 +263,17 @@ impl RawModel {
     }
 }
 
+/// How far the clocks may stray, in ticks per window of one TTL.
+struct Strays {
+    client_slow_ticks: u32,
+    node_fast_ticks: u32,
+    node_slow_ticks: u32,
+}
+
 impl RawClocks {
-    /// `(client_slow_ticks, node_fast_ticks)`, each at most a TTL.
-    fn within_ttl(&self, at: &Locator<'_>, ttl_ticks: u32) -> Result<(u32, u32), ScenarioError> {
+    /// Each at most a TTL; node clocks that gain or that lose, not both (a node keeps one
+    /// record of its strays).
+    fn within_ttl(&self, at: &Locator<'_>, ttl_ticks: u32) -> Result<Strays, ScenarioError> {
         let ttl_window = |value: &Spanned<u32>, field: &str| {
             if *value.get_ref() > ttl_ticks {
                 Err(at.at(value, field, "must be at most model.ttl_ticks"))
@@ -272,10 +281,19 @@ impl RawClocks {
                 Ok(*value.get_ref())
             }
         };
-        Ok((
-            ttl_window(&self.client_slow_ticks, "clocks.client_slow_ticks")?,
-            ttl_window(&self.node_fast_ticks, "clocks.node_fast_ticks")?,
-        ))
+        let strays = Strays {
+            client_slow_ticks: ttl_window(&self.client_slow_ticks, "clocks.client_slow_ticks")?,
+            node_fast_ticks: ttl_window(&self.node_fast_ticks, "clocks.node_fast_ticks")?,
+            node_slow_ticks: ttl_window(&self.node_slow_ticks, "clocks.node_slow_ticks")?,
+        };
+        if strays.node_fast_ticks > 0 && strays.node_slow_ticks > 0 {
+            return Err(at.at(
+                &self.node_slow_ticks,
+                "clocks.node_slow_ticks",
+                "node clocks gain (node_fast_ticks) or lose (node_slow_ticks) in one check, not both",
+            ));
+        }
+        Ok(strays)
     }
 }
 

@@ -136,8 +136,9 @@ impl fmt::Display for Action {
                 for c in bits(slow) {
                     write!(f, " slow=c{c}")?;
                 }
+                // Gains a tick, or loses one in a check whose node clocks are slow.
                 for n in bits(fast) {
-                    write!(f, " fast=n{n}")?;
+                    write!(f, " stray=n{n}")?;
                 }
                 Ok(())
             }
@@ -474,9 +475,12 @@ impl Model {
                 may_slow |= 1 << c;
             }
         }
+        // A node's strays are gains, or losses when the check has slow node clocks (one or
+        // the other: `file.rs`).
+        let node_strays = spec.node_fast_ticks.max(spec.node_slow_ticks);
         let mut may_fast = 0u8;
         for (n, node) in state.nodes.iter().enumerate() {
-            if node.strays.may_stray(spec.node_fast_ticks) {
+            if node.strays.may_stray(node_strays) {
                 may_fast |= 1 << n;
             }
         }
@@ -647,7 +651,8 @@ impl Model {
     }
 
     /// A tick of true time on every clock: the clients in `slow` lose it (and a frozen
-    /// client's stands still), the nodes in `fast` gain one; a node down counts it.
+    /// client's stands still), the nodes in `fast` gain one (or lose it, where the check's
+    /// node clocks are slow); a node down counts it.
     fn advance_clocks(
         &self,
         nodes: &mut [SharedNode],
@@ -667,9 +672,15 @@ impl Model {
         }
         for (n, node) in nodes.iter_mut().enumerate() {
             let node = node.make_mut();
-            let gains = fast & (1 << n) != 0;
-            node.tick(1 + u32::from(gains));
-            node.strays.tick(gains, spec.ttl_ticks);
+            let strays = fast & (1 << n) != 0;
+            if !strays {
+                node.tick(1);
+            } else if spec.node_slow_ticks == 0 {
+                node.tick(2);
+            }
+            // A tick lost: its clock stands still, and its milliseconds go on counting the
+            // commands it performs, so that it never goes back.
+            node.strays.tick(strays, spec.ttl_ticks);
             if !node.up {
                 node.down_for += 1;
             }

@@ -71,6 +71,8 @@ pub(super) struct RawClocks {
     pub(super) client_slow_ticks: Spanned<u32>,
     #[serde(default = "no_ticks")]
     pub(super) node_fast_ticks: Spanned<u32>,
+    #[serde(default = "no_ticks")]
+    pub(super) node_slow_ticks: Spanned<u32>,
 }
 
 impl Default for RawClocks {
@@ -78,6 +80,7 @@ impl Default for RawClocks {
         Self {
             client_slow_ticks: no_ticks(),
             node_fast_ticks: no_ticks(),
+            node_slow_ticks: no_ticks(),
         }
     }
 }

@@ -135,6 +135,9 @@ pub struct CheckSpec {
     pub client_slow_ticks: u32,
     /// In any window of one TTL, how many ticks a node clock may gain.
     pub node_fast_ticks: u32,
+    /// In any window of one TTL, how many ticks a node clock may lose (a check has node
+    /// clocks that gain or that lose, not both).
+    pub node_slow_ticks: u32,
     /// How many faults (crash, restart, pause, drop, clock jump) one path may take.
     pub fault_budget: u32,
     /// Whether nodes may crash (and restart).
