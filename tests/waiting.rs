@@ -757,3 +757,35 @@ async fn two_clients_that_start_together_hand_over_at_the_release() {
     );
     assert_no_lock_keys(&fleet).await;
 }
+
+/// An acquisition that gives up while others of its client wait ahead of it in line failed
+/// like any other: it is counted (`acquire_failures` covers failures for any reason) and
+/// logged; it ended without either. Two acquisitions of one client start together against
+/// a held lease and both lose their first rounds; whichever joins the client's line second
+/// waits behind the other. When that is the one with the short default budget, it gives up
+/// in line; otherwise it gives up after rounds of its own. Either way it is one failure, so
+/// five scenes count five, whichever way each falls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquisition_that_gives_up_in_its_clients_line_is_counted_as_failed() {
+    const SCENES: u64 = 5;
+    let fleet = fleet(3);
+    let holder = builder(&fleet).build().unwrap();
+    let waiting = builder(&fleet).build().unwrap();
+    for scene in 0..SCENES {
+        let resource = format!("lined-{scene}");
+        let held = holder.acquire(&resource).await.unwrap();
+        let (patient, hasty, ()) = tokio::join!(
+            waiting.acquire_timeout(&resource, Duration::from_secs(10)),
+            waiting.acquire(&resource),
+            async {
+                // The hasty one fails while the lease is held; then the patient one gets it.
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                held.release().await;
+            }
+        );
+        assert!(hasty.is_err(), "{hasty:?}");
+        patient.unwrap().release().await;
+    }
+    let stats = waiting.stats();
+    assert_eq!(stats.acquire_failures, SCENES, "{stats:?}");
+}

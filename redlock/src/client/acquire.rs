@@ -140,7 +140,7 @@ impl<'a> Acquisition<'a> {
                     self.round_lost(&op.machine, &failure);
                     if !waiter.joined() && !self.first_in_line(&mut op, &mut waiter).await {
                         // Others of this client were first and the budget is gone.
-                        return Err(self.error(op.machine.attempt(), failure));
+                        return Err(self.gave_up(op.machine.attempt(), failure));
                     }
                     let lost = Lost {
                         window,
@@ -302,17 +302,25 @@ impl<'a> Acquisition<'a> {
         let reason = failure.last_round.reason;
         shared.telemetry.round(reason == FailureReason::Contended);
         shared.nodes.other_leases(&failure.last_round);
+        self.gave_up(failure.attempts, failure.last_round)
+    }
+
+    /// The acquisition ends without a lease after `attempts` rounds, the last one (counted
+    /// already) lost as `last_round` says: in the core's own time, or in this client's line
+    /// behind others. Either way a failure: counted, logged, and its error.
+    fn gave_up(&self, attempts: u32, last_round: RoundFailure) -> Error {
+        let shared = &self.redlock.shared;
         shared
             .telemetry
-            .acquire_failed(reason == FailureReason::Unavailable);
+            .acquire_failed(last_round.reason == FailureReason::Unavailable);
         tracing::debug!(
             resource = %self.target.describe(),
-            attempt = failure.attempts,
-            reason = %failure.last_round.reason,
+            attempt = attempts,
+            reason = %last_round.reason,
             "acquisition failed"
         );
-        let held_here = shared.own_leases.held_any(&failure.last_round.nodes);
-        let mut error = self.error(failure.attempts, failure.last_round);
+        let held_here = shared.own_leases.held_any(&last_round.nodes);
+        let mut error = self.error(attempts, last_round);
         if held_here && let Error::Taken { nodes, .. } = &mut error {
             nodes.held_here();
         }
