@@ -966,6 +966,56 @@ mod tests {
         assert!(notified > 0, "the walk reached no notification");
     }
 
+    /// A node that crashes has already sent the replies on their way to a client (to a
+    /// paused client, or delayed in the network): over TCP they are read before the close.
+    /// The crash keeps them ahead of it; it dropped them, so that a vote the node sent and
+    /// then forgot was never counted after the crash (a budget of two: a pause or a delay,
+    /// and a crash).
+    #[test]
+    fn a_crash_keeps_the_replies_its_node_had_sent() {
+        let path = format!("{}/checks/shipped-crash.toml", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap().replacen(
+            "budget = 1",
+            "budget = 2\npause = \"running\"",
+            1,
+        );
+        let model = Model::new(crate::check::parse(&text, "crash-after-reply").unwrap());
+        let replies = |state: &CheckState, c: usize, n: usize| -> Vec<Msg> {
+            let link = &state.clients[c].links[n];
+            let from_node = link.from_node.iter();
+            from_node
+                .filter(|m| matches!(m, Msg::Reply { .. }))
+                .cloned()
+                .collect()
+        };
+        // Breadth first: a depth-first walk spends its states under the first crash.
+        let (mut actions, mut kept) = (Vec::new(), 0);
+        let mut seen = std::collections::HashSet::new();
+        let mut queue = std::collections::VecDeque::from([model.initial()]);
+        while let Some(state) = queue.pop_front() {
+            if seen.len() >= 20_000 || !seen.insert(state.fingerprint(Symmetry::NONE, 0)) {
+                continue;
+            }
+            model.actions(&state, &mut actions);
+            for &action in &actions {
+                let (after, _) = model.successor(&state, action);
+                if let Action::Crash(n) = action {
+                    let n = usize::from(n);
+                    for c in 0..state.clients.len() {
+                        let before = replies(&state, c, n);
+                        assert_eq!(replies(&after, c, n), before, "{}", model.describe(&state));
+                        kept += before.len();
+                    }
+                }
+                queue.push_back(after);
+            }
+        }
+        assert!(
+            kept > 0,
+            "the walk reached no crash with a reply on its way"
+        );
+    }
+
     #[test]
     fn subsets_enumerates_each_once() {
         let all: Vec<u8> = subsets(0b1010).collect();
