@@ -14,7 +14,9 @@ impl Redlock {
     /// nodes, expiring in `d`; free; or unknown when too few nodes answered to tell.
     ///
     /// The query never creates, changes or deletes a key: each node gets one `MULTI` of
-    /// `GET`, `PTTL` and `GET` (the user's ACL needs `+get`, `+pttl`, `+multi` and `+exec`).
+    /// `GET` and `PTTL`, then a `GET` of the fence counter (a Cluster member refuses a
+    /// transaction across two slots; the user's ACL needs `+get`, `+pttl`, `+multi` and
+    /// `+exec`).
     /// It waits for every node's answer or the per-node timeout, whichever comes first,
     /// connecting and identifying the node within that timeout when no connection is open
     /// (call [`connect`](Redlock::connect) first on nodes far away). Nodes in their restart
