@@ -419,6 +419,74 @@ fn compare_with_and_without_the_reduction(pick: impl Fn(&str) -> bool, expected:
     assert!(compared >= expected, "{compared} checks compared");
 }
 
+/// Checks of seconds, safe ones and mutations, that the tick-local search (`--tick-local`)
+/// is compared on in CI.
+const TICK_LOCAL_CI: &[&str] = &[
+    "keep-alive-never-stops-node-slow.toml",
+    "no-restart-quarantine.toml",
+    "plain-del-release.toml",
+    "reply-delay.toml",
+    "reply-delay-start-after-first-reply.toml",
+    "shipped-drift.toml",
+    "shipped-drift-mutation.toml",
+    "stop-first.toml",
+    "release-first.toml",
+    "teeth-m1-crash-no-quarantine.toml",
+    "teeth-m2-drift-beyond-factor.toml",
+    "teeth-s2-drift.toml",
+    "waiting-marks.toml",
+    "waiting-marks-unannounced.toml",
+];
+
+/// The tick-local search keeps only the states that begin a tick in its visited set and
+/// forgets a tick's other states when it leaves the tick: it may expand a state more than
+/// once, never leave one out. So every check ends alike with it: the same outcome, the same
+/// violated property (whose path replays), the same completeness; it keeps fewer states
+/// than the full search holds, and takes at least as many successors as that expands.
+#[test]
+fn the_tick_local_search_changes_no_outcome() {
+    let files = check_files();
+    for name in TICK_LOCAL_CI {
+        let file = files
+            .iter()
+            .find(|f| f.ends_with(name))
+            .unwrap_or_else(|| panic!("{name} is not in the catalogue"));
+        let spec = CheckSpec::load(file).unwrap();
+        let run = |tick_local| {
+            let options = Options {
+                tick_local,
+                ..options()
+            };
+            check::check(spec.clone(), options)
+        };
+        let (local, full) = (run(true), run(false));
+        let (a, b) = (&local.exploration, &full.exploration);
+        eprintln!(
+            "{name}: full {} states, {} distinct; tick-local {} states, {} kept, {} within \
+             ticks; {}",
+            b.states,
+            b.distinct,
+            a.states,
+            a.distinct,
+            a.within_ticks,
+            local.outcome().name()
+        );
+        let property = |e: &check::Exploration| e.violation.as_ref().map(|(p, _)| *p);
+        assert_eq!(local.outcome(), full.outcome(), "{name}");
+        assert_eq!(property(a), property(b), "{name}");
+        assert!(local.matches(), "{name}: {}", local.text());
+        if b.complete && b.violation.is_none() {
+            assert!(a.complete, "{name}");
+            assert!(a.distinct < b.distinct, "{name}");
+            assert!(a.distinct + a.within_ticks >= b.distinct, "{name}");
+        }
+        if let Some(counterexample) = local.counterexample_file(&catalogue_text(name)) {
+            let replay = check::replay(check::parse(&counterexample, name).unwrap()).unwrap();
+            assert_eq!(replay.violation, property(a), "{name}");
+        }
+    }
+}
+
 /// Every check explored with and without node symmetry ends alike: the same outcome, the
 /// same violated property (whose path, found with node symmetry, replays), the same
 /// completeness, and no more distinct states with it. The counts are printed (`--

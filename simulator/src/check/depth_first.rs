@@ -11,6 +11,7 @@ use super::search::{Boundaries, CHECK_EVERY, Search};
 use super::sleep::{Next, Pending, Sleep};
 use super::state::CheckState;
 use super::swarm::Order;
+use super::tick_local::TickStates;
 
 /// What the depth-first search found.
 #[derive(Default)]
@@ -23,6 +24,9 @@ pub(super) struct Found {
     /// The first violation: the property, the trail index of the root it was found under,
     /// and the path from that root.
     pub(super) violation: Option<(Property, u32, Vec<Action>)>,
+    /// With `tick_local`: the states within a tick, each counted once per tick's set that
+    /// saw it.
+    pub(super) within_ticks: u64,
 }
 
 /// A state on the current path, with its steps and the next one to take.
@@ -34,6 +38,33 @@ struct Frame {
     asleep: Sleep,
     /// The step that led here from the frame below (none for a root).
     via: Option<Action>,
+    /// Whether it begins a tick whose states the search keeps in a set of their own, the
+    /// top of `Ticks` while it is on the stack (`tick_local`).
+    opens_tick: bool,
+}
+
+/// With `tick_local`: one set for each tick whose beginning is on the stack, the innermost
+/// last; those above `open` are kept for their allocations.
+struct Ticks {
+    sets: Vec<TickStates>,
+    open: usize,
+    steps: u64,
+}
+
+impl Ticks {
+    fn open(&mut self) {
+        if self.open == self.sets.len() {
+            self.sets.push(TickStates::new(self.steps));
+        } else {
+            self.sets[self.open].clear();
+        }
+        self.open += 1;
+    }
+
+    /// The set a state within a tick goes in: the innermost tick's, if one is open.
+    fn innermost(&self) -> Option<&TickStates> {
+        self.open.checked_sub(1).map(|top| &self.sets[top])
+    }
 }
 
 /// Explores below every root (a trail index and a state at depth `depth`), on the threads.
@@ -62,6 +93,7 @@ pub(super) fn explore(search: &Search<'_>, roots: Vec<Entry>, depth: u32) -> Fou
     for part in parts {
         found.states += part.states;
         found.reached |= part.reached;
+        found.within_ticks += part.within_ticks;
         found.boundaries.add(part.boundaries);
         found.depth = found.depth.max(part.depth);
     }
@@ -79,6 +111,12 @@ fn worker(
     let symmetry = search.options.symmetries();
     let mut found = Found::default();
     let mut stack: Vec<Frame> = Vec::new();
+    let tick_local = search.options.tick_local;
+    let mut ticks = Ticks {
+        sets: Vec::new(),
+        open: 0,
+        steps: search.visited.steps(),
+    };
     let mut unreported = 0;
     // A swarm member's order of steps (one thread draws from it: see `check::check`).
     let mut order = search
@@ -95,6 +133,7 @@ fn worker(
         };
         // Frames above `height` are kept for their allocations, not their contents.
         let mut height = 0;
+        ticks.open = 0;
         push(
             &mut stack,
             &mut height,
@@ -103,9 +142,13 @@ fn worker(
             (search, &mut found.boundaries),
             &mut order,
         );
+        open_tick(&mut stack[height - 1], &mut ticks, tick_local);
         while height > 0 {
             let top = &mut stack[height - 1];
             let Some(&action) = top.actions.get(top.next) else {
+                if top.opens_tick {
+                    ticks.open -= 1;
+                }
                 height -= 1;
                 continue;
             };
@@ -124,15 +167,21 @@ fn worker(
                     break;
                 }
             }
-            let (pending, new) =
-                match search
+            let within_tick = ticks.innermost().filter(|_| tick_local && !next.tick_fresh);
+            let visit = match within_tick {
+                Some(tick) => search.reduction.visit(tick, &next, sleep, symmetry),
+                None => search
                     .reduction
-                    .visit(&search.visited, &next, sleep, symmetry)
-                {
-                    Next::Seen => continue,
-                    Next::Again(pending) => (pending, false),
-                    Next::New(pending) => (pending, true),
-                };
+                    .visit(&search.visited, &next, sleep, symmetry),
+            };
+            let (pending, new) = match visit {
+                Next::Seen => continue,
+                Next::Again(pending) => (pending, false),
+                Next::New(pending) => (pending, true),
+            };
+            if new && within_tick.is_some() {
+                found.within_ticks += 1;
+            }
             let depth = root_depth + height as u32;
             found.depth = found.depth.max(depth);
             if let Some(property) = next.violation.filter(|_| new) {
@@ -159,10 +208,19 @@ fn worker(
                 (search, &mut found.boundaries),
                 &mut order,
             );
+            open_tick(&mut stack[height - 1], &mut ticks, tick_local);
         }
     }
     search.look(unreported);
     found
+}
+
+/// With `tick_local`, a frame whose state begins a tick opens that tick's set.
+fn open_tick(frame: &mut Frame, ticks: &mut Ticks, tick_local: bool) {
+    frame.opens_tick = tick_local && frame.state.tick_fresh;
+    if frame.opens_tick {
+        ticks.open();
+    }
 }
 
 /// Puts `state` on the stack with its steps, shuffled in a swarm member's `order`.
@@ -181,6 +239,7 @@ fn push(
             next: 0,
             asleep: pending.sleep,
             via,
+            opens_tick: false,
         });
     } else {
         let frame = &mut stack[*height];

@@ -77,6 +77,7 @@ pub(crate) fn explore(model: &Model, options: Options) -> Exploration {
         boundaries: Boundaries::default(),
         reached: 0,
         violation: None,
+        within_ticks: 0,
     };
     if let Some(property) = initial.violation {
         result.violation = Some((property, Vec::new()));
@@ -131,6 +132,7 @@ fn levels(
             let roots = frontier.into_iter().flat_map(|block| block.entries);
             let found = depth_first::explore(search, roots.collect(), result.depth);
             result.states += found.states;
+            result.within_ticks += found.within_ticks;
             result.reached |= found.reached;
             result.boundaries.add(found.boundaries);
             result.depth = result.depth.max(found.depth);

@@ -70,6 +70,7 @@ mod spec;
 mod state;
 mod steps;
 pub mod swarm;
+mod tick_local;
 mod token;
 mod visited;
 
@@ -112,6 +113,11 @@ pub fn check(spec: CheckSpec, mut options: Options) -> CheckReport {
         options.threads = 1;
         options.breadth_first_memory = 0;
     }
+    if options.tick_local {
+        // Depth first from the initial state: the ticks' sets belong to the depth-first
+        // stack, and a breadth-first level would hold every state of its ticks.
+        options.breadth_first_memory = 0;
+    }
     let model = Model::new(spec);
     let exploration = explore::explore(&model, options);
     CheckReport {
@@ -129,7 +135,7 @@ impl CheckReport {
     /// their parts) shared a fingerprint, at most ([`values_fingerprinted`]).
     pub fn collision_bound(&self) -> f64 {
         collision_bound(values_fingerprinted(
-            self.exploration.distinct,
+            self.exploration.distinct + self.exploration.within_ticks,
             (self.spec.nodes, self.node_symmetry),
             (self.spec.clients, self.symmetry),
         ))
@@ -278,6 +284,14 @@ impl CheckReport {
              run; the others are the orders of steps within a tick",
             e.boundaries.tick_ends, e.boundaries.finals
         );
+        if e.within_ticks > 0 {
+            let _ = writeln!(
+                out,
+                "  tick-local: {} distinct states kept (those beginning a tick), {} within \
+                 ticks in each tick's own set (a state reached from two ticks counts twice)",
+                e.distinct, e.within_ticks
+            );
+        }
         let _ = writeln!(
             out,
             "  128-bit fingerprints: P(two states or parts shared one) <= {:.1e}; peak memory {}{}",
@@ -363,6 +377,7 @@ impl CheckReport {
             "peak_memory_bytes": e.peak_memory,
             "depth_first_from": e.depth_first_from,
             "tick_end_states": e.boundaries.tick_ends,
+            "within_tick_states": e.within_ticks,
             "final_states": e.boundaries.finals,
             "client_symmetry": self.symmetry,
             // The older name of `client_symmetry`, for readers of earlier records.

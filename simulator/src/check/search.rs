@@ -44,6 +44,11 @@ pub struct Options {
     pub reduction: bool,
     /// Report progress about once a second through this callback.
     pub progress: Option<fn(&Progress)>,
+    /// In the depth-first search, keep only the states that begin a tick in the visited
+    /// set, and those within a tick in a set of that tick's own, dropped when the search
+    /// leaves the tick (`tick_local.rs`): memory grows with the states that begin a tick,
+    /// and a state reached from two ticks' beginnings is expanded twice.
+    pub tick_local: bool,
     /// Search as this member of a swarm ([`Member`]): depth first from the initial state
     /// on one thread (whatever `threads` and `breadth_first_memory` say), in the member's
     /// own order of steps, with the member's own hash seed for the fingerprints.
@@ -60,6 +65,7 @@ impl Default for Options {
             symmetry: true,
             node_symmetry: true,
             reduction: true,
+            tick_local: false,
             progress: None,
             swarm: None,
         }
@@ -134,6 +140,10 @@ pub struct Exploration {
     pub(crate) reached: u8,
     /// The first violation found: the property and the path from the initial state.
     pub violation: Option<(Property, Vec<Action>)>,
+    /// With [`Options::tick_local`], the states within a tick, each counted once for every
+    /// tick's set that saw it (`distinct` then counts the states kept, those beginning a
+    /// tick); 0 otherwise.
+    pub within_ticks: u64,
 }
 
 /// How many of the distinct states expanded end a tick (no step is due before true time

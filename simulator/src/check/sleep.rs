@@ -18,7 +18,7 @@ use super::client::{Happened, Msg};
 use super::model::{Action, Link, Model};
 use super::spec::PauseKind;
 use super::state::{CheckState, MAX_CLIENTS, MAX_NODES, Naming, Symmetry};
-use super::visited::{Visit, Visited};
+use super::visited::{Seen, Visit};
 use crate::net::message::NodeOp;
 
 /// What a step did that another step may notice (bits): a token drawn (an acquisition
@@ -483,7 +483,7 @@ impl<'a> Reduction<'a> {
     /// Records `next`, reached with `sleep`, in `visited`: what it is still to take.
     pub(super) fn visit(
         &self,
-        visited: &Visited,
+        visited: &impl Seen,
         next: &CheckState,
         sleep: Sleep,
         symmetry: Symmetry,

@@ -129,6 +129,27 @@ impl Table {
     }
 }
 
+/// A set of the states seen, that a search records a state in: the visited set, or a
+/// tick's own (`tick_local.rs`).
+pub(crate) trait Seen {
+    /// Records `fp`; `false` when it was seen before.
+    fn insert(&self, fp: Fingerprint) -> bool;
+
+    /// Records `fp` reached with the sleep set `sleep`: new, or seen with steps to take now
+    /// (those asleep at every earlier visit and not in `sleep`; none: nothing left).
+    fn visit(&self, fp: Fingerprint, sleep: u64) -> Visit;
+}
+
+impl Seen for Visited {
+    fn insert(&self, fp: Fingerprint) -> bool {
+        Self::insert(self, fp)
+    }
+
+    fn visit(&self, fp: Fingerprint, sleep: u64) -> Visit {
+        Self::visit(self, fp, sleep)
+    }
+}
+
 /// The set of fingerprints seen.
 pub(crate) struct Visited {
     shards: Vec<Mutex<Table>>,
@@ -188,6 +209,11 @@ impl Visited {
         drop(table);
         self.count(matches!(visit, Visit::New), grown);
         visit
+    }
+
+    /// The steps a sleep set may hold.
+    pub(crate) fn steps(&self) -> u64 {
+        self.steps
     }
 
     /// How many distinct fingerprints it holds.

@@ -42,6 +42,12 @@ pub(crate) struct CheckArgs {
     /// Take every interleaving of independent steps (no partial-order reduction).
     #[arg(long)]
     no_reduction: bool,
+    /// Depth first, keeping only the states that begin a tick in the visited set and those
+    /// within a tick in a set of that tick's own, dropped when the search leaves the tick:
+    /// memory for the ticks' beginnings alone, at the cost of expanding again a state
+    /// reached from two ticks' beginnings.
+    #[arg(long, conflicts_with = "swarm")]
+    tick_local: bool,
     /// Search as member I of a swarm of N (1 <= I <= N), or `auto` (the job engine's
     /// variables, as `run --shard auto` reads them): depth first on one thread, in an order
     /// of steps and with a fingerprint hash seeded by I, until --max-states or the memory
@@ -156,6 +162,7 @@ pub(crate) fn check(args: &CheckArgs) -> Result<bool, String> {
         symmetry: !args.no_client_symmetry,
         node_symmetry: !args.no_node_symmetry,
         reduction: !args.no_reduction,
+        tick_local: args.tick_local,
         progress: terminal.then_some(progress as fn(&Progress)),
         swarm: args.swarm,
         ..Options::default()
