@@ -44,21 +44,41 @@ struct Frame {
 }
 
 /// With `tick_local`: one set for each tick whose beginning is on the stack, the innermost
-/// last; those above `open` are kept for their allocations.
+/// last. The set at height `h` holds the states within the ticks begun at that height under
+/// the same beginning at height `h - 1`: a tick begun after a sibling's (another state
+/// beginning the same tick, reached from the same tick before) shares the sibling's set, so
+/// that a state both reach is expanded once. Sets from `valid` up belong to beginnings that
+/// have left the stack and are emptied before use; those above `open` are kept for their
+/// allocations.
 struct Ticks {
     sets: Vec<TickStates>,
     open: usize,
+    valid: usize,
     steps: u64,
 }
 
 impl Ticks {
+    fn start(&mut self) {
+        self.open = 0;
+        self.valid = 0;
+    }
+
+    /// A state beginning a tick is pushed: its set is the next one, kept if a sibling's.
     fn open(&mut self) {
         if self.open == self.sets.len() {
             self.sets.push(TickStates::new(self.steps));
-        } else {
+        } else if self.valid <= self.open {
             self.sets[self.open].clear();
         }
         self.open += 1;
+        self.valid = self.valid.max(self.open);
+    }
+
+    /// A state beginning a tick leaves the stack: its set stays for its siblings, the sets
+    /// of the ticks begun below it do not.
+    fn close(&mut self) {
+        self.valid = self.valid.min(self.open);
+        self.open -= 1;
     }
 
     /// The set a state within a tick goes in: the innermost tick's, if one is open.
@@ -115,6 +135,7 @@ fn worker(
     let mut ticks = Ticks {
         sets: Vec::new(),
         open: 0,
+        valid: 0,
         steps: search.visited.steps(),
     };
     let mut unreported = 0;
@@ -133,7 +154,7 @@ fn worker(
         };
         // Frames above `height` are kept for their allocations, not their contents.
         let mut height = 0;
-        ticks.open = 0;
+        ticks.start();
         push(
             &mut stack,
             &mut height,
@@ -147,7 +168,7 @@ fn worker(
             let top = &mut stack[height - 1];
             let Some(&action) = top.actions.get(top.next) else {
                 if top.opens_tick {
-                    ticks.open -= 1;
+                    ticks.close();
                 }
                 height -= 1;
                 continue;
