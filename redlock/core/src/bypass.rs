@@ -7,7 +7,9 @@
 //! make. A client whose tasks take one lease in a loop would keep it for as long as they
 //! loop. So the release script says, node by node, whether a waiter of another client had
 //! marked its interest there ([`Reply::ReleasedOthersWaiting`](crate::Reply)), and only a
-//! release that says so on a quorum of nodes counts as a hand-off past another process.
+//! release that says so on a quorum of the nodes where it deleted the key counts as a
+//! hand-off past another process (of those, not of all: a release that returns at a quorum
+//! hears from fewer, and against all nodes it never counted one).
 //! After [`LOCAL_HAND_OFFS`] of those (since the last yield, while this client's line never
 //! emptied), the next one yields: this client's next waiter starts its round only
 //! [`YIELD_ROUND_TRIPS`] times the release's own round trip after the release returned (at
@@ -23,7 +25,7 @@
 
 use std::time::Duration;
 
-use super::{ReleaseReport, Timestamp, quorum};
+use super::{NodeStatus, ReleaseReport, Reply, Timestamp, quorum};
 
 /// How many hand-offs past another process's waiter this client's own waiters may make
 /// before one yields.
@@ -118,7 +120,16 @@ impl Bypass {
             self.past_others = 0;
             return now;
         }
-        if report.others_waiting < quorum(report.nodes.len()) {
+        // Judged on the nodes where the release deleted the key (the script answered with
+        // or without another's mark), not on all of them: a release that returns at a
+        // quorum hears from fewer, spared nodes never answer, and against every node another
+        // process was never counted there.
+        let deleted = report
+            .nodes
+            .iter()
+            .filter(|status| matches!(status, NodeStatus::Replied(Reply::Released)))
+            .count();
+        if report.others_waiting == 0 || report.others_waiting < quorum(deleted) {
             return now;
         }
         match self.limit {
@@ -149,7 +160,6 @@ impl Bypass {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{NodeStatus, Reply};
 
     fn at(ms: u64) -> Timestamp {
         Timestamp::ZERO.saturating_add(Duration::from_millis(ms))
@@ -188,6 +198,34 @@ mod tests {
     #[test]
     fn without_the_bound_it_is_passed_over_every_time() {
         assert_eq!(longest_run(Bypass::unbounded(), 5, 100), 100);
+    }
+
+    /// A release that returns at a quorum (`release_at_quorum`, a dropped lease) hears from
+    /// fewer nodes: those the grant's round saw in other hands are spared (answered
+    /// `NotHeld` without a command), and it returns once a quorum is free. Here one node of
+    /// three deleted the key and found another process's mark, the two others were spared:
+    /// the other process was never counted, and was passed over every time.
+    #[test]
+    fn a_release_that_heard_from_fewer_nodes_still_counts_the_others_waiting() {
+        let spared = ReleaseReport {
+            nodes: vec![
+                NodeStatus::Replied(Reply::Released),
+                NodeStatus::Replied(Reply::NotHeld),
+                NodeStatus::Replied(Reply::NotHeld),
+            ],
+            others_waiting: 1,
+        };
+        let mut bypass = Bypass::new();
+        let (mut run, mut longest) = (0, 0);
+        for n in 0..100 {
+            if bypass.released(&spared, at(n * 10), at(n * 10 + 1), true) == at(n * 10 + 1) {
+                run += 1;
+                longest = longest.max(run);
+            } else {
+                run = 0;
+            }
+        }
+        assert_eq!(longest, LOCAL_HAND_OFFS);
     }
 
     #[test]
