@@ -400,7 +400,7 @@ impl Machine for Acquire {
         if self.state == State::ReadingHolders {
             if request.kind() == RequestKind::HolderRead
                 && let Some(reads) = &mut self.reads
-                && reads.answer(request.node(), reply)
+                && reads.answer(request.node(), reply, now)
             {
                 self.finish_reads();
             }
@@ -666,6 +666,35 @@ mod tests {
         assert_eq!(free_at, Some(t0.saturating_add(ms(400))));
         assert!(window.latest() <= t0.saturating_add(ms(400)));
         assert!(m.retry(Token::from_bytes([2; 16]), t0.saturating_add(ms(400))));
+    }
+
+    /// A holder read answered 40 ms after the round was decided tells how long the key has
+    /// left *then*: the keys expire 400 ms after the answers, not after the decision. Counted
+    /// from the decision, the retry came 40 ms before the keys expired, and its `SET` lost
+    /// to them (a round and a retry of the budget spent).
+    #[test]
+    fn the_holders_remaining_time_counts_from_the_reads_answer() {
+        use crate::{KeyReading, KeyValue};
+        let config = LockConfig::new(3).with_retry(RetryPolicy::new(3, ms(1_000), ms(0)));
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        m.handle_reply(sets[0].request, Ok(Reply::TakenUnread), t0);
+        m.handle_reply(sets[1].request, Ok(Reply::TakenUnread), t0);
+        let reads = holder_reads(&mut m);
+        let held = KeyReading {
+            value: Some(KeyValue::Token(Token::from_bytes([9; 16]))),
+            expires_in: Some(ms(400)),
+            fence: None,
+        };
+        let answered = t0.saturating_add(ms(40));
+        for read in &reads {
+            m.handle_reply(read.request, Ok(Reply::Read(held)), answered);
+        }
+        let Some(AcquireEvent::Retry { free_at, .. }) = m.poll_outcome() else {
+            panic!("expected a retry")
+        };
+        assert_eq!(free_at, Some(answered.saturating_add(ms(400))));
     }
 
     /// Two clients start together on Redis 6.2: this one is refused unread by a quorum and

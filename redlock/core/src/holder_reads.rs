@@ -88,7 +88,12 @@ impl HolderReads {
     /// the unread refusal, and so does a key found free (the holder released or expired
     /// after the refusal, and [`Waiting`](super::Waiting) counts the node as freed, as it
     /// does for a mark that finds the key free). Returns whether every read has answered.
-    pub(crate) fn answer(&mut self, node: NodeId, reply: Result<Reply, NodeFailure>) -> bool {
+    pub(crate) fn answer(
+        &mut self,
+        node: NodeId,
+        reply: Result<Reply, NodeFailure>,
+        now: Timestamp,
+    ) -> bool {
         let Some(position) = self.waiting_for.iter().position(|&n| n == node) else {
             return self.waiting_for.is_empty();
         };
@@ -114,9 +119,13 @@ impl HolderReads {
                 None => *status = NodeStatus::Replied(Reply::Read(reading)),
                 Some(_) => {}
             }
-            // The holders' remaining times may now tell when a quorum frees up.
+            // The holders' remaining times may now tell when a quorum frees up. A read tells
+            // the time left when it is answered (`now`), which may be a node timeout after
+            // the round was decided: counted from the decision, the retry came before the
+            // keys expired and lost to them. (A remaining time a `SET` named at the decision
+            // is then counted a little late, which only waits longer.)
             if let Some(left) = failure.free_after() {
-                *free_at = Some(failure.decided_at.saturating_add(left));
+                *free_at = Some(now.saturating_add(left));
             }
         }
         self.waiting_for.is_empty()
