@@ -163,10 +163,13 @@ impl Acquire {
         true
     }
 
-    /// Abandons the acquisition: if a round is running, queues a release of its token on
-    /// every node (the round may already have set some keys). No outcome follows.
+    /// Abandons the acquisition: if a round is running, or has won and its grant was not
+    /// taken yet ([`poll_outcome`](Machine::poll_outcome)), queues a release of its token on
+    /// every node that may hold it (the round may already have set some keys). No outcome
+    /// follows.
     pub fn cancel(&mut self) {
-        if self.state.is_running() {
+        let unpolled_grant = matches!(self.outcome, Some(AcquireEvent::Acquired(_)));
+        if self.state.is_running() || unpolled_grant {
             self.queue_cleanup();
         }
         self.reads = None;
@@ -867,6 +870,28 @@ mod tests {
         assert_eq!(drain(&mut m).len(), 3);
         m.cancel();
         assert!(drain(&mut m).is_empty());
+        assert!(m.poll_outcome().is_none());
+    }
+
+    /// A grant not yet taken by the driver (its outcome not polled) is the driver's only
+    /// record of the keys a quorum set: cancelled then, it was dropped with them left to
+    /// their TTL. Now a cancel releases them like a running round's.
+    #[test]
+    fn cancel_releases_a_grant_not_yet_polled() {
+        let config = LockConfig::new(3);
+        let t0 = Timestamp::ZERO;
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0);
+        let sets = drain(&mut m);
+        m.handle_reply(sets[0].request, Ok(Reply::Acquired), t0);
+        m.handle_reply(sets[1].request, Ok(Reply::Acquired), t0);
+        m.cancel();
+        let releases = drain(&mut m);
+        assert_eq!(releases.len(), 3, "{releases:?}");
+        assert!(
+            releases
+                .iter()
+                .all(|t| matches!(t.command, Command::ReleaseIfOwner { .. }))
+        );
         assert!(m.poll_outcome().is_none());
     }
 

@@ -65,8 +65,9 @@
 //! - A round is decided as soon as the outcome is certain: won at a quorum of yes votes while
 //!   validity remains; lost as soon as a quorum is impossible (an even split ends at once).
 //!   Each node votes at most once per round.
-//! - A lost round releases its token on *every* node, answered or not, before the next round,
-//!   and every round writes a fresh token: a client never blocks itself.
+//! - A lost round releases its token on every node that may hold it (answered or not; not
+//!   where the `SET` was refused or never sent) before the next round, and every round
+//!   writes a fresh token: a client never blocks itself.
 //! - An extension needs a quorum and a validity recomputed from its own start, is refused
 //!   once the lease has expired or reached its limit, never re-creates a key and never
 //!   deletes one.
