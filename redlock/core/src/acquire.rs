@@ -10,6 +10,7 @@ use super::hash_renumbered::HashRenumbered;
 use super::holder_reads::HolderReads;
 use super::renumber::{NodePermutation, RenumberNodes};
 use super::round::{QuorumRound, Verdict, Vote};
+use super::waiting::MARK_ROUNDS;
 use super::{
     Command, FailureReason, LockConfig, Machine, NodeFailure, NodeId, NodeStatus, Reply, RequestId,
     Target, Timestamp, Token, Transmit,
@@ -35,6 +36,11 @@ impl State {
         matches!(self, Self::Locking | Self::Fencing { .. })
     }
 }
+
+/// The last round an acquisition may run: its requests' round numbers stay below the
+/// waiting marks' ([`MARK_ROUNDS`]), so that no reply of a round is routed to the wait and
+/// no two rounds share a number.
+const MAX_ROUNDS: u32 = MARK_ROUNDS - 1;
 
 /// The acquisition state machine (see [the module documentation](super) for the call order).
 ///
@@ -333,7 +339,7 @@ impl Acquire {
                         now < deadline
                     }
                     None => self.attempt < self.config.retry().attempts(),
-                };
+                } && self.attempt < MAX_ROUNDS;
                 // Refused credentials or permissions do not pass: no retry for them.
                 if may_retry && !failure.is_denied() {
                     self.state = State::AwaitingRetry;
@@ -859,6 +865,28 @@ mod tests {
         );
         assert_eq!(drain(&mut m).len(), 5);
         assert_eq!(m.poll_timeout(), None);
+    }
+
+    /// A round numbers its requests: past `MAX_ROUNDS` the numbers would reach the waiting
+    /// marks' (a reply then routed to the wait) and then stop moving (a late reply of the
+    /// round before counted as a vote of the next). Days of back-to-back rounds of one
+    /// acquisition with a deadline and no retry delay; it fails there instead.
+    #[test]
+    fn an_acquisition_ends_before_its_round_numbers_run_out() {
+        let config = LockConfig::new(1).with_retry(RetryPolicy::new(0, ms(0), ms(0)));
+        let t0 = Timestamp::ZERO;
+        let far = t0.saturating_add(Duration::from_secs(86_400));
+        let mut m = Acquire::new(&config, key(), Token::from_bytes([1; 16]), t0).waiting_until(far);
+        m.attempt = MAX_ROUNDS - 1;
+        let set = drain(&mut m).remove(0);
+        let set = RequestId::new(MAX_ROUNDS - 1, set.node, set.request.kind());
+        m.handle_reply(set, Ok(Reply::Taken), t0);
+        assert!(matches!(m.poll_outcome(), Some(AcquireEvent::Retry { .. })));
+        assert!(m.retry(Token::from_bytes([2; 16]), t0));
+        assert_eq!(m.attempt(), MAX_ROUNDS);
+        let set = drain(&mut m).remove(0);
+        m.handle_reply(set.request, Ok(Reply::Taken), t0);
+        assert!(matches!(m.poll_outcome(), Some(AcquireEvent::Failed(_))));
     }
 
     #[test]

@@ -57,7 +57,7 @@ const HEARD_DURING_A_ROUND: usize = 32;
 /// acquisition, extension or release ever numbers a round that high, so a driver that feeds
 /// every reply of an acquisition to one place can tell the marks' apart
 /// ([`Waiting::sent`]).
-const MARK_ROUNDS: u32 = 1 << 31;
+pub(crate) const MARK_ROUNDS: u32 = 1 << 31;
 
 /// The wait between one acquisition's rounds, as a value: fed the lost rounds, the
 /// notifications and the time, it says when the next round starts. Pure and deterministic:
