@@ -174,10 +174,16 @@ mod tests {
 
     /// The passes another process's waiter sees in `hand_offs` hand-offs, each a release
     /// that finds its marks on `others` of 5 nodes: the longest run of hand-offs at once.
-    fn longest_run(mut bypass: Bypass, others: usize, hand_offs: u64) -> u32 {
+    fn longest_run(bypass: Bypass, others: usize, hand_offs: u64) -> u32 {
+        longest_run_of(bypass, &report(5, others), hand_offs)
+    }
+
+    /// The longest run of hand-offs at once in `hand_offs` releases that each report
+    /// `released`.
+    fn longest_run_of(mut bypass: Bypass, released: &ReleaseReport, hand_offs: u64) -> u32 {
         let (mut run, mut longest) = (0, 0);
         for n in 0..hand_offs {
-            let start = bypass.released(&report(5, others), at(n * 10), at(n * 10 + 1), true);
+            let start = bypass.released(released, at(n * 10), at(n * 10 + 1), true);
             if start == at(n * 10 + 1) {
                 run += 1;
                 longest = longest.max(run);
@@ -215,17 +221,7 @@ mod tests {
             ],
             others_waiting: 1,
         };
-        let mut bypass = Bypass::new();
-        let (mut run, mut longest) = (0, 0);
-        for n in 0..100 {
-            if bypass.released(&spared, at(n * 10), at(n * 10 + 1), true) == at(n * 10 + 1) {
-                run += 1;
-                longest = longest.max(run);
-            } else {
-                run = 0;
-            }
-        }
-        assert_eq!(longest, LOCAL_HAND_OFFS);
+        assert_eq!(longest_run_of(Bypass::new(), &spared, 100), LOCAL_HAND_OFFS);
     }
 
     #[test]
