@@ -128,7 +128,6 @@ fn worker(
     root_depth: u32,
     violation: &FirstViolation,
 ) -> Found {
-    let symmetry = search.options.symmetries();
     let mut found = Found::default();
     let mut stack: Vec<Frame> = Vec::new();
     let tick_local = search.options.tick_local;
@@ -188,21 +187,9 @@ fn worker(
                     break;
                 }
             }
-            let within_tick = ticks.innermost().filter(|_| tick_local && !next.tick_fresh);
-            let visit = match within_tick {
-                Some(tick) => search.reduction.visit(tick, &next, sleep, symmetry),
-                None => search
-                    .reduction
-                    .visit(&search.visited, &next, sleep, symmetry),
+            let Some((pending, new)) = visit(search, &ticks, &next, sleep, &mut found) else {
+                continue;
             };
-            let (pending, new) = match visit {
-                Next::Seen => continue,
-                Next::Again(pending) => (pending, false),
-                Next::New(pending) => (pending, true),
-            };
-            if new && within_tick.is_some() {
-                found.within_ticks += 1;
-            }
             let depth = root_depth + height as u32;
             found.depth = found.depth.max(depth);
             if let Some(property) = next.violation.filter(|_| new) {
@@ -234,6 +221,37 @@ fn worker(
     }
     search.look(unreported);
     found
+}
+
+/// Records `next` in its set (the visited set, or with `tick_local` its tick's own when it
+/// lies within a tick): what is still to take there and whether it is new; `None` when
+/// nothing is.
+fn visit(
+    search: &Search<'_>,
+    ticks: &Ticks,
+    next: &CheckState,
+    sleep: Sleep,
+    found: &mut Found,
+) -> Option<(Pending, bool)> {
+    let symmetry = search.options.symmetries();
+    let within_tick = ticks
+        .innermost()
+        .filter(|_| search.options.tick_local && !next.tick_fresh);
+    let visit = match within_tick {
+        Some(tick) => search.reduction.visit(tick, next, sleep, symmetry),
+        None => search
+            .reduction
+            .visit(&search.visited, next, sleep, symmetry),
+    };
+    let (pending, new) = match visit {
+        Next::Seen => return None,
+        Next::Again(pending) => (pending, false),
+        Next::New(pending) => (pending, true),
+    };
+    if new && within_tick.is_some() {
+        found.within_ticks += 1;
+    }
+    Some((pending, new))
 }
 
 /// With `tick_local`, a frame whose state begins a tick opens that tick's set.
