@@ -25,7 +25,7 @@
 
 use std::time::Duration;
 
-use super::{NodeStatus, ReleaseReport, Reply, Timestamp, quorum};
+use super::{ReleaseReport, Timestamp, quorum};
 
 /// How many hand-offs past another process's waiter this client's own waiters may make
 /// before one yields.
@@ -123,13 +123,8 @@ impl Bypass {
         // Judged on the nodes where the release deleted the key (the script answered with
         // or without another's mark), not on all of them: a release that returns at a
         // quorum hears from fewer, spared nodes never answer, and against every node another
-        // process was never counted there.
-        let deleted = report
-            .nodes
-            .iter()
-            .filter(|status| matches!(status, NodeStatus::Replied(Reply::Released)))
-            .count();
-        if report.others_waiting == 0 || report.others_waiting < quorum(deleted) {
+        // process was never counted there. (A quorum is at least 1: no mark, no hand-off.)
+        if report.others_waiting < quorum(report.released()) {
             return now;
         }
         match self.limit {
@@ -160,6 +155,7 @@ impl Bypass {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{NodeStatus, Reply};
 
     fn at(ms: u64) -> Timestamp {
         Timestamp::ZERO.saturating_add(Duration::from_millis(ms))

@@ -234,9 +234,8 @@ fn visit(
     found: &mut Found,
 ) -> Option<(Pending, bool)> {
     let symmetry = search.options.symmetries();
-    let within_tick = ticks
-        .innermost()
-        .filter(|_| search.options.tick_local && !next.tick_fresh);
+    // A tick's set is open only with `tick_local`.
+    let within_tick = ticks.innermost().filter(|_| !next.tick_fresh);
     let visit = match within_tick {
         Some(tick) => search.reduction.visit(tick, next, sleep, symmetry),
         None => search

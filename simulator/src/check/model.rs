@@ -857,11 +857,27 @@ pub(crate) fn catalogue_model(file: &str) -> Model {
 /// (told apart without symmetry), handing each to `visit` once: the tests that check a
 /// property of every state a model reaches first.
 #[cfg(test)]
-pub(crate) fn walk_first_states(model: &Model, limit: usize, mut visit: impl FnMut(&CheckState)) {
+pub(crate) fn walk_first_states(model: &Model, limit: usize, visit: impl FnMut(&CheckState)) {
+    walk(model, limit, false, visit);
+}
+
+/// As [`walk_first_states`], depth first or (`breadth_first`) level by level: a walk that
+/// must reach a combination of faults, which depth first spends its states under the first.
+#[cfg(test)]
+pub(crate) fn walk(
+    model: &Model,
+    limit: usize,
+    breadth_first: bool,
+    mut visit: impl FnMut(&CheckState),
+) {
     let mut seen = std::collections::HashSet::new();
-    let mut stack = vec![model.initial()];
+    let mut stack = std::collections::VecDeque::from([model.initial()]);
     let mut actions = Vec::new();
-    while let Some(state) = stack.pop() {
+    while let Some(state) = if breadth_first {
+        stack.pop_front()
+    } else {
+        stack.pop_back()
+    } {
         let naming = super::state::Symmetry::NONE;
         if seen.len() >= limit || !seen.insert(state.fingerprint(naming, 0)) {
             continue;
@@ -988,28 +1004,20 @@ mod tests {
                 .cloned()
                 .collect()
         };
-        // Breadth first: a depth-first walk spends its states under the first crash.
         let (mut actions, mut kept) = (Vec::new(), 0);
-        let mut seen = std::collections::HashSet::new();
-        let mut queue = std::collections::VecDeque::from([model.initial()]);
-        while let Some(state) = queue.pop_front() {
-            if seen.len() >= 20_000 || !seen.insert(state.fingerprint(Symmetry::NONE, 0)) {
-                continue;
-            }
-            model.actions(&state, &mut actions);
+        walk(&model, 20_000, true, |state| {
+            model.actions(state, &mut actions);
             for &action in &actions {
-                let (after, _) = model.successor(&state, action);
-                if let Action::Crash(n) = action {
-                    let n = usize::from(n);
-                    for c in 0..state.clients.len() {
-                        let before = replies(&state, c, n);
-                        assert_eq!(replies(&after, c, n), before, "{}", model.describe(&state));
-                        kept += before.len();
-                    }
+                let Action::Crash(n) = action else { continue };
+                let (after, _) = model.successor(state, action);
+                let n = usize::from(n);
+                for c in 0..state.clients.len() {
+                    let before = replies(state, c, n);
+                    assert_eq!(replies(&after, c, n), before, "{}", model.describe(state));
+                    kept += before.len();
                 }
-                queue.push_back(after);
             }
-        }
+        });
         assert!(
             kept > 0,
             "the walk reached no crash with a reply on its way"
